@@ -1,0 +1,194 @@
+package router_test
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/mcp-switchboard/switchboard/router"
+)
+
+var update = flag.Bool("update", false, "rewrite the want sections of testdata/*.txtar")
+
+// TestGolden builds a table from the items section of each testdata/*.txtar
+// file and compares it with the want section. With -update it rewrites want.
+//
+// Each items line is server|prefix|name, split at the first two '|'. An empty
+// prefix means router.Prefix(server, ""), the prefix the config derives from
+// the key. A line starting with '{' is a JSON object with the fields server,
+// prefix and name, for names no plain line can hold. Blank lines are skipped.
+func TestGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.txtar files")
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ar := parseTxtar(string(data))
+			if strings.TrimSpace(ar.header) == "" {
+				t.Errorf("%s: no prose header", file)
+			}
+			in, ok := ar.section("items")
+			if !ok {
+				t.Fatalf("%s: no -- items -- section", file)
+			}
+			items, err := parseItems(in)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			got := render(router.Build(items))
+			if again := render(router.Build(reversed(items))); again != got {
+				t.Errorf("%s: reversed items give a different table:\n%s", file, again)
+			}
+			if *update {
+				ar.set("want", got)
+				if err := os.WriteFile(file, []byte(ar.format()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, ok := ar.section("want")
+			if !ok {
+				t.Fatalf("%s: no -- want -- section (run with -update)", file)
+			}
+			if got != want {
+				t.Errorf("%s: table differs (run with -update to accept)\ngot:\n%s\nwant:\n%s", file, got, want)
+			}
+		})
+	}
+}
+
+func parseItems(s string) ([]router.Item, error) {
+	var items []router.Item
+	for i, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var it router.Item
+		if strings.HasPrefix(line, "{") {
+			var j struct{ Server, Prefix, Name string }
+			if err := json.Unmarshal([]byte(line), &j); err != nil {
+				return nil, fmt.Errorf("items line %d: %w", i+1, err)
+			}
+			it = router.Item{Server: j.Server, Prefix: j.Prefix, Name: j.Name}
+		} else {
+			f := strings.SplitN(line, "|", 3)
+			if len(f) != 3 {
+				return nil, fmt.Errorf("items line %d: want server|prefix|name, got %q", i+1, line)
+			}
+			it = router.Item{Server: f[0], Prefix: f[1], Name: f[2]}
+		}
+		if it.Prefix == "" {
+			it.Prefix = router.Prefix(it.Server, "")
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// render prints a table as "public -> server/name" lines sorted by public
+// name, then one line per collision.
+func render(tab *router.Table, collisions []router.Collision) string {
+	var b strings.Builder
+	for _, e := range tab.Entries() {
+		fmt.Fprintf(&b, "%s -> %s\n", e.Public, target(e.Target))
+	}
+	if len(collisions) > 0 {
+		b.WriteString("\n")
+	}
+	for _, c := range collisions {
+		fmt.Fprintf(&b, "collision %s: kept by %s; %s renamed %s\n", c.Public, target(c.Winner), target(c.Loser), c.Renamed)
+	}
+	return b.String()
+}
+
+// target prints server/name, quoting a part that would be ambiguous or
+// invisible as is.
+func target(t router.Target) string {
+	return quoteIfNeeded(t.Server) + "/" + quoteIfNeeded(t.Name)
+}
+
+func quoteIfNeeded(s string) string {
+	plain := s != "" && !strings.ContainsAny(s, `/"`) && !strings.ContainsFunc(s, func(r rune) bool {
+		return r == unicode.ReplacementChar || !unicode.IsGraphic(r) || unicode.IsSpace(r)
+	})
+	if plain {
+		return s
+	}
+	return strconv.Quote(s)
+}
+
+// archive is a txtar archive: a prose header, then sections that each start
+// with a "-- name --" line.
+type archive struct {
+	header string
+	names  []string
+	bodies []string
+}
+
+func parseTxtar(s string) *archive {
+	ar := &archive{}
+	cur := &ar.header
+	for line := range strings.Lines(s) {
+		trimmed := strings.TrimSuffix(line, "\n")
+		if name, ok := sectionName(trimmed); ok {
+			ar.names = append(ar.names, name)
+			ar.bodies = append(ar.bodies, "")
+			cur = &ar.bodies[len(ar.bodies)-1]
+			continue
+		}
+		*cur += line
+	}
+	return ar
+}
+
+func sectionName(line string) (string, bool) {
+	if !strings.HasPrefix(line, "-- ") || !strings.HasSuffix(line, " --") || len(line) < 7 {
+		return "", false
+	}
+	return strings.TrimSpace(line[3 : len(line)-3]), true
+}
+
+func (ar *archive) section(name string) (string, bool) {
+	i := slices.Index(ar.names, name)
+	if i < 0 {
+		return "", false
+	}
+	return ar.bodies[i], true
+}
+
+func (ar *archive) set(name, body string) {
+	if i := slices.Index(ar.names, name); i >= 0 {
+		ar.bodies[i] = body
+		return
+	}
+	ar.names = append(ar.names, name)
+	ar.bodies = append(ar.bodies, body)
+}
+
+func (ar *archive) format() string {
+	var b strings.Builder
+	b.WriteString(ar.header)
+	for i, name := range ar.names {
+		fmt.Fprintf(&b, "-- %s --\n", name)
+		b.WriteString(ar.bodies[i])
+		if body := ar.bodies[i]; body != "" && !strings.HasSuffix(body, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
