@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Rules is one layer as written in config: {"allow": [...], "deny": [...]}.
+// Each entry is a glob (see Match) over the whole public name.
+// If Allow is empty, every name not denied is allowed; Deny always wins.
+type Rules struct {
+	Allow []string `json:"allow,omitempty"`
+	Deny  []string `json:"deny,omitempty"`
+}
+
+// Validate reports every unusable pattern in r, each with its path
+// ("allow[i]" or "deny[i]"), joined with errors.Join.
+func (r Rules) Validate() error {
+	var errs []error
+	for i, p := range r.Allow {
+		if err := ValidatePattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("allow[%d]: %w", i, err))
+		}
+	}
+	for i, p := range r.Deny {
+		if err := ValidatePattern(p); err != nil {
+			errs = append(errs, fmt.Errorf("deny[%d]: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Layer is a compiled Rules. A nil *Layer allows everything.
+// A Layer is immutable and safe for concurrent use.
+type Layer struct {
+	allow set
+	deny  set
+}
+
+// set is a compiled list of patterns. Patterns without wildcards are looked
+// up in a map; the rest are tried in order.
+type set struct {
+	n     int // number of source patterns
+	all   bool
+	exact map[string]struct{}
+	globs []glob
+}
+
+// Compile validates and compiles r. On error it returns every bad pattern,
+// each named by its path ("allow[i]" or "deny[i]"), joined with errors.Join,
+// and a nil Layer.
+func Compile(r Rules) (*Layer, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	return &Layer{allow: compileSet(r.Allow), deny: compileSet(r.Deny)}, nil
+}
+
+func compileSet(patterns []string) set {
+	s := set{n: len(patterns)}
+	for _, p := range patterns {
+		g := compileGlob(p)
+		switch g.kind {
+		case kindAny:
+			s.all = true
+		case kindExact:
+			if s.exact == nil {
+				s.exact = make(map[string]struct{})
+			}
+			s.exact[g.lit] = struct{}{}
+		default:
+			s.globs = append(s.globs, g)
+		}
+	}
+	if s.all {
+		// "*" subsumes every other pattern in the list.
+		s.exact, s.globs = nil, nil
+	}
+	return s
+}
+
+// matches reports whether any pattern of s matches name.
+func (s *set) matches(name string) bool {
+	if s.all {
+		return true
+	}
+	if _, ok := s.exact[name]; ok {
+		return true
+	}
+	for i := range s.globs {
+		if s.globs[i].match(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Allows reports whether name is visible through l: some allow pattern
+// matches (or there are none) and no deny pattern matches. It does not
+// allocate.
+func (l *Layer) Allows(name string) bool {
+	if l == nil {
+		return true
+	}
+	if l.deny.n > 0 && l.deny.matches(name) {
+		return false
+	}
+	return l.allow.n == 0 || l.allow.matches(name)
+}
+
+// Empty reports whether l has no patterns, and so allows everything.
+// A nil Layer is empty.
+func (l *Layer) Empty() bool {
+	return l == nil || (l.allow.n == 0 && l.deny.n == 0)
+}
+
+// Chain is every layer that applies to one server in one view: global,
+// agent, server (DESIGN §4). Nil entries are skipped, so an empty or nil Chain
+// allows everything.
+type Chain []*Layer
+
+// Allows reports whether every layer of c allows name. It does not allocate.
+func (c Chain) Allows(name string) bool {
+	for _, l := range c {
+		if !l.Allows(name) {
+			return false
+		}
+	}
+	return true
+}
