@@ -57,6 +57,8 @@ func TestMatch(t *testing.T) {
 		{name: "invalid pattern never matches", pattern: "", in: "", want: false},
 		{name: "pathological backtracking", pattern: "a*a*a*a*a*a*a*a*b", in: strings.Repeat("a", 4096), want: false},
 		{name: "pathological question", pattern: "*?a?a?a?a?b", in: strings.Repeat("a", 4096), want: false},
+		{name: "pathological middle", pattern: "a*a*a*a*a*a*a*a*b*", in: strings.Repeat("a", 4096), want: false},
+		{name: "pathological question middle", pattern: "*?a?a?a?a?b*", in: strings.Repeat("a", 4096), want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,7 +62,7 @@ const neverSwept = math.MinInt64 / 2
 
 // Limiter is a token bucket per key (an agent or a token), implemented as a
 // generic cell rate algorithm: each bucket is one atomic "theoretical arrival
-// time", so Allow takes no lock; keys are found in a sync.Map.
+// time", so Allow takes no mutex of its own; keys are found in a sync.Map.
 //
 // Memory: a bucket whose tokens have fully refilled carries no state, so a
 // sweep drops it. Allow runs a sweep inline at most once per minute of the
