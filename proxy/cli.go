@@ -1,0 +1,209 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Exit codes of the CLI.
+const (
+	ExitOK     = 0
+	ExitError  = 1
+	ExitConfig = 2
+)
+
+const usage = `switchboard: one MCP endpoint for many MCP servers.
+
+Usage:
+  switchboard serve [--config FILE] [--listen ADDR] [--stdio] ...   run the proxy
+  switchboard validate --config FILE                                 check a config
+  switchboard tools [--config FILE]                                  print the aggregated tool table
+  switchboard status [--admin ADDR] [--json]                         show a running proxy's servers
+  switchboard demo-server NAME                                       serve a demo MCP server on stdio
+  switchboard version                                                print the version
+
+Run "switchboard COMMAND --help" for a command's flags. With no --config, serve
+and tools use the embedded default config (two demo servers).
+`
+
+// Main runs the CLI and returns the process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		args = []string{"serve"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, stdin, stdout, stderr)
+	case "validate":
+		return cmdValidate(rest, stdout, stderr)
+	case "tools":
+		return cmdTools(ctx, rest, stdout, stderr)
+	case "status":
+		return cmdStatus(ctx, rest, stdout, stderr)
+	case "demo-server":
+		if len(rest) != 1 || strings.HasPrefix(rest[0], "-") {
+			fmt.Fprintf(stderr, "usage: switchboard demo-server NAME (one of %s)\n", strings.Join(DemoServers, ", "))
+			return ExitConfig
+		}
+		if err := RunDemoServer(ctx, rest[0]); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(stderr, "switchboard demo-server:", err)
+			return ExitError
+		}
+		return ExitOK
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "switchboard", Version)
+		return ExitOK
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return ExitOK
+	}
+	if strings.HasPrefix(cmd, "-") {
+		// Flags without a command mean serve.
+		return cmdServe(ctx, args, stdin, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "switchboard: unknown command %q\n\n%s", cmd, usage)
+	return ExitConfig
+}
+
+func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: switchboard %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags returns the exit code to use when parsing stops the command.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, false
+		}
+		return ExitConfig, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return ExitConfig, false
+	}
+	return 0, true
+}
+
+func configError(stderr io.Writer, err error) int {
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		fmt.Fprintln(stderr, "switchboard: invalid config:")
+		for _, line := range strings.Split(ce.Error(), "\n") {
+			fmt.Fprintln(stderr, "  "+line)
+		}
+		return ExitConfig
+	}
+	fmt.Fprintln(stderr, "switchboard:", err)
+	return ExitError
+}
+
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var o Options
+	fs := newFlags("serve", "serve [flags]", stderr)
+	fs.StringVar(&o.ConfigPath, "config", "", "config file, JSON or YAML (default: the embedded demo config)")
+	fs.StringVar(&o.Listen, "listen", "", "downstream MCP address host:port (default "+DefaultListen+"; env SWITCHBOARD_LISTEN)")
+	fs.StringVar(&o.AdminListen, "admin-listen", "", "admin address for /healthz, /readyz, /status (default "+DefaultAdminListen+")")
+	fs.BoolVar(&o.Stdio, "stdio", false, "serve one MCP client over stdin/stdout instead of HTTP (logs go to stderr)")
+	fs.StringVar(&o.LogLevel, "log-level", "", "trace, debug, info, warn or error (default info; env SWITCHBOARD_LOG_LEVEL)")
+	fs.StringVar(&o.LogFormat, "log-format", "", "text or json (default text; env SWITCHBOARD_LOG_FORMAT)")
+	fs.StringVar(&o.ReadyFile, "ready-file", "", "write the bound listen and admin addresses to this file once serving")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
+	if err := Run(ctx, o); err != nil {
+		return configError(stderr, err)
+	}
+	return ExitOK
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) int {
+	var path string
+	fs := newFlags("validate", "validate --config FILE", stderr)
+	fs.StringVar(&path, "config", "", "config file to check (required)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if path == "" {
+		fmt.Fprintln(stderr, "switchboard validate: --config is required")
+		fs.Usage()
+		return ExitConfig
+	}
+	c, err := loadConfig(Options{ConfigPath: path})
+	if err != nil {
+		return configError(stderr, err)
+	}
+	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.serverNames()), c.Digest())
+	return ExitOK
+}
+
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o Options
+	var wait time.Duration
+	fs := newFlags("tools", "tools [--config FILE]", stderr)
+	fs.StringVar(&o.ConfigPath, "config", "", "config file (default: the embedded demo config)")
+	fs.StringVar(&o.LogLevel, "log-level", "warn", "log level while the servers start")
+	fs.DurationVar(&wait, "wait", 0, "how long to wait for servers to start (default: the largest server timeout)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	o.Stderr = stderr
+	p, c, err := New(o)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	p.apply(c)
+	defer p.closeAll()
+	snap := p.cur.Load()
+	if wait == 0 {
+		for _, h := range snap.Handles {
+			wait = max(wait, h.Spec().ConnectTimeout)
+		}
+	}
+	deadline := time.After(wait)
+	for _, h := range snap.Handles {
+		h.Start()
+		select {
+		case <-h.FirstAttempt():
+		case <-deadline:
+		case <-ctx.Done():
+			return ExitError
+		}
+	}
+	v := p.viewFor("")
+	v.rebuild()
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDESCRIPTION")
+	for _, r := range v.state.Load().list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.public, r.entry.Key, r.original, oneLine(r.tool.Description, 80))
+	}
+	tw.Flush()
+	for _, k := range sortedKeys(snap.Handles) {
+		if st := snap.Handles[k].Status(); st.State != "ready" && st.State != "idle" {
+			fmt.Fprintf(stderr, "server %q is %s: %s\n", k, st.State, p.redact(st.LastError))
+		}
+	}
+	return ExitOK
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,647 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-switchboard/switchboard/policy"
+	"github.com/mcp-switchboard/switchboard/router"
+	"github.com/mcp-switchboard/switchboard/secrets"
+)
+
+// Defaults for fields the config may leave out. values.yaml in the chart
+// repeats them; keep both in step.
+const (
+	DefaultListen          = "127.0.0.1:8931"
+	DefaultAdminListen     = "127.0.0.1:8932"
+	DefaultTimeoutMS       = 30000
+	DefaultToolTimeoutMS   = 60000
+	DefaultMaxRestarts     = 5
+	DefaultMaxResultBytes  = 50 << 20
+	DefaultMaxMediaBytes   = 20 << 20
+	DefaultMaxDescChars    = 4096
+	DefaultShutdownMS      = 10000
+	DefaultDrainMS         = 30000
+	DefaultBreakerFailures = 5
+	DefaultBreakerOpenMS   = 30000
+)
+
+// Config is the whole config file. JSON and YAML share this schema; unknown
+// fields are errors. Field names follow Claude Desktop's mcpServers files so
+// users' existing files parse unchanged.
+type Config struct {
+	Listen          string                   `json:"listen,omitempty"`
+	AdminListen     string                   `json:"adminListen,omitempty"`
+	LogLevel        string                   `json:"logLevel,omitempty"`
+	LogFormat       string                   `json:"logFormat,omitempty"`
+	MCPServers      map[string]*ServerConfig `json:"mcpServers,omitempty"`
+	Tools           *policy.Rules            `json:"tools,omitempty"`
+	Prompts         *policy.Rules            `json:"prompts,omitempty"`
+	Agents          *AgentsConfig            `json:"agents,omitempty"`
+	Auth            *AuthConfig              `json:"auth,omitempty"`
+	Admin           *AdminConfig             `json:"admin,omitempty"`
+	Sanitize        *SanitizeConfig          `json:"sanitize,omitempty"`
+	Telemetry       *TelemetryConfig         `json:"telemetry,omitempty"`
+	Audit           *AuditConfig             `json:"audit,omitempty"`
+	Limits          *policy.Limit            `json:"limits,omitempty"`
+	RequireReady    []string                 `json:"requireReady,omitempty"`
+	ShutdownTimeout *int                     `json:"shutdownTimeout,omitempty"` // ms
+	DrainTimeout    *int                     `json:"drainTimeout,omitempty"`    // ms
+	AllowedHosts    []string                 `json:"allowedHosts,omitempty"`
+}
+
+// ServerConfig is one entry of mcpServers (or an agent's mcp.servers).
+type ServerConfig struct {
+	Enabled        *bool             `json:"enabled,omitempty"`
+	Disabled       *bool             `json:"disabled,omitempty"` // Cline's spelling of enabled:false
+	Transport      string            `json:"transport,omitempty"`
+	Type           string            `json:"type,omitempty"` // Claude Code's alias of transport
+	Command        string            `json:"command,omitempty"`
+	Args           []string          `json:"args,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	URL            string            `json:"url,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	Timeout        *int              `json:"timeout,omitempty"`     // ms to connect and initialize
+	ToolTimeout    *int              `json:"toolTimeout,omitempty"` // ms per call
+	RestartOnCrash *bool             `json:"restartOnCrash,omitempty"`
+	MaxRestarts    *int              `json:"maxRestarts,omitempty"`
+	ToolPrefix     string            `json:"toolPrefix,omitempty"`
+	Lazy           bool              `json:"lazy,omitempty"`
+	Isolation      string            `json:"isolation,omitempty"`
+	Protocol       string            `json:"protocol,omitempty"`
+	Tools          *policy.Rules     `json:"tools,omitempty"`
+	Prompts        *policy.Rules     `json:"prompts,omitempty"`
+	Resources      *bool             `json:"resources,omitempty"`
+	ResourceFilter []string          `json:"resourceFilter,omitempty"`
+	Wrap           *bool             `json:"wrap,omitempty"`
+	Breaker        *BreakerConfig    `json:"breaker,omitempty"`
+}
+
+// BreakerConfig tunes one server's circuit breaker.
+type BreakerConfig struct {
+	Failures *int `json:"failures,omitempty"` // consecutive failures that open it
+	OpenMS   *int `json:"openMs,omitempty"`   // how long it stays open before a probe
+}
+
+// AgentsConfig is the openclaw-shaped agent list.
+type AgentsConfig struct {
+	Defaults *AgentDefaults `json:"defaults,omitempty"`
+	List     []*AgentConfig `json:"list,omitempty"`
+}
+
+// AgentDefaults apply to every agent and to the default view.
+type AgentDefaults struct {
+	MCP   *AgentMCP     `json:"mcp,omitempty"`
+	Tools *policy.Rules `json:"tools,omitempty"`
+}
+
+// AgentMCP holds an agent's servers.
+type AgentMCP struct {
+	Servers map[string]*ServerConfig `json:"servers,omitempty"`
+}
+
+// AgentConfig is one agent view.
+type AgentConfig struct {
+	ID     string        `json:"id"`
+	MCP    *AgentMCP     `json:"mcp,omitempty"`
+	Tools  *policy.Rules `json:"tools,omitempty"`
+	Tokens []string      `json:"tokens,omitempty"`
+	Limits *policy.Limit `json:"limits,omitempty"`
+}
+
+// AuthConfig holds downstream bearer tokens that open every view.
+type AuthConfig struct {
+	Tokens []string `json:"tokens,omitempty"`
+}
+
+// AdminConfig configures the admin API.
+type AdminConfig struct {
+	ReloadToken string `json:"reloadToken,omitempty"`
+}
+
+// SanitizeConfig configures untrusted-content handling.
+type SanitizeConfig struct {
+	WrapResults         *bool  `json:"wrapResults,omitempty"`
+	OnSuspicious        string `json:"onSuspicious,omitempty"`
+	PinTools            string `json:"pinTools,omitempty"`
+	PinFile             string `json:"pinFile,omitempty"`
+	MaxResultBytes      *int64 `json:"maxResultBytes,omitempty"`
+	MaxMediaBytes       *int64 `json:"maxMediaBytes,omitempty"`
+	MaxDescriptionChars *int   `json:"maxDescriptionChars,omitempty"`
+	SchemaProfile       string `json:"schemaProfile,omitempty"`
+}
+
+// TelemetryConfig configures metrics and traces.
+type TelemetryConfig struct {
+	ServiceName string `json:"serviceName,omitempty"`
+	Prometheus  *bool  `json:"prometheus,omitempty"`
+}
+
+// AuditConfig configures the per-call audit log.
+type AuditConfig struct {
+	Enabled   *bool  `json:"enabled,omitempty"`
+	File      string `json:"file,omitempty"`
+	Arguments bool   `json:"arguments,omitempty"`
+}
+
+// Parse reads a JSON or YAML config. It reports every schema problem at once,
+// each with its field path; it does not run the semantic checks of Validate.
+func Parse(data []byte) (*Config, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("config is empty")
+	}
+	js := trimmed
+	if trimmed[0] != '{' {
+		var err error
+		js, err = yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("config: %w", jsonSyntaxError(js, err))
+	}
+	if dec.More() {
+		return nil, errors.New("config: unexpected data after the top-level object")
+	}
+	if raw == nil {
+		return nil, errors.New("config is null")
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, fmt.Errorf("config: want an object at the top level, got %s", kindName(raw))
+	}
+	var c Config
+	if err := decodeStrict(raw, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// jsonSyntaxError adds the line and column to a syntax error.
+func jsonSyntaxError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	line, col := 1, 1
+	for _, b := range data[:min(int(se.Offset), len(data))] {
+		if b == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Errorf("line %d, column %d: %w", line, col, err)
+}
+
+var (
+	agentIDRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	headerRE    = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	logLevels   = []string{"trace", "debug", "info", "warn", "error", "off"}
+	transports  = []string{"stdio", "sse", "http"}
+	protocols   = []string{"auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	isolations  = []string{"shared", "per-client"}
+	suspicious  = []string{"warn", "annotate", "block"}
+	pinModes    = []string{"warn", "block", "off"}
+	schemaProfs = []string{"verbatim", "strict-llm"}
+)
+
+// transportAliases maps the spellings found in the wild to ours.
+var transportAliases = map[string]string{
+	"stdio": "stdio", "sse": "sse", "http": "http",
+	"streamable-http": "http", "streamablehttp": "http", "streamable_http": "http", "streamableHttp": "http",
+}
+
+// Validate runs every semantic check and reports all problems at once, each
+// with its field path.
+func (c *Config) Validate() error {
+	var v validator
+	v.listenAddr("listen", c.Listen)
+	v.listenAddr("adminListen", c.AdminListen)
+	v.oneOf("logLevel", strings.ToLower(c.LogLevel), logLevels)
+	v.oneOf("logFormat", c.LogFormat, []string{"text", "json"})
+	v.rules("tools", c.Tools)
+	v.rules("prompts", c.Prompts)
+	v.limit("limits", c.Limits)
+	v.positiveMS("shutdownTimeout", c.ShutdownTimeout)
+	v.positiveMS("drainTimeout", c.DrainTimeout)
+	for i, h := range c.AllowedHosts {
+		if strings.TrimSpace(h) == "" {
+			v.add(joinIndex("allowedHosts", i), "must not be empty")
+		}
+	}
+
+	for _, k := range sortedKeys(c.MCPServers) {
+		v.server(joinKey("mcpServers", k), k, c.MCPServers[k])
+	}
+	var defaults map[string]*ServerConfig
+	if a := c.Agents; a != nil {
+		if d := a.Defaults; d != nil {
+			if d.MCP != nil {
+				defaults = d.MCP.Servers
+				for _, k := range sortedKeys(d.MCP.Servers) {
+					p := joinKey("agents.defaults.mcp.servers", k)
+					if _, dup := c.MCPServers[k]; dup {
+						v.add(p, fmt.Sprintf("server %q is also defined in mcpServers; define it once", k))
+					}
+					v.server(p, k, d.MCP.Servers[k])
+				}
+			}
+			v.rules("agents.defaults.tools", d.Tools)
+		}
+		seen := map[string]int{}
+		for i, ag := range a.List {
+			p := joinIndex("agents.list", i)
+			if ag == nil {
+				v.add(p, "must be an object")
+				continue
+			}
+			switch {
+			case ag.ID == "":
+				v.add(p+".id", "required")
+			case !agentIDRE.MatchString(ag.ID):
+				v.add(p+".id", "must match ^[A-Za-z0-9_-]{1,64}$")
+			default:
+				if j, dup := seen[ag.ID]; dup {
+					v.add(p+".id", fmt.Sprintf("duplicate agent id %q (also agents.list[%d])", ag.ID, j))
+				}
+				seen[ag.ID] = i
+			}
+			if ag.MCP != nil {
+				for _, k := range sortedKeys(ag.MCP.Servers) {
+					v.server(joinKey(p+".mcp.servers", k), k, ag.MCP.Servers[k])
+				}
+			}
+			v.rules(p+".tools", ag.Tools)
+			v.limit(p+".limits", ag.Limits)
+			v.tokens(p+".tokens", ag.Tokens)
+		}
+	}
+	if c.Auth != nil {
+		v.tokens("auth.tokens", c.Auth.Tokens)
+	}
+	if c.Admin != nil && c.Admin.ReloadToken != "" {
+		v.secretRefs("admin.reloadToken", c.Admin.ReloadToken)
+	}
+	if s := c.Sanitize; s != nil {
+		v.oneOf("sanitize.onSuspicious", s.OnSuspicious, suspicious)
+		v.oneOf("sanitize.pinTools", s.PinTools, pinModes)
+		v.oneOf("sanitize.schemaProfile", s.SchemaProfile, schemaProfs)
+		if s.MaxResultBytes != nil && *s.MaxResultBytes <= 0 {
+			v.add("sanitize.maxResultBytes", "must be positive")
+		}
+		if s.MaxMediaBytes != nil && *s.MaxMediaBytes <= 0 {
+			v.add("sanitize.maxMediaBytes", "must be positive")
+		}
+		if s.MaxDescriptionChars != nil && *s.MaxDescriptionChars < 64 {
+			v.add("sanitize.maxDescriptionChars", "must be at least 64")
+		}
+	}
+
+	// Prefixes must be unique within every view, or mcp_<prefix>_ would split
+	// two ways. The default view holds mcpServers and the defaults; each agent
+	// adds or overrides.
+	base := mergeServers(c.MCPServers, defaults)
+	v.prefixes("", base)
+	if c.Agents != nil {
+		for i, ag := range c.Agents.List {
+			if ag == nil || ag.MCP == nil || len(ag.MCP.Servers) == 0 {
+				continue
+			}
+			v.prefixes(joinIndex("agents.list", i), mergeServers(base, ag.MCP.Servers))
+		}
+	}
+	for i, name := range c.RequireReady {
+		if _, ok := base[name]; !ok {
+			v.add(joinIndex("requireReady", i), fmt.Sprintf("no server named %q in mcpServers or agents.defaults", name))
+		}
+	}
+	return errors.Join(v.errs...)
+}
+
+// mergeServers returns base overlaid with over (over wins per key).
+func mergeServers(base, over map[string]*ServerConfig) map[string]*ServerConfig {
+	out := make(map[string]*ServerConfig, len(base)+len(over))
+	for k, s := range base {
+		out[k] = s
+	}
+	for k, s := range over {
+		out[k] = s
+	}
+	return out
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(path, reason string) {
+	v.errs = append(v.errs, &FieldError{Path: path, Reason: reason})
+}
+
+func (v *validator) oneOf(path, val string, allowed []string) {
+	if val == "" {
+		return
+	}
+	for _, a := range allowed {
+		if val == a {
+			return
+		}
+	}
+	v.add(path, fmt.Sprintf("%q is not one of %s", val, strings.Join(allowed, ", ")))
+}
+
+func (v *validator) listenAddr(path, addr string) {
+	if addr == "" {
+		return
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add(path, fmt.Sprintf("want host:port, got %q", addr))
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		v.add(path, fmt.Sprintf("port %q is not a number from 0 to 65535", port))
+	}
+	_ = host // an empty host means every interface, which is allowed
+}
+
+func (v *validator) positiveMS(path string, ms *int) {
+	if ms != nil && *ms <= 0 {
+		v.add(path, "must be a positive number of milliseconds")
+	}
+}
+
+func (v *validator) rules(path string, r *policy.Rules) {
+	if r == nil {
+		return
+	}
+	if _, err := policy.Compile(*r); err != nil {
+		v.errs = append(v.errs, prefixErrors(path, err)...)
+	}
+}
+
+func (v *validator) limit(path string, l *policy.Limit) {
+	if l == nil {
+		return
+	}
+	if err := l.Validate(); err != nil {
+		v.errs = append(v.errs, prefixErrors(path, err)...)
+	}
+}
+
+func (v *validator) tokens(path string, toks []string) {
+	for i, t := range toks {
+		p := joinIndex(path, i)
+		if t == "" {
+			v.add(p, "must not be empty")
+			continue
+		}
+		v.secretRefs(p, t)
+	}
+}
+
+func (v *validator) secretRefs(path, val string) {
+	if err := secrets.Check(val); err != nil {
+		v.add(path, err.Error())
+	}
+}
+
+// prefixErrors puts path in front of every error a leaf returned.
+func prefixErrors(path string, err error) []error {
+	var out []error
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		for _, e := range joined.Unwrap() {
+			out = append(out, prefixErrors(path, e)...)
+		}
+		return out
+	}
+	return []error{&FieldError{Path: path, Reason: err.Error()}}
+}
+
+func (v *validator) server(path, key string, s *ServerConfig) {
+	if key == "" {
+		v.add(path, "server name must not be empty")
+	}
+	if s == nil {
+		v.add(path, "must be an object")
+		return
+	}
+	tr, err := s.transport()
+	if err != nil {
+		v.add(path+".transport", err.Error())
+	}
+	if s.Enabled != nil && s.Disabled != nil && *s.Enabled == *s.Disabled {
+		v.add(path+".enabled", "contradicts disabled; set one of them")
+	}
+	switch tr {
+	case "stdio":
+		if strings.TrimSpace(s.Command) == "" {
+			v.add(path+".command", `required for transport "stdio"`)
+		}
+		if s.URL != "" {
+			v.add(path+".url", `not allowed for transport "stdio" (did you mean "type": "http"?)`)
+		}
+		if len(s.Headers) > 0 {
+			v.add(path+".headers", `not allowed for transport "stdio"`)
+		}
+		for _, k := range sortedKeys(s.Env) {
+			p := joinKey(path+".env", k)
+			if !envNameRE.MatchString(k) {
+				v.add(p, "not a valid environment variable name")
+			}
+			v.secretRefs(p, s.Env[k])
+		}
+		for i, a := range s.Args {
+			v.secretRefs(joinIndex(path+".args", i), a)
+		}
+	case "sse", "http":
+		if s.URL == "" {
+			v.add(path+".url", fmt.Sprintf("required for transport %q", tr))
+		} else if secrets.HasRefs(s.URL) {
+			v.secretRefs(path+".url", s.URL)
+		} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add(path+".url", fmt.Sprintf("want an absolute http or https URL, got %q", s.URL))
+		}
+		if s.Command != "" {
+			v.add(path+".command", fmt.Sprintf("not allowed for transport %q", tr))
+		}
+		if len(s.Args) > 0 {
+			v.add(path+".args", fmt.Sprintf("not allowed for transport %q", tr))
+		}
+		if len(s.Env) > 0 {
+			v.add(path+".env", fmt.Sprintf("not allowed for transport %q; use headers", tr))
+		}
+		if s.Cwd != "" {
+			v.add(path+".cwd", fmt.Sprintf("not allowed for transport %q", tr))
+		}
+		for _, k := range sortedKeys(s.Headers) {
+			p := joinKey(path+".headers", k)
+			if !headerRE.MatchString(k) {
+				v.add(p, "not a valid HTTP header name")
+			}
+			v.secretRefs(p, s.Headers[k])
+		}
+	}
+	v.positiveMS(path+".timeout", s.Timeout)
+	v.positiveMS(path+".toolTimeout", s.ToolTimeout)
+	if s.MaxRestarts != nil && *s.MaxRestarts < 0 {
+		v.add(path+".maxRestarts", "must not be negative")
+	}
+	if s.ToolPrefix != "" && !router.ValidPrefix(s.ToolPrefix) {
+		v.add(path+".toolPrefix", "must match ^[A-Za-z0-9-]{1,32}$ (no underscores, so public names split one way)")
+	}
+	v.oneOf(path+".isolation", s.Isolation, isolations)
+	v.oneOf(path+".protocol", s.Protocol, protocols)
+	v.rules(path+".tools", s.Tools)
+	v.rules(path+".prompts", s.Prompts)
+	for i, f := range s.ResourceFilter {
+		if f == "" {
+			v.add(joinIndex(path+".resourceFilter", i), "must not be empty")
+		}
+	}
+	if b := s.Breaker; b != nil {
+		if b.Failures != nil && *b.Failures < 1 {
+			v.add(path+".breaker.failures", "must be at least 1")
+		}
+		v.positiveMS(path+".breaker.openMs", b.OpenMS)
+	}
+}
+
+// transport returns the normalised transport of s: transport or type, else
+// stdio when a command is set and http otherwise.
+func (s *ServerConfig) transport() (string, error) {
+	t, ty := s.Transport, s.Type
+	if t != "" && ty != "" {
+		nt, nty := transportAliases[t], transportAliases[ty]
+		if nt != nty {
+			return "", fmt.Errorf("%q contradicts type %q; set one of them", t, ty)
+		}
+	}
+	if t == "" {
+		t = ty
+	}
+	if t == "" {
+		if s.Command != "" {
+			return "stdio", nil
+		}
+		return "http", nil
+	}
+	n, ok := transportAliases[t]
+	if !ok {
+		return "", fmt.Errorf("%q is not one of %s", t, strings.Join(transports, ", "))
+	}
+	return n, nil
+}
+
+func (s *ServerConfig) enabled() bool {
+	if s.Enabled != nil {
+		return *s.Enabled
+	}
+	if s.Disabled != nil {
+		return !*s.Disabled
+	}
+	return true
+}
+
+func (v *validator) prefixes(view string, servers map[string]*ServerConfig) {
+	owner := map[string]string{}
+	for _, k := range sortedKeys(servers) {
+		s := servers[k]
+		if s == nil || k == "" || !s.enabled() {
+			continue
+		}
+		p := router.Prefix(k, s.ToolPrefix)
+		if other, dup := owner[p]; dup {
+			where := "mcpServers"
+			if view != "" {
+				where = view
+			}
+			v.add(where, fmt.Sprintf("servers %q and %q both get the tool prefix %q; set toolPrefix on one of them", other, k, p))
+			continue
+		}
+		owner[p] = k
+	}
+}
+
+// Digest is a hash of the canonical parsed config. Formatting, key order and
+// comments do not change it, so a no-op reload is skipped. Secret references
+// are hashed as written, never resolved.
+func (c *Config) Digest() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Config holds only strings, numbers, bools, maps and slices.
+		panic(fmt.Sprintf("config digest: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// applyEnv applies SWITCHBOARD_* overrides (env > file).
+func (c *Config) applyEnv(getenv func(string) string) {
+	if v := getenv("SWITCHBOARD_LISTEN"); v != "" {
+		c.Listen = v
+	}
+	if v := getenv("SWITCHBOARD_ADMIN_LISTEN"); v != "" {
+		c.AdminListen = v
+	}
+	if v := getenv("SWITCHBOARD_LOG_LEVEL"); v != "" {
+		c.LogLevel = v
+	}
+	if v := getenv("SWITCHBOARD_LOG_FORMAT"); v != "" {
+		c.LogFormat = v
+	}
+}
+
+func msOr(p *int, def int) time.Duration {
+	if p == nil {
+		return time.Duration(def) * time.Millisecond
+	}
+	return time.Duration(*p) * time.Millisecond
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// serverNames lists every server key the config defines, sorted.
+func (c *Config) serverNames() []string {
+	set := map[string]bool{}
+	for k := range c.MCPServers {
+		set[k] = true
+	}
+	if c.Agents != nil {
+		if c.Agents.Defaults != nil && c.Agents.Defaults.MCP != nil {
+			for k := range c.Agents.Defaults.MCP.Servers {
+				set[k] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

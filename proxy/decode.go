@@ -1,0 +1,214 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// decodeStrict fills dst (a pointer to a struct) from a generic JSON value,
+// reporting every problem at once: unknown fields, wrong types and
+// out-of-range numbers, each with its field path. encoding/json stops at the
+// first error and gives no path, which is not good enough for operators.
+func decodeStrict(src any, dst any) error {
+	var errs []error
+	d := decoder{errs: &errs}
+	d.value("", src, reflect.ValueOf(dst).Elem())
+	return errors.Join(errs...)
+}
+
+type decoder struct{ errs *[]error }
+
+func (d decoder) fail(path, format string, args ...any) {
+	if path == "" {
+		path = "(root)"
+	}
+	*d.errs = append(*d.errs, &FieldError{Path: path, Reason: fmt.Sprintf(format, args...)})
+}
+
+// FieldError is one config problem at one field path.
+type FieldError struct {
+	Path   string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Reason }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// joinKey appends a map key or field name to a path, quoting keys that would
+// not read back unambiguously (server keys may be any string).
+func joinKey(path, key string) string {
+	if !identRE.MatchString(key) {
+		b, _ := json.Marshal(key)
+		return path + "[" + string(b) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func joinIndex(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+func kindName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func (d decoder) value(path string, src any, dst reflect.Value) {
+	if dst.Kind() == reflect.Pointer {
+		if src == nil {
+			return
+		}
+		if dst.IsNil() {
+			dst.Set(reflect.New(dst.Type().Elem()))
+		}
+		d.value(path, src, dst.Elem())
+		return
+	}
+	if src == nil {
+		// null leaves the zero value, as encoding/json does.
+		return
+	}
+	switch dst.Kind() {
+	case reflect.Struct:
+		m, ok := src.(map[string]any)
+		if !ok {
+			d.fail(path, "want an object, got %s", kindName(src))
+			return
+		}
+		d.object(path, m, dst)
+	case reflect.Map:
+		m, ok := src.(map[string]any)
+		if !ok {
+			d.fail(path, "want an object, got %s", kindName(src))
+			return
+		}
+		if dst.IsNil() {
+			dst.Set(reflect.MakeMapWithSize(dst.Type(), len(m)))
+		}
+		for _, k := range sortedKeys(m) {
+			ev := reflect.New(dst.Type().Elem()).Elem()
+			d.value(joinKey(path, k), m[k], ev)
+			dst.SetMapIndex(reflect.ValueOf(k), ev)
+		}
+	case reflect.Slice:
+		l, ok := src.([]any)
+		if !ok {
+			d.fail(path, "want a list, got %s", kindName(src))
+			return
+		}
+		s := reflect.MakeSlice(dst.Type(), len(l), len(l))
+		for i, e := range l {
+			d.value(joinIndex(path, i), e, s.Index(i))
+		}
+		dst.Set(s)
+	case reflect.String:
+		s, ok := src.(string)
+		if !ok {
+			d.fail(path, "want a string, got %s", kindName(src))
+			return
+		}
+		dst.SetString(s)
+	case reflect.Bool:
+		b, ok := src.(bool)
+		if !ok {
+			d.fail(path, "want true or false, got %s", kindName(src))
+			return
+		}
+		dst.SetBool(b)
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, ok := src.(json.Number)
+		if !ok {
+			d.fail(path, "want a whole number, got %s", kindName(src))
+			return
+		}
+		i, err := n.Int64()
+		if err != nil {
+			f, ferr := n.Float64()
+			if ferr != nil || f != math.Trunc(f) {
+				d.fail(path, "want a whole number, got %s", n)
+				return
+			}
+			d.fail(path, "number %s is out of range", n)
+			return
+		}
+		if dst.OverflowInt(i) {
+			d.fail(path, "number %s is out of range", n)
+			return
+		}
+		dst.SetInt(i)
+	case reflect.Interface:
+		dst.Set(reflect.ValueOf(src))
+	default:
+		d.fail(path, "unsupported field type %s", dst.Type())
+	}
+}
+
+func (d decoder) object(path string, m map[string]any, dst reflect.Value) {
+	fields := structFields(dst.Type())
+	for _, k := range sortedKeys(m) {
+		idx, ok := fields[k]
+		if !ok {
+			d.fail(joinKey(path, k), "unknown field%s", suggest(k, fields))
+			continue
+		}
+		d.value(joinKey(path, k), m[k], dst.Field(idx))
+	}
+}
+
+// suggest names a known field that differs from k only in case, the mistake
+// users make most (e.g. "mcpservers").
+func suggest(k string, fields map[string]int) string {
+	for f := range fields {
+		if strings.EqualFold(f, k) {
+			return fmt.Sprintf(" (did you mean %q?)", f)
+		}
+	}
+	return ""
+}
+
+func structFields(t reflect.Type) map[string]int {
+	out := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = i
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

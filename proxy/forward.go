@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/sanitize"
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// unknownTool is the error for a tool that does not exist in the caller's
+// view. A tool hidden by policy gets exactly this error, so its existence is
+// not revealed; it matches the SDK's own unknown-tool error.
+func unknownTool(name string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+// forward runs one tools/call: strict argument decoding and validation, the
+// upstream call, then sanitising of the result.
+func (p *Proxy) forward(ctx context.Context, snap *Snapshot, r *route, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	args, err := decodeArgs(req.Params.Arguments)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)}
+	}
+	if r.schema != nil {
+		if err := r.schema.Validate(forValidation(args)); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)}
+		}
+	}
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("encode arguments: %w", err)
+	}
+	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: forwardableMeta(req.Params.Meta)}
+
+	res, err := r.entry.Handle.CallTool(ctx, params)
+	outcome := "ok"
+	defer func() {
+		p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", outcome, "duration", time.Since(start))
+	}()
+	if err != nil {
+		outcome = "error"
+		return p.toResult(err)
+	}
+	opts := snap.Sanitize
+	opts.Wrap = r.entry.Wrap
+	opts.Redactor = p.redactor
+	out, rep, err := sanitize.ToolResult(res, sanitize.Source{Server: r.entry.Key, Tool: r.original}, opts)
+	if err != nil {
+		outcome = "too_large"
+		return p.toResult(err)
+	}
+	if len(rep.Findings) > 0 {
+		p.log.Warn("suspicious content", "upstream", r.entry.Key, "tool", r.original, "reason", findingIDs(rep.Findings), "blocked", rep.Blocked)
+		if rep.Blocked {
+			outcome = "blocked"
+		}
+	}
+	if out.IsError && outcome == "ok" {
+		outcome = "tool_error"
+	}
+	return out, nil
+}
+
+// toResult maps an error to the MCP reply, in one place (STYLE §4.6): an
+// upstream problem the model can react to is an isError result; an upstream
+// JSON-RPC error passes through (redacted); the caller going away is
+// returned as is; anything else is an internal error with a generic message.
+func (p *Proxy) toResult(err error) (*mcp.CallToolResult, error) {
+	var (
+		we *jsonrpc.Error
+		se *sanitize.SizeError
+	)
+	switch {
+	case errors.As(err, &we):
+		return nil, &jsonrpc.Error{Code: we.Code, Message: p.redact(we.Message), Data: we.Data}
+	case errors.Is(err, upstream.ErrUnavailable), errors.As(err, &se):
+		return errorResult(p.redact(err.Error())), nil
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil, err
+	}
+	p.log.Error("internal error", "error", err)
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+}
+
+func (p *Proxy) redact(s string) string {
+	if p.redactor == nil {
+		return s
+	}
+	return p.redactor.Redact(s)
+}
+
+func errorResult(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// forwardableMeta keeps the _meta keys that may cross the hop: trace context
+// and vendor keys. The progress token is minted per upstream call, and the
+// io.modelcontextprotocol/* keys describe the downstream client's protocol,
+// capabilities and identity, which the proxy must not impersonate.
+func forwardableMeta(m mcp.Meta) mcp.Meta {
+	if len(m) == 0 {
+		return nil
+	}
+	var out mcp.Meta
+	for k, v := range m {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// routes is the downstream mux on listen.
+func (p *Proxy) routes() http.Handler {
+	r := mux.NewRouter()
+	defaultServer := func(*http.Request) *mcp.Server { return p.viewFor("").server }
+	streamable := mcp.NewStreamableHTTPHandler(defaultServer, &mcp.StreamableHTTPOptions{})
+	sse := mcp.NewSSEHandler(defaultServer, &mcp.SSEOptions{})
+	r.Handle("/mcp", p.track(streamable))
+	r.Handle("/sse", p.track(sse))
+	return r
+}
+
+// track counts downstream POSTs in flight so shutdown can let them finish.
+// Long-lived GET streams are not counted: they never finish by themselves.
+func (p *Proxy) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			p.inflight.Add(1)
+			defer p.inflight.Done()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// adminRoutes is the admin mux on adminListen.
+func (p *Proxy) adminRoutes() http.Handler {
+	r := mux.NewRouter()
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", p.readyz).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/status", p.status).Methods(http.MethodGet)
+	return r
+}
+
+// readyz is ready once every eager server finished its first attempt
+// (ready or not), or, with requireReady, once those servers are ready.
+func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
+	snap := p.cur.Load()
+	var waiting []string
+	if snap != nil {
+		required := map[string]bool{}
+		for _, n := range snap.Config.RequireReady {
+			required[n] = true
+		}
+		for key, h := range snap.Handles {
+			if len(required) > 0 {
+				if required[key] && h.Status().State != upstream.StateReady {
+					waiting = append(waiting, key)
+				}
+				continue
+			}
+			select {
+			case <-h.FirstAttempt():
+			default:
+				waiting = append(waiting, key)
+			}
+		}
+	}
+	sort.Strings(waiting)
+	w.Header().Set("Content-Type", "application/json")
+	if snap == nil || len(waiting) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ready": snap != nil && len(waiting) == 0, "waiting": waiting})
+}
+
+// StatusReport is the JSON of GET /status.
+type StatusReport struct {
+	Version string             `json:"version"`
+	Gen     int64              `json:"gen"`
+	Digest  string             `json:"digest"`
+	Time    time.Time          `json:"time"`
+	Servers []upstream.Status  `json:"servers"`
+	Views   map[string]ViewStatus `json:"views"`
+}
+
+// ViewStatus summarises one downstream view.
+type ViewStatus struct {
+	Tools    int `json:"tools"`
+	Sessions int `json:"sessions"`
+}
+
+func (p *Proxy) statusReport() StatusReport {
+	snap := p.cur.Load()
+	rep := StatusReport{Version: Version, Time: time.Now().UTC(), Views: map[string]ViewStatus{}}
+	if snap == nil {
+		return rep
+	}
+	rep.Gen, rep.Digest = snap.Gen, snap.Digest
+	for _, k := range sortedKeys(snap.Handles) {
+		st := snap.Handles[k].Status()
+		st.LastError = p.redact(st.LastError)
+		rep.Servers = append(rep.Servers, st)
+	}
+	for id, v := range *p.views.Load() {
+		n := 0
+		for range v.server.Sessions() {
+			n++
+		}
+		name := id
+		if name == "" {
+			name = "default"
+		}
+		rep.Views[name] = ViewStatus{Tools: len(v.state.Load().tools), Sessions: n}
+	}
+	return rep
+}
+
+func (p *Proxy) status(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(p.statusReport())
+}

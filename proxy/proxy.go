@@ -1,0 +1,418 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
+	"github.com/mcp-switchboard/switchboard/sanitize"
+	"github.com/mcp-switchboard/switchboard/secrets"
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// Version is set at build time with -ldflags "-X …/proxy.Version=v1.2.3".
+var Version = "dev"
+
+// Interface guards: the concrete leaves satisfy the interfaces other leaves
+// declare.
+var (
+	_ sanitize.Redactor = (*secrets.Set)(nil)
+	_ upstream.Expander = (*secrets.Resolver)(nil)
+)
+
+// Options configure Run. Flag values override the environment, which
+// overrides the file.
+type Options struct {
+	ConfigPath string // if empty, the embedded default config is used
+	Listen     string
+	AdminListen string
+	LogLevel   string
+	LogFormat  string
+	Stdio      bool   // serve one client over stdin/stdout instead of HTTP
+	ReadyFile  string // receives "listen\nadmin\n" once both listeners are bound
+
+	Stdin  io.Reader // stdio mode; if nil, os.Stdin
+	Stdout io.Writer // stdio mode; if nil, os.Stdout
+	Stderr io.Writer // logs; if nil, os.Stderr
+	Getenv func(string) string
+}
+
+// ConfigError is a config that does not parse or validate; the CLI exits 2.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Proxy is a running switchboard.
+type Proxy struct {
+	opts     Options
+	log      hclog.Logger
+	sdkLog   *slog.Logger
+	redactor *secrets.Set
+	resolver *secrets.Resolver
+	schemas  schemaCache
+
+	cur atomic.Pointer[Snapshot]
+
+	mu      sync.Mutex // guards gen, handles, views during apply
+	gen     int64
+	handles map[string]*upstream.Handle
+	views   atomic.Pointer[map[string]*view]
+
+	inflight sync.WaitGroup // downstream tool calls, for graceful shutdown
+	ready    atomic.Bool
+}
+
+// loadConfig reads, parses, overrides and validates the config.
+func loadConfig(o Options) (*Config, error) {
+	data := defaultConfig
+	if o.ConfigPath != "" {
+		b, err := os.ReadFile(o.ConfigPath)
+		if err != nil {
+			return nil, &ConfigError{fmt.Errorf("read config: %w", err)}
+		}
+		data = b
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return nil, &ConfigError{err}
+	}
+	if o.ConfigPath == "" {
+		if err := useSelfForDemo(c); err != nil {
+			return nil, err
+		}
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c.applyEnv(getenv)
+	if o.Listen != "" {
+		c.Listen = o.Listen
+	}
+	if o.AdminListen != "" {
+		c.AdminListen = o.AdminListen
+	}
+	if o.LogLevel != "" {
+		c.LogLevel = o.LogLevel
+	}
+	if o.LogFormat != "" {
+		c.LogFormat = o.LogFormat
+	}
+	if err := c.Validate(); err != nil {
+		return nil, &ConfigError{err}
+	}
+	return c, nil
+}
+
+func newLogger(c *Config, w io.Writer, redactor *secrets.Set) hclog.Logger {
+	level := hclog.LevelFromString(c.LogLevel)
+	if level == hclog.NoLevel {
+		level = hclog.Info
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "switchboard",
+		Level:      level,
+		Output:     redactor.Writer(w),
+		JSONFormat: c.LogFormat == "json",
+	})
+}
+
+// New builds a proxy from options: it loads the config and sets up logging,
+// secrets and the downstream servers, but starts nothing.
+func New(o Options) (*Proxy, *Config, error) {
+	c, err := loadConfig(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	redactor := secrets.NewSet()
+	log := newLogger(c, o.Stderr, redactor)
+	p := &Proxy{
+		opts:     o,
+		log:      log,
+		sdkLog:   slog.New(logbridge.New(log.Named("sdk"))),
+		redactor: redactor,
+		resolver: secrets.NewResolver(secrets.Options{Redact: redactor}),
+		handles:  map[string]*upstream.Handle{},
+	}
+	views := map[string]*view{}
+	p.views.Store(&views)
+	return p, c, nil
+}
+
+// Run loads the config, starts every upstream, serves until ctx is done,
+// then shuts down gracefully.
+func Run(ctx context.Context, o Options) error {
+	p, c, err := New(o)
+	if err != nil {
+		return err
+	}
+	return p.Serve(ctx, c)
+}
+
+// Serve starts the upstreams of c and serves until ctx is done.
+func (p *Proxy) Serve(ctx context.Context, c *Config) error {
+	p.log.Info("starting", "version", Version, "servers", len(c.serverNames()))
+	p.apply(c)
+	defer p.closeAll()
+
+	if p.opts.Stdio {
+		return p.serveStdio(ctx, c)
+	}
+
+	ln, err := net.Listen("tcp", orDefault(c.Listen, DefaultListen))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	adm, err := net.Listen("tcp", orDefault(c.AdminListen, DefaultAdminListen))
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("admin listen: %w", err)
+	}
+	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
+	admin := &http.Server{Handler: p.adminRoutes(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- admin.Serve(adm) }()
+	p.log.Info("listening", "addr", ln.Addr().String(), "admin", adm.Addr().String())
+	if p.opts.ReadyFile != "" {
+		if err := writeFileAtomic(p.opts.ReadyFile, ln.Addr().String()+"\n"+adm.Addr().String()+"\n"); err != nil {
+			p.log.Warn("ready file", "error", err)
+		}
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	p.log.Info("shutting down")
+	// Stop accepting new requests, let in-flight tool calls finish (bounded),
+	// then drop the long-lived streams.
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout(p.cur.Load().Config))
+	defer cancel()
+	go func() { _ = srv.Shutdown(sctx) }()
+	waitGroup(sctx, &p.inflight)
+	_ = srv.Close()
+	_ = admin.Close()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+func (p *Proxy) serveStdio(ctx context.Context, c *Config) error {
+	v := p.viewFor("")
+	stdin, stdout := p.opts.Stdin, p.opts.Stdout
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if stdin != nil || stdout != nil {
+		if stdin == nil {
+			stdin = os.Stdin
+		}
+		if stdout == nil {
+			stdout = os.Stdout
+		}
+		t = &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	}
+	err := v.server.Run(ctx, t)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout(c))
+	defer cancel()
+	waitGroup(sctx, &p.inflight)
+	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// apply makes c the current config: it starts handles for new specs, keeps
+// unchanged ones, publishes the snapshot, rebuilds every view, and drains
+// the handles that are no longer used.
+func (p *Proxy) apply(c *Config) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	planned, specs := planViews(c)
+	next := make(map[string]*upstream.Handle, len(specs))
+	var started, retired []*upstream.Handle
+	for key, spec := range specs {
+		if h, ok := p.handles[key]; ok && h.Spec().Fingerprint() == spec.Fingerprint() {
+			next[key] = h
+			continue
+		}
+		h := upstream.New(spec, upstream.Options{
+			Logger:     p.log.Named("upstream"),
+			SDKLogger:  p.sdkLog,
+			Expander:   p.resolver,
+			OnChange:   p.onUpstreamChange,
+			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+		})
+		next[key] = h
+		started = append(started, h)
+	}
+	for key, h := range p.handles {
+		if next[key] != h {
+			retired = append(retired, h)
+		}
+	}
+	for _, s := range sortedKeys(specs) {
+		warnPlaintext(p.log, specs[s].Name, specs[s].Env, specs[s].Headers)
+	}
+	p.gen++
+	snap := buildSnapshot(p.gen, c, next, planned)
+	p.handles = next
+
+	// Views: one long-lived server per view id.
+	old := *p.views.Load()
+	views := make(map[string]*view, len(snap.Views))
+	for id := range snap.Views {
+		if v, ok := old[id]; ok {
+			views[id] = v
+		} else {
+			views[id] = newView(p, id)
+		}
+	}
+	p.cur.Store(snap)
+	p.views.Store(&views)
+	for _, h := range started {
+		h.Start()
+	}
+	for _, v := range views {
+		v.rebuild()
+	}
+	for id, v := range old {
+		if _, ok := views[id]; !ok {
+			v.rebuild() // its spec is gone: removes every tool
+		}
+	}
+	if len(retired) > 0 {
+		dt := drainTimeout(c)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), dt)
+			defer cancel()
+			for _, h := range retired {
+				_ = h.Close(ctx)
+			}
+		}()
+	}
+}
+
+// onUpstreamChange rebuilds every view that exposes h.
+func (p *Proxy) onUpstreamChange(h *upstream.Handle) {
+	snap := p.cur.Load()
+	if snap == nil {
+		return
+	}
+	views := *p.views.Load()
+	for id, vs := range snap.Views {
+		for _, e := range vs.Servers {
+			if e.Handle == h {
+				if v := views[id]; v != nil {
+					v.rebuild()
+				}
+				break
+			}
+		}
+	}
+}
+
+func (p *Proxy) viewFor(id string) *view {
+	return (*p.views.Load())[id]
+}
+
+// closeAll stops every upstream in parallel.
+func (p *Proxy) closeAll() {
+	p.mu.Lock()
+	hs := make([]*upstream.Handle, 0, len(p.handles))
+	for _, h := range p.handles {
+		hs = append(hs, h)
+	}
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, h := range hs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = h.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	_ = p.resolver.Close()
+	p.log.Info("stopped")
+}
+
+// waitGroup waits for wg until ctx is done.
+func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func writeFileAtomic(path, content string) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".ready-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.WriteString(content); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// warnPlaintext logs once per server when a credential-looking env var or
+// header holds a literal value instead of a reference.
+func warnPlaintext(log hclog.Logger, server string, env, headers map[string]string) {
+	var keys []string
+	for k, v := range env {
+		if v != "" && secrets.LooksLikeCredential(k) && !secrets.HasRefs(v) {
+			keys = append(keys, k)
+		}
+	}
+	for k, v := range headers {
+		if v != "" && secrets.LooksLikeCredential(k) && !secrets.HasRefs(v) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 0 {
+		log.Warn("plaintext credential in config; use a secret:// reference", "upstream", server, "keys", keys)
+	}
+}

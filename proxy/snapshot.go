@@ -1,0 +1,247 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/mcp-switchboard/switchboard/policy"
+	"github.com/mcp-switchboard/switchboard/router"
+	"github.com/mcp-switchboard/switchboard/sanitize"
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// Snapshot is one immutable config generation: what every request of that
+// generation sees. Handles are shared with other generations while their
+// fingerprint is unchanged.
+type Snapshot struct {
+	Gen    int64
+	Digest string
+	Config *Config
+
+	// Handles holds every running upstream by handle key (the server key,
+	// or key@agent for an agent's override of a default server).
+	Handles map[string]*upstream.Handle
+	// Views holds the default view under "" and each agent under its id.
+	Views map[string]*ViewSpec
+
+	Sanitize sanitize.Options
+	PinMode  string
+	Limiter  *policy.Limiter
+}
+
+// ViewSpec is what one downstream view exposes.
+type ViewSpec struct {
+	ID      string
+	Servers []*ServerEntry // sorted by key
+	Tools   policy.Chain   // global and agent layers for tools
+	Prompts policy.Chain
+}
+
+// ServerEntry is one server as a view sees it.
+type ServerEntry struct {
+	Key       string
+	Prefix    string
+	HandleKey string
+	Handle    *upstream.Handle
+	Tools     *policy.Layer
+	Prompts   *policy.Layer
+	Wrap      bool
+	Resources bool
+	Filter    []string
+}
+
+// serverSpec turns one config entry into the upstream spec it runs.
+func serverSpec(key string, s *ServerConfig) upstream.Spec {
+	tr, _ := s.transport() // validated
+	b := s.Breaker
+	if b == nil {
+		b = &BreakerConfig{}
+	}
+	return upstream.Spec{
+		Name:            key,
+		Transport:       tr,
+		Command:         s.Command,
+		Args:            s.Args,
+		Env:             s.Env,
+		Dir:             s.Cwd,
+		URL:             s.URL,
+		Headers:         s.Headers,
+		Protocol:        s.Protocol,
+		ConnectTimeout:  msOr(s.Timeout, DefaultTimeoutMS),
+		CallTimeout:     msOr(s.ToolTimeout, DefaultToolTimeoutMS),
+		RestartOnCrash:  boolOr(s.RestartOnCrash, true),
+		MaxRestarts:     intOr(s.MaxRestarts, DefaultMaxRestarts),
+		Lazy:            s.Lazy,
+		BreakerFailures: intOr(b.Failures, DefaultBreakerFailures),
+		BreakerOpen:     msOr(b.OpenMS, DefaultBreakerOpenMS),
+	}
+}
+
+func intOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// plannedServer is one server of one view before handles exist.
+type plannedServer struct {
+	key, handleKey string
+	cfg            *ServerConfig
+	spec           upstream.Spec
+}
+
+// planViews lists, per view id, the enabled servers it exposes, and the
+// specs of every distinct handle. A server shared by several views has one
+// handle; an agent that overrides a default server gets its own.
+func planViews(c *Config) (map[string][]plannedServer, map[string]upstream.Spec) {
+	base := map[string]*ServerConfig{}
+	for k, s := range c.MCPServers {
+		base[k] = s
+	}
+	if c.Agents != nil && c.Agents.Defaults != nil && c.Agents.Defaults.MCP != nil {
+		for k, s := range c.Agents.Defaults.MCP.Servers {
+			base[k] = s
+		}
+	}
+	views := map[string][]plannedServer{}
+	specs := map[string]upstream.Spec{}
+	add := func(view string, servers map[string]*ServerConfig, own map[string]bool) {
+		for _, k := range sortedKeys(servers) {
+			s := servers[k]
+			if s == nil || !s.enabled() {
+				continue
+			}
+			hk := k
+			if own[k] {
+				hk = k + "@" + view
+			}
+			spec := serverSpec(k, s)
+			if hk != k {
+				spec.Name = hk
+			}
+			specs[hk] = spec
+			views[view] = append(views[view], plannedServer{key: k, handleKey: hk, cfg: s, spec: spec})
+		}
+	}
+	add("", base, nil)
+	if c.Agents != nil {
+		for _, ag := range c.Agents.List {
+			if ag == nil {
+				continue
+			}
+			own := map[string]bool{}
+			merged := base
+			if ag.MCP != nil && len(ag.MCP.Servers) > 0 {
+				merged = mergeServers(base, ag.MCP.Servers)
+				for k := range ag.MCP.Servers {
+					own[k] = true
+				}
+			}
+			add(ag.ID, merged, own)
+		}
+	}
+	return views, specs
+}
+
+// buildSnapshot assembles a snapshot from a validated config and handles
+// that already exist for every planned spec.
+func buildSnapshot(gen int64, c *Config, handles map[string]*upstream.Handle, views map[string][]plannedServer) *Snapshot {
+	s := &Snapshot{
+		Gen:      gen,
+		Digest:   c.Digest(),
+		Config:   c,
+		Handles:  handles,
+		Views:    map[string]*ViewSpec{},
+		Sanitize: sanitizeOptions(c),
+		PinMode:  "warn",
+	}
+	if c.Sanitize != nil && c.Sanitize.PinTools != "" {
+		s.PinMode = c.Sanitize.PinTools
+	}
+	if c.Limits != nil {
+		s.Limiter = policy.NewLimiter(*c.Limits)
+	}
+	global := mustCompile(c.Tools)
+	globalPrompts := mustCompile(c.Prompts)
+	var defaultsTools *policy.Layer
+	if c.Agents != nil && c.Agents.Defaults != nil {
+		defaultsTools = mustCompile(c.Agents.Defaults.Tools)
+	}
+	agentTools := map[string]*policy.Layer{}
+	if c.Agents != nil {
+		for _, ag := range c.Agents.List {
+			if ag != nil {
+				agentTools[ag.ID] = mustCompile(ag.Tools)
+			}
+		}
+	}
+	for id, planned := range views {
+		vs := &ViewSpec{ID: id, Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+		if id != "" {
+			vs.Tools = append(vs.Tools, agentTools[id])
+		}
+		for _, p := range planned {
+			vs.Servers = append(vs.Servers, &ServerEntry{
+				Key:       p.key,
+				Prefix:    router.Prefix(p.key, p.cfg.ToolPrefix),
+				HandleKey: p.handleKey,
+				Handle:    handles[p.handleKey],
+				Tools:     mustCompile(p.cfg.Tools),
+				Prompts:   mustCompile(p.cfg.Prompts),
+				Wrap:      boolOr(p.cfg.Wrap, s.Sanitize.Wrap),
+				Resources: boolOr(p.cfg.Resources, true),
+				Filter:    p.cfg.ResourceFilter,
+			})
+		}
+		s.Views[id] = vs
+	}
+	if _, ok := s.Views[""]; !ok {
+		s.Views[""] = &ViewSpec{Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+	}
+	return s
+}
+
+// mustCompile compiles rules that Validate already accepted.
+func mustCompile(r *policy.Rules) *policy.Layer {
+	if r == nil {
+		return nil
+	}
+	l, err := policy.Compile(*r)
+	if err != nil {
+		panic("proxy: rules passed validation but do not compile: " + err.Error())
+	}
+	return l
+}
+
+func sanitizeOptions(c *Config) sanitize.Options {
+	o := sanitize.Options{
+		Wrap:           true,
+		OnSuspicious:   sanitize.Mode("warn"),
+		MaxResultBytes: DefaultMaxResultBytes,
+		MaxMediaBytes:  DefaultMaxMediaBytes,
+	}
+	if s := c.Sanitize; s != nil {
+		o.Wrap = boolOr(s.WrapResults, true)
+		if s.OnSuspicious != "" {
+			o.OnSuspicious = sanitize.Mode(s.OnSuspicious)
+		}
+		if s.MaxResultBytes != nil {
+			o.MaxResultBytes = *s.MaxResultBytes
+		}
+		if s.MaxMediaBytes != nil {
+			o.MaxMediaBytes = *s.MaxMediaBytes
+		}
+	}
+	return o
+}
+
+func maxDescriptionChars(c *Config) int {
+	if c.Sanitize != nil && c.Sanitize.MaxDescriptionChars != nil {
+		return *c.Sanitize.MaxDescriptionChars
+	}
+	return DefaultMaxDescChars
+}
+
+func drainTimeout(c *Config) time.Duration { return msOr(c.DrainTimeout, DefaultDrainMS) }
+
+func shutdownTimeout(c *Config) time.Duration { return msOr(c.ShutdownTimeout, DefaultShutdownMS) }

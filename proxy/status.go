@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// cmdStatus prints a running proxy's /status as a table an operator can read
+// at a glance, or as JSON.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var addr string
+	var asJSON bool
+	fs := newFlags("status", "status [--admin ADDR] [--json]", stderr)
+	fs.StringVar(&addr, "admin", DefaultAdminListen, "admin address of the running switchboard")
+	fs.BoolVar(&asJSON, "json", false, "print the raw JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(addr, "/")+"/status", nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchboard status:", err)
+		return ExitConfig
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchboard status: is switchboard running? ", err)
+		return ExitError
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "switchboard status: %s %v\n", resp.Status, err)
+		return ExitError
+	}
+	if asJSON {
+		_, _ = stdout.Write(body)
+		return ExitOK
+	}
+	var rep StatusReport
+	if err := json.Unmarshal(body, &rep); err != nil {
+		fmt.Fprintln(stderr, "switchboard status: unreadable answer:", err)
+		return ExitError
+	}
+	printStatus(stdout, rep)
+	return ExitOK
+}
+
+func printStatus(w io.Writer, rep StatusReport) {
+	fmt.Fprintf(w, "switchboard %s  config gen %d (digest %s)\n\n", rep.Version, rep.Gen, rep.Digest)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tBREAKER\tTOOLS\tPID\tRESTARTS\tUPTIME\tLAST ERROR")
+	now := rep.Time
+	for _, s := range rep.Servers {
+		state := string(s.State)
+		if !s.NextAttempt.IsZero() && s.NextAttempt.After(now) {
+			state += fmt.Sprintf(" (retry in %s)", s.NextAttempt.Sub(now).Round(time.Second))
+		}
+		uptime := "-"
+		if s.State == "ready" && !s.UpSince.IsZero() {
+			uptime = now.Sub(s.UpSince).Round(time.Second).String()
+		}
+		pid := "-"
+		if s.PID != 0 {
+			pid = fmt.Sprint(s.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.Name, state, s.Breaker, s.Tools, pid, s.Restarts, uptime, oneLine(s.LastError, 60))
+	}
+	tw.Flush()
+	for _, id := range sortedKeys(rep.Views) {
+		v := rep.Views[id]
+		fmt.Fprintf(w, "\nview %s: %d tools, %d sessions", id, v.Tools, v.Sessions)
+	}
+	fmt.Fprintln(w)
+}

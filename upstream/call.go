@@ -1,0 +1,205 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sony/gobreaker/v2"
+)
+
+// ErrUnavailable is wrapped by every error that means the server could not
+// take the call (down, restarting, breaker open, timed out, transport failure).
+var ErrUnavailable = errors.New("upstream unavailable")
+
+// UnavailableError says why a server could not take a call and when to retry.
+type UnavailableError struct {
+	Server  string
+	State   State
+	Reason  string        // short cause, redacted by the caller before it leaves the process
+	RetryIn time.Duration // 0 when unknown
+}
+
+func (e *UnavailableError) Error() string {
+	retry := ""
+	if e.RetryIn > 0 {
+		retry = fmt.Sprintf(", next attempt in ~%ds", int(e.RetryIn.Round(time.Second)/time.Second))
+	}
+	switch {
+	case e.State == StateRestarting:
+		return fmt.Sprintf("server '%s' is restarting%s", e.Server, retry)
+	case e.Reason != "" && e.State != "":
+		return fmt.Sprintf("server '%s' is %s: %s%s", e.Server, e.State, e.Reason, retry)
+	case e.Reason != "":
+		return fmt.Sprintf("server '%s' is unavailable: %s%s", e.Server, e.Reason, retry)
+	}
+	return fmt.Sprintf("server '%s' is %s%s", e.Server, e.State, retry)
+}
+
+func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
+
+// TimeoutError is a call that outlived toolTimeout. The upstream was sent a
+// cancellation.
+type TimeoutError struct {
+	Server string
+	After  time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("Tool call timed out after %dms", e.After.Milliseconds())
+}
+
+func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
+
+// errCallerGone marks a call whose downstream caller went away; the breaker
+// excludes it.
+var errCallerGone = errors.New("caller went away")
+
+func (h *Handle) newBreaker() *gobreaker.CircuitBreaker[any] {
+	failures := h.spec.BreakerFailures
+	if failures <= 0 {
+		failures = 5
+	}
+	open := h.spec.BreakerOpen
+	if open <= 0 {
+		open = 30 * time.Second
+	}
+	return gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
+		Name:        h.spec.Name,
+		MaxRequests: 1,
+		Timeout:     open,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
+		// An upstream that answered is healthy, even if the answer is an error.
+		IsSuccessful: func(err error) bool {
+			var we *jsonrpc.Error
+			return err == nil || errors.As(err, &we)
+		},
+		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) },
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				h.breakerTTL.Store(time.Now().Add(open).UnixNano())
+			}
+			h.log.Info("breaker state", "state", to.String(), "from", from.String())
+		},
+	})
+}
+
+// live returns the ready session, starting a lazy server or waiting for a
+// first start in progress; otherwise it fails fast with an UnavailableError.
+func (h *Handle) live(ctx context.Context) (*session, error) {
+	if s := h.sess.Load(); s != nil {
+		return s, nil
+	}
+	h.ensureStarted()
+	deadline := time.NewTimer(h.spec.connectTimeout())
+	defer deadline.Stop()
+	for {
+		if s := h.sess.Load(); s != nil {
+			return s, nil
+		}
+		h.mu.Lock()
+		st, ch, next, last := h.state, h.changed, h.nextAttempt, h.lastErr
+		h.mu.Unlock()
+		switch st {
+		case StateIdle, StateStarting:
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
+			case <-deadline.C:
+				return nil, &UnavailableError{Server: h.spec.Name, State: st, Reason: "still starting"}
+			}
+		case StateReady:
+			// Between publish and the session store; look again.
+			select {
+			case <-ch:
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		case StateRestarting:
+			return nil, &UnavailableError{Server: h.spec.Name, State: st, RetryIn: time.Until(next)}
+		case StateFailed:
+			var retry time.Duration
+			if !next.IsZero() {
+				retry = time.Until(next)
+			}
+			return nil, &UnavailableError{Server: h.spec.Name, State: st, Reason: last, RetryIn: retry}
+		default:
+			return nil, &UnavailableError{Server: h.spec.Name, State: st}
+		}
+	}
+}
+
+// do runs one request against the live session, with the in-flight count,
+// the timeout and the breaker. Timeouts and transport failures count against
+// the breaker; answers (even errors) and callers going away do not.
+func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+	var zero T
+	s, err := h.live(ctx)
+	if err != nil {
+		return zero, err
+	}
+	if !h.acquire() {
+		return zero, &UnavailableError{Server: h.spec.Name, State: StateStopped}
+	}
+	defer h.release()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := h.breaker.Execute(func() (any, error) {
+		r, err := fn(cctx, s.cs)
+		if err != nil && ctx.Err() != nil {
+			return r, fmt.Errorf("%w: %w", errCallerGone, err)
+		}
+		return r, err
+	})
+	if err == nil {
+		return res.(T), nil
+	}
+	switch {
+	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
+		return zero, &UnavailableError{Server: h.spec.Name, Reason: "circuit breaker open after repeated failures",
+			RetryIn: time.Until(time.Unix(0, h.breakerTTL.Load()))}
+	case errors.Is(err, errCallerGone):
+		return zero, ctx.Err()
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return zero, &TimeoutError{Server: h.spec.Name, After: timeout}
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return zero, we
+	}
+	return zero, &UnavailableError{Server: h.spec.Name, Reason: err.Error()}
+}
+
+// CallTool forwards one tools/call. The caller's context reaches the
+// upstream, so a downstream cancel cancels the upstream call.
+func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, p)
+	})
+}
+
+// GetPrompt forwards one prompts/get.
+func (h *Handle) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
+		return cs.GetPrompt(ctx, p)
+	})
+}
+
+// ReadResource forwards one resources/read.
+func (h *Handle) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
+		return cs.ReadResource(ctx, p)
+	})
+}
+
+// Complete forwards one completion/complete.
+func (h *Handle) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
+		return cs.Complete(ctx, p)
+	})
+}

@@ -1,0 +1,57 @@
+package upstream
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// headerTransport adds the server's configured headers to every request:
+// POSTs, the standalone GET stream and DELETE.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) == 0 {
+		return t.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	for k, vs := range t.headers {
+		r.Header[k] = vs
+	}
+	return t.base.RoundTrip(r)
+}
+
+// sharedTransport is the connection pool for every HTTP upstream. It sets
+// dial, TLS and idle timeouts only: an http.Client.Timeout would cut long
+// SSE responses, including slow tool calls and the standalone stream.
+var sharedTransport = &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	ForceAttemptHTTP2:     true,
+	MaxIdleConns:          256,
+	MaxIdleConnsPerHost:   64,
+	IdleConnTimeout:       90 * time.Second,
+	TLSHandshakeTimeout:   10 * time.Second,
+	ExpectContinueTimeout: time.Second,
+}
+
+func httpClient(headers map[string]string) *http.Client {
+	h := make(http.Header, len(headers))
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	return &http.Client{Transport: &headerTransport{base: sharedTransport, headers: h}}
+}
+
+func remoteTransport(spec Spec, url string, headers map[string]string) mcp.Transport {
+	hc := httpClient(headers)
+	if spec.Transport == TransportSSE {
+		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: hc}
+	}
+	return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: 3}
+}

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package upstream
+
+import "syscall"
+
+func setDeathSignal(*syscall.SysProcAttr) {}

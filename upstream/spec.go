@@ -1,0 +1,84 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Transports a Spec may name.
+const (
+	TransportStdio = "stdio"
+	TransportSSE   = "sse"
+	TransportHTTP  = "http"
+)
+
+// Spec is everything needed to run one MCP server. Values may hold secret
+// references; they are expanded through Options.Expander at every start.
+type Spec struct {
+	Name      string // config key, used in logs and errors
+	Transport string // TransportStdio, TransportSSE or TransportHTTP
+
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	URL     string
+	Headers map[string]string
+
+	// Protocol pins the protocol version offered at initialize. "auto" or ""
+	// lets the SDK probe 2026-07-28 first, which some legacy stdio servers
+	// cannot survive; stdio servers therefore default to 2025-11-25.
+	Protocol string
+
+	ConnectTimeout time.Duration // connect + initialize + first listing; if zero, 30s
+	CallTimeout    time.Duration // per tools/call; if zero, 60s
+
+	RestartOnCrash bool
+	MaxRestarts    int  // consecutive failed starts before failed; zero means no restart
+	Lazy           bool // start on first use instead of at Start
+
+	BreakerFailures int           // consecutive failures that open the breaker; if zero, 5
+	BreakerOpen     time.Duration // open period before a half-open probe; if zero, 30s
+}
+
+// Fingerprint hashes exactly the fields whose change needs a new process or
+// session. Specs with equal fingerprints are interchangeable, so a reload
+// keeps the running Handle.
+func (s Spec) Fingerprint() string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic("upstream: spec fingerprint: " + err.Error()) // only plain data
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+func (s Spec) connectTimeout() time.Duration {
+	if s.ConnectTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return s.ConnectTimeout
+}
+
+func (s Spec) callTimeout() time.Duration {
+	if s.CallTimeout <= 0 {
+		return 60 * time.Second
+	}
+	return s.CallTimeout
+}
+
+func (s Spec) protocolVersion() string {
+	switch s.Protocol {
+	case "auto":
+		return ""
+	case "":
+		if s.Transport == TransportStdio {
+			return "2025-11-25"
+		}
+		return ""
+	}
+	return s.Protocol
+}

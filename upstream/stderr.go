@@ -1,0 +1,125 @@
+package upstream
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Limits of child stderr re-logging.
+const (
+	maxStderrLine    = 4096 // bytes kept of one line
+	stderrBurst      = 200  // lines logged before rate limiting starts
+	stderrPerSecond  = 50   // lines per second after that
+	stderrBufferSize = 64 << 10
+)
+
+// lineWriter re-logs a child's stderr line by line under the server's logger:
+// warn by default, error for lines that say so and for everything after a
+// Go panic. Lines are capped in length and rate; dropped lines are counted and
+// reported. It never passes bytes through unparsed. Safe for concurrent use.
+type lineWriter struct {
+	log hclog.Logger
+
+	mu       sync.Mutex
+	buf      []byte
+	panicked bool
+	tokens   float64
+	last     time.Time
+	dropped  int
+}
+
+func newLineWriter(log hclog.Logger) *lineWriter {
+	return &lineWriter{log: log, tokens: stderrBurst}
+}
+
+// Write implements io.Writer.
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.buf = append(w.buf, p...)
+			if len(w.buf) > stderrBufferSize {
+				w.emitLocked(w.buf)
+				w.buf = w.buf[:0]
+			}
+			break
+		}
+		if len(w.buf) > 0 {
+			w.buf = append(w.buf, p[:i]...)
+			w.emitLocked(w.buf)
+			w.buf = w.buf[:0]
+		} else {
+			w.emitLocked(p[:i])
+		}
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// Flush logs a trailing partial line.
+func (w *lineWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 {
+		w.emitLocked(w.buf)
+		w.buf = w.buf[:0]
+	}
+	w.reportDroppedLocked()
+}
+
+// emitLocked requires w.mu.
+func (w *lineWriter) emitLocked(line []byte) {
+	line = bytes.TrimRight(line, "\r")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	now := time.Now()
+	if !w.last.IsZero() {
+		w.tokens = min(stderrBurst, w.tokens+now.Sub(w.last).Seconds()*stderrPerSecond)
+	}
+	w.last = now
+	if w.tokens < 1 {
+		w.dropped++
+		return
+	}
+	w.tokens--
+	w.reportDroppedLocked()
+
+	truncated := false
+	if len(line) > maxStderrLine {
+		line, truncated = line[:maxStderrLine], true
+	}
+	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	if strings.HasPrefix(s, "panic: ") || strings.HasPrefix(s, "fatal error: ") {
+		w.panicked = true
+	}
+	level := hclog.Warn
+	if w.panicked || hasLevelPrefix(s, "ERROR") || hasLevelPrefix(s, "FATAL") {
+		level = hclog.Error
+	}
+	if truncated {
+		w.log.Log(level, "stderr", "line", s, "truncated", true)
+		return
+	}
+	w.log.Log(level, "stderr", "line", s)
+}
+
+// reportDroppedLocked requires w.mu.
+func (w *lineWriter) reportDroppedLocked() {
+	if w.dropped > 0 {
+		w.log.Warn("stderr lines dropped", "count", w.dropped)
+		w.dropped = 0
+	}
+}
+
+func hasLevelPrefix(s, level string) bool {
+	return strings.HasPrefix(s, "["+level+"]") || strings.HasPrefix(s, level+":") ||
+		strings.Contains(s, `"@level":"`+strings.ToLower(level)+`"`) || strings.Contains(s, `"level":"`+strings.ToLower(level)+`"`)
+}
