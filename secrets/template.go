@@ -1,0 +1,152 @@
+package secrets
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// A config value is a template made of literal text and references:
+//
+//   - a value that starts with "secret://" is one whole-value reference;
+//   - otherwise "${secret://…}" is a reference inside the value,
+//   - "${NAME}" is the environment variable NAME (unset is an error),
+//   - "$${" is a literal "${",
+//   - and every other "$" is literal text.
+//
+// Errors from parsing name the offset and the reference, never the literal
+// text around it: a malformed value may well be a pasted credential.
+
+type segKind uint8
+
+const (
+	segLiteral segKind = iota
+	segRef
+	segEnv
+)
+
+type segment struct {
+	kind segKind
+	text string // segLiteral: the text; segEnv: the variable name
+	ref  Ref    // segRef
+}
+
+// parseTemplate splits value into segments. It reports every malformed piece
+// it can find, joined with errors.Join.
+func parseTemplate(value string) ([]segment, error) {
+	if strings.HasPrefix(value, Scheme) {
+		r, err := ParseRef(value)
+		if err != nil {
+			return nil, err
+		}
+		return []segment{{kind: segRef, ref: r}}, nil
+	}
+	var (
+		segs []segment
+		errs []error
+		lit  strings.Builder
+	)
+	flush := func() {
+		if lit.Len() > 0 {
+			segs = append(segs, segment{kind: segLiteral, text: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(value); {
+		if strings.HasPrefix(value[i:], "$${") {
+			lit.WriteString("${")
+			i += 3
+			continue
+		}
+		if !strings.HasPrefix(value[i:], "${") {
+			j := strings.IndexByte(value[i+1:], '$')
+			if j < 0 {
+				lit.WriteString(value[i:])
+				break
+			}
+			lit.WriteString(value[i : i+1+j])
+			i += 1 + j
+			continue
+		}
+		end := strings.IndexByte(value[i+2:], '}')
+		if end < 0 {
+			errs = append(errs, fmt.Errorf("offset %d: unterminated \"${\" (write \"$${\" for a literal \"${\")", i))
+			break
+		}
+		inner := value[i+2 : i+2+end]
+		switch {
+		case strings.HasPrefix(inner, Scheme):
+			r, err := ParseRef(inner)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("offset %d: %w", i, err))
+			} else {
+				flush()
+				segs = append(segs, segment{kind: segRef, ref: r})
+			}
+		case validEnvName(inner):
+			flush()
+			segs = append(segs, segment{kind: segEnv, text: inner})
+		case inner == "":
+			errs = append(errs, fmt.Errorf("offset %d: empty \"${}\"", i))
+		default:
+			errs = append(errs, fmt.Errorf("offset %d: %s is neither ${secret://…} nor ${NAME} with NAME an environment variable name", i, showRef("${"+truncate(inner, 64)+"}")))
+		}
+		i += 2 + end + 1
+	}
+	flush()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return segs, nil
+}
+
+// Check validates every reference in a config value (a whole-value
+// reference, ${secret://…} and ${NAME} interpolations, $${ escapes) without
+// resolving anything. The error describes each malformed piece; it never
+// repeats the value's literal text.
+func Check(value string) error {
+	_, err := parseTemplate(value)
+	return err
+}
+
+// HasRefs reports whether value contains a secret:// reference or a ${NAME}
+// interpolation, that is whether it needs expanding at server start. A
+// malformed value counts as having references: Check reports it.
+func HasRefs(value string) bool {
+	segs, err := parseTemplate(value)
+	if err != nil {
+		return true
+	}
+	for _, s := range segs {
+		if s.kind != segLiteral {
+			return true
+		}
+	}
+	return false
+}
+
+// Refs returns the distinct secret references in value, in order of first
+// appearance. It returns the parse error for a malformed value.
+func Refs(value string) ([]Ref, error) {
+	segs, err := parseTemplate(value)
+	if err != nil {
+		return nil, err
+	}
+	var out []Ref
+	seen := map[Ref]bool{}
+	for _, s := range segs {
+		if s.kind == segRef && !seen[s.ref] {
+			seen[s.ref] = true
+			out = append(out, s.ref)
+		}
+	}
+	return out, nil
+}
+
+// truncate cuts s to at most n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
