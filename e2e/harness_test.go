@@ -76,6 +76,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	stderr bytes.Buffer
+	stdout bytes.Buffer // only with startOut; read after exit
 	done   chan struct{}
 	err    error
 }
@@ -98,11 +99,32 @@ func (p *proc) Stderr() string {
 // start runs a command with its stderr captured, and stops it at cleanup.
 func start(t *testing.T, dir string, env []string, name string, args ...string) *proc {
 	t.Helper()
+	return startCmd(t, dir, env, false, name, args...)
+}
+
+// startOut is start that also captures stdout.
+func startOut(t *testing.T, dir string, name string, args ...string) *proc {
+	t.Helper()
+	return startCmd(t, dir, nil, true, name, args...)
+}
+
+// newCmd is exec.Command with the child in its own process group.
+func newCmd(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+func startCmd(t *testing.T, dir string, env []string, captureOut bool, name string, args ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Dir = dir
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = lockedWriter{p}
+	if captureOut {
+		p.cmd.Stdout = &p.stdout
+	}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -202,7 +202,7 @@ func jsonSyntaxError(data []byte, err error) error {
 		return err
 	}
 	line, col := 1, 1
-	for _, b := range data[:min(int(se.Offset), len(data))] {
+	for _, b := range data[:max(0, min(int(se.Offset)-1, len(data)))] {
 		if b == '\n' {
 			line, col = line+1, 1
 		} else {

@@ -146,7 +146,7 @@ func New(o Options) (*Proxy, *Config, error) {
 	p := &Proxy{
 		opts:     o,
 		log:      log,
-		sdkLog:   slog.New(logbridge.New(log.Named("sdk"))),
+		sdkLog:   slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor: redactor,
 		resolver: secrets.NewResolver(secrets.Options{Redact: redactor}),
 		handles:  map[string]*upstream.Handle{},

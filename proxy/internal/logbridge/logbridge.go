@@ -13,15 +13,21 @@ import (
 
 // Handler is a slog.Handler writing to an hclog.Logger.
 type Handler struct {
-	log   hclog.Logger
+	log    hclog.Logger
+	demote bool
 	attrs []any
 	group string
 }
 
-// New returns a slog.Handler that writes to log.
-func New(log hclog.Logger) *Handler { return &Handler{log: log} }
+// New returns a slog.Handler that writes to log. With demote, info records
+// are logged at debug: a library's lifecycle chatter (sessions opening and
+// closing) is per request for us.
+func New(log hclog.Logger, demote bool) *Handler { return &Handler{log: log, demote: demote} }
 
-func level(l slog.Level) hclog.Level {
+func (h *Handler) level(l slog.Level) hclog.Level {
+	if h.demote && l >= slog.LevelInfo && l < slog.LevelWarn {
+		return hclog.Debug
+	}
 	switch {
 	case l >= slog.LevelError:
 		return hclog.Error
@@ -35,7 +41,7 @@ func level(l slog.Level) hclog.Level {
 
 // Enabled implements slog.Handler.
 func (h *Handler) Enabled(_ context.Context, l slog.Level) bool {
-	return h.log.GetLevel() <= level(l) && h.log.GetLevel() != hclog.Off
+	return h.log.GetLevel() <= h.level(l) && h.log.GetLevel() != hclog.Off
 }
 
 // Handle implements slog.Handler.
@@ -46,7 +52,7 @@ func (h *Handler) Handle(_ context.Context, r slog.Record) error {
 		args = append(args, h.key(a.Key), a.Value.Resolve().Any())
 		return true
 	})
-	h.log.Log(level(r.Level), r.Message, args...)
+	h.log.Log(h.level(r.Level), r.Message, args...)
 	return nil
 }
 
@@ -59,7 +65,7 @@ func (h *Handler) key(k string) string {
 
 // WithAttrs implements slog.Handler.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	n := &Handler{log: h.log, group: h.group, attrs: append([]any(nil), h.attrs...)}
+	n := &Handler{log: h.log, demote: h.demote, group: h.group, attrs: append([]any(nil), h.attrs...)}
 	for _, a := range attrs {
 		n.attrs = append(n.attrs, h.key(a.Key), a.Value.Resolve().Any())
 	}
@@ -71,5 +77,5 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return &Handler{log: h.log, attrs: h.attrs, group: h.key(name)}
+	return &Handler{log: h.log, demote: h.demote, attrs: h.attrs, group: h.key(name)}
 }

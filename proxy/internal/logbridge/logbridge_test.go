@@ -14,7 +14,7 @@ import (
 func TestBridge(t *testing.T) {
 	var buf bytes.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
-	sl := slog.New(logbridge.New(log))
+	sl := slog.New(logbridge.New(log, false))
 	sl.Debug("hidden")
 	sl.With("a", 1).WithGroup("g").Warn("shown", "b", "two")
 	out := buf.String()
@@ -25,5 +25,14 @@ func TestBridge(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output %q lacks %q", out, want)
 		}
+	}
+}
+
+func TestDemote(t *testing.T) {
+	var buf bytes.Buffer
+	log := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Debug})
+	slog.New(logbridge.New(log, true)).Info("session connected")
+	if !strings.Contains(buf.String(), "[DEBUG]") {
+		t.Errorf("info not demoted: %q", buf.String())
 	}
 }
