@@ -81,11 +81,11 @@ func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // StatusReport is the JSON of GET /status.
 type StatusReport struct {
-	Version string             `json:"version"`
-	Gen     int64              `json:"gen"`
-	Digest  string             `json:"digest"`
-	Time    time.Time          `json:"time"`
-	Servers []upstream.Status  `json:"servers"`
+	Version string                `json:"version"`
+	Gen     int64                 `json:"gen"`
+	Digest  string                `json:"digest"`
+	Time    time.Time             `json:"time"`
+	Servers []upstream.Status     `json:"servers"`
 	Views   map[string]ViewStatus `json:"views"`
 }
 

@@ -36,13 +36,13 @@ var (
 // Options configure Run. Flag values override the environment, which
 // overrides the file.
 type Options struct {
-	ConfigPath string // if empty, the embedded default config is used
-	Listen     string
+	ConfigPath  string // if empty, the embedded default config is used
+	Listen      string
 	AdminListen string
-	LogLevel   string
-	LogFormat  string
-	Stdio      bool   // serve one client over stdin/stdout instead of HTTP
-	ReadyFile  string // receives "listen\nadmin\n" once both listeners are bound
+	LogLevel    string
+	LogFormat   string
+	Stdio       bool   // serve one client over stdin/stdout instead of HTTP
+	ReadyFile   string // receives "listen\nadmin\n" once both listeners are bound
 
 	Stdin  io.Reader // stdio mode; if nil, os.Stdin
 	Stdout io.Writer // stdio mode; if nil, os.Stdout

@@ -44,7 +44,7 @@ type route struct {
 	public   string
 	entry    *ServerEntry
 	original string
-	tool     *mcp.Tool           // as published downstream
+	tool     *mcp.Tool            // as published downstream
 	schema   *jsonschema.Resolved // nil: arguments are not validated
 	defHash  string
 }

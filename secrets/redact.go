@@ -59,7 +59,8 @@ func (s *Set) Add(values ...string) {
 	}
 	changed := false
 	for _, v := range values {
-		if len(v) < MinRedactLen {
+		// A value inside the marker could never be told apart from it.
+		if len(v) < MinRedactLen || strings.Contains(Redacted, v) {
 			continue
 		}
 		if _, ok := s.values[v]; ok {

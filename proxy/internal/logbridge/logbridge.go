@@ -15,8 +15,8 @@ import (
 type Handler struct {
 	log    hclog.Logger
 	demote bool
-	attrs []any
-	group string
+	attrs  []any
+	group  string
 }
 
 // New returns a slog.Handler that writes to log. With demote, info records
