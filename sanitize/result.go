@@ -191,7 +191,13 @@ func (p *pass) finish() (blocked bool, err error) {
 // wrapped again, so that sanitising twice changes nothing. Otherwise every
 // text is content, a wrapper included, and the nonce is fresh.
 func (p *pass) chooseNonce() {
-	if !p.opt.Wrap || len(p.texts) == 0 {
+	if !p.opt.Wrap {
+		for _, t := range p.texts {
+			t.text = t.raw
+		}
+		return
+	}
+	if len(p.texts) == 0 {
 		return
 	}
 	nonce := ""
