@@ -54,13 +54,16 @@ func main() {
 	seedPath := flag.String("seed", "", "JSON seed file (required)")
 	ready := flag.String("ready", "", "file to write the listener URLs to (required)")
 	flag.Parse()
-	if err := run(*seedPath, *ready); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *seedPath, *ready); err != nil {
 		fmt.Fprintln(os.Stderr, "fakecloud:", err)
 		os.Exit(1)
 	}
 }
 
-func run(seedPath, ready string) error {
+// run serves until ctx is done.
+func run(ctx context.Context, seedPath, ready string) error {
 	if seedPath == "" || ready == "" {
 		return errors.New("-seed and -ready are required")
 	}
@@ -72,9 +75,6 @@ func run(seedPath, ready string) error {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
 	awsFake := fakecloud.NewAWS(s.AWS.Secrets, aws.Credentials{
 		AccessKeyID: s.AWS.AccessKeyID, SecretAccessKey: s.AWS.SecretAccessKey, SessionToken: s.AWS.SessionToken,
 	})
