@@ -166,7 +166,9 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return configError(stderr, err)
 	}
-	p.apply(c)
+	if err := p.apply(ctx, c, false); err != nil {
+		return configError(stderr, err)
+	}
 	defer p.closeAll()
 	snap := p.cur.Load()
 	if wait == 0 {

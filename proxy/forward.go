@@ -24,8 +24,14 @@ func unknownTool(name string) error {
 
 // forward runs one tools/call: strict argument decoding and validation, the
 // upstream call, then sanitising of the result.
-func (p *Proxy) forward(ctx context.Context, snap *Snapshot, r *route, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *route, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
+	if lim := snap.Limiters[viewID]; lim != nil {
+		if ok, retry := lim.Allow(callerKey(req), start); !ok {
+			p.log.Debug("rate limited", "tool", r.public, "duration", retry)
+			return rateLimited(retry), nil
+		}
+	}
 	args, err := decodeArgs(req.Params.Arguments)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)}
@@ -121,4 +127,28 @@ func forwardableMeta(m mcp.Meta) mcp.Meta {
 		out[k] = v
 	}
 	return out
+}
+
+// callerKey identifies the caller for rate limiting: its token when the
+// view requires one, else its session.
+func callerKey(req *mcp.CallToolRequest) string {
+	if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+		return "token:" + req.Extra.TokenInfo.UserID
+	}
+	if req.Session != nil {
+		return "session:" + req.Session.ID()
+	}
+	return "anonymous"
+}
+
+// rateLimited is the tool error for a call over the limit. It says when to
+// retry, in the text for the model and in _meta for programs.
+func rateLimited(retry time.Duration) *mcp.CallToolResult {
+	secs := int(retry.Round(time.Second) / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	res := errorResult(fmt.Sprintf("rate limit exceeded; retry in %ds", secs))
+	res.Meta = mcp.Meta{"retryAfterMs": retry.Milliseconds()}
+	return res
 }

@@ -15,12 +15,16 @@ import (
 // routes is the downstream mux on listen.
 func (p *Proxy) routes() http.Handler {
 	r := mux.NewRouter()
-	defaultServer := func(*http.Request) *mcp.Server { return p.viewFor("").server }
-	streamable := mcp.NewStreamableHTTPHandler(defaultServer, &mcp.StreamableHTTPOptions{})
-	sse := mcp.NewSSEHandler(defaultServer, &mcp.SSEOptions{})
-	r.Handle("/mcp", p.track(streamable))
-	r.Handle("/sse", p.track(sse))
-	return r
+	streamable := mcp.NewStreamableHTTPHandler(p.serverFor, &mcp.StreamableHTTPOptions{})
+	sse := mcp.NewSSEHandler(p.serverFor, &mcp.SSEOptions{})
+	// Order: host check, then authentication (which picks the view), then
+	// the MCP transport.
+	wrap := func(h http.Handler) http.Handler { return p.track(p.checkHost(p.authenticate(h))) }
+	r.Handle("/mcp", wrap(streamable))
+	r.Handle("/sse", wrap(sse))
+	r.Handle("/agents/{agent}/mcp", wrap(streamable))
+	r.Handle("/agents/{agent}/sse", wrap(sse))
+	return http.NewCrossOriginProtection().Handler(r)
 }
 
 // track counts downstream POSTs in flight so shutdown can let them finish.
@@ -44,6 +48,7 @@ func (p *Proxy) adminRoutes() http.Handler {
 	}).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/readyz", p.readyz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/status", p.status).Methods(http.MethodGet)
+	r.HandleFunc("/admin/reload", p.adminReload).Methods(http.MethodPost)
 	return r
 }
 
@@ -87,6 +92,8 @@ type StatusReport struct {
 	Time    time.Time             `json:"time"`
 	Servers []upstream.Status     `json:"servers"`
 	Views   map[string]ViewStatus `json:"views"`
+	// LastReload is the last reload attempt; absent until one ran.
+	LastReload *ReloadResult `json:"lastReload,omitempty"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -102,6 +109,11 @@ func (p *Proxy) statusReport() StatusReport {
 		return rep
 	}
 	rep.Gen, rep.Digest = snap.Gen, snap.Digest
+	if lr := p.lastReload.Load(); lr != nil {
+		c := *lr
+		c.Error = p.redact(c.Error)
+		rep.LastReload = &c
+	}
 	for _, k := range sortedKeys(snap.Handles) {
 		st := snap.Handles[k].Status()
 		st.LastError = p.redact(st.LastError)

@@ -72,8 +72,11 @@ type Proxy struct {
 	handles map[string]*upstream.Handle
 	views   atomic.Pointer[map[string]*view]
 
-	inflight sync.WaitGroup // downstream tool calls, for graceful shutdown
-	ready    atomic.Bool
+	inflight sync.WaitGroup // downstream requests, for graceful shutdown
+	bg       sync.WaitGroup // background work (retiring handles, reload loop)
+
+	reloadReq  chan string
+	lastReload atomic.Pointer[ReloadResult]
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -144,12 +147,13 @@ func New(o Options) (*Proxy, *Config, error) {
 	redactor := secrets.NewSet()
 	log := newLogger(c, o.Stderr, redactor)
 	p := &Proxy{
-		opts:     o,
-		log:      log,
-		sdkLog:   slog.New(logbridge.New(log.Named("sdk"), true)),
-		redactor: redactor,
-		resolver: secrets.NewResolver(secrets.Options{Redact: redactor}),
-		handles:  map[string]*upstream.Handle{},
+		opts:      o,
+		log:       log,
+		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
+		redactor:  redactor,
+		resolver:  secrets.NewResolver(secrets.Options{Redact: redactor}),
+		handles:   map[string]*upstream.Handle{},
+		reloadReq: make(chan string, 1),
 	}
 	views := map[string]*view{}
 	p.views.Store(&views)
@@ -169,8 +173,13 @@ func Run(ctx context.Context, o Options) error {
 // Serve starts the upstreams of c and serves until ctx is done.
 func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	p.log.Info("starting", "version", Version, "servers", len(c.serverNames()))
-	p.apply(c)
+	if err := p.apply(ctx, c, false); err != nil {
+		return err
+	}
 	defer p.closeAll()
+	rctx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	p.startReloading(rctx)
 
 	if p.opts.Stdio {
 		return p.serveStdio(ctx, c)
@@ -244,12 +253,19 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// apply makes c the current config: it starts handles for new specs, keeps
-// unchanged ones, publishes the snapshot, rebuilds every view, and drains
-// the handles that are no longer used.
-func (p *Proxy) apply(c *Config) {
+// apply makes c the current config. It resolves the downstream tokens
+// (a failure rejects c), starts handles for new or changed specs and keeps
+// unchanged ones (same process, same session). With wait, it lets the new
+// handles finish their first start attempt before the swap, so a changed
+// server's tools never disappear. Then it publishes the snapshot, brings
+// every view in line, and drains the handles that are no longer used.
+func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	at, reloadToken, err := p.resolveAuth(ctx, c)
+	if err != nil {
+		return &ConfigError{err}
+	}
 	planned, specs := planViews(c)
 	next := make(map[string]*upstream.Handle, len(specs))
 	var started, retired []*upstream.Handle
@@ -273,14 +289,28 @@ func (p *Proxy) apply(c *Config) {
 			retired = append(retired, h)
 		}
 	}
-	for _, s := range sortedKeys(specs) {
-		warnPlaintext(p.log, specs[s].Name, specs[s].Env, specs[s].Headers)
+	for _, k := range sortedKeys(specs) {
+		if next[k] != p.handles[k] {
+			warnPlaintext(p.log, specs[k].Name, specs[k].Env, specs[k].Headers)
+		}
+	}
+	for _, h := range started {
+		h.Start()
+	}
+	if wait {
+		waitFirstAttempts(ctx, started)
 	}
 	p.gen++
 	snap := buildSnapshot(p.gen, c, next, planned)
+	snap.auth, snap.reloadToken = at, reloadToken
 	p.handles = next
+	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
+		p.log.SetLevel(lvl)
+	} else {
+		p.log.SetLevel(hclog.Info)
+	}
 
-	// Views: one long-lived server per view id.
+	// Views: one long-lived server per view id; sessions survive reloads.
 	old := *p.views.Load()
 	views := make(map[string]*view, len(snap.Views))
 	for id := range snap.Views {
@@ -292,9 +322,6 @@ func (p *Proxy) apply(c *Config) {
 	}
 	p.cur.Store(snap)
 	p.views.Store(&views)
-	for _, h := range started {
-		h.Start()
-	}
 	for _, v := range views {
 		v.rebuild()
 	}
@@ -304,14 +331,53 @@ func (p *Proxy) apply(c *Config) {
 		}
 	}
 	if len(retired) > 0 {
-		dt := drainTimeout(c)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), dt)
-			defer cancel()
-			for _, h := range retired {
+		p.retire(retired, drainTimeout(c))
+	}
+	return nil
+}
+
+// retireGrace lets calls that picked a route just before a swap reach their
+// handle's in-flight count before the drain starts.
+var retireGrace = time.Second
+
+// retire drains and stops handles that left the config, in the background.
+func (p *Proxy) retire(hs []*upstream.Handle, drain time.Duration) {
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		time.Sleep(retireGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, h := range hs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				_ = h.Close(ctx)
-			}
-		}()
+				p.log.Info("upstream retired", "upstream", h.Name())
+			}()
+		}
+		wg.Wait()
+	}()
+}
+
+// waitFirstAttempts waits until every handle finished its first start
+// attempt, each bounded by its own connect timeout.
+func waitFirstAttempts(ctx context.Context, hs []*upstream.Handle) {
+	var limit time.Duration
+	for _, h := range hs {
+		limit = max(limit, h.Spec().ConnectTimeout)
+	}
+	deadline := time.NewTimer(limit + time.Second)
+	defer deadline.Stop()
+	for _, h := range hs {
+		select {
+		case <-h.FirstAttempt():
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -340,6 +406,7 @@ func (p *Proxy) viewFor(id string) *view {
 
 // closeAll stops every upstream in parallel.
 func (p *Proxy) closeAll() {
+	p.bg.Wait()
 	p.mu.Lock()
 	hs := make([]*upstream.Handle, 0, len(p.handles))
 	for _, h := range p.handles {

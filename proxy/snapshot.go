@@ -25,7 +25,12 @@ type Snapshot struct {
 
 	Sanitize sanitize.Options
 	PinMode  string
-	Limiter  *policy.Limiter
+	// Limiters holds each view's rate limiter (nil: unlimited), keyed per
+	// token or session within the view.
+	Limiters map[string]*policy.Limiter
+
+	auth        *authTable
+	reloadToken string
 }
 
 // ViewSpec is what one downstream view exposes.
@@ -158,8 +163,20 @@ func buildSnapshot(gen int64, c *Config, handles map[string]*upstream.Handle, vi
 	if c.Sanitize != nil && c.Sanitize.PinTools != "" {
 		s.PinMode = c.Sanitize.PinTools
 	}
+	s.Limiters = map[string]*policy.Limiter{}
 	if c.Limits != nil {
-		s.Limiter = policy.NewLimiter(*c.Limits)
+		s.Limiters[""] = policy.NewLimiter(*c.Limits)
+	}
+	if c.Agents != nil {
+		for _, ag := range c.Agents.List {
+			switch {
+			case ag == nil:
+			case ag.Limits != nil:
+				s.Limiters[ag.ID] = policy.NewLimiter(*ag.Limits)
+			case c.Limits != nil:
+				s.Limiters[ag.ID] = policy.NewLimiter(*c.Limits)
+			}
+		}
 	}
 	global := mustCompile(c.Tools)
 	globalPrompts := mustCompile(c.Prompts)

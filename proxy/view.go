@@ -293,5 +293,5 @@ func (v *view) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if !ok {
 		return nil, unknownTool(req.Params.Name)
 	}
-	return v.p.forward(ctx, st.snap, r, req)
+	return v.p.forward(ctx, v.id, st.snap, r, req)
 }

@@ -1,0 +1,209 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// authTable holds the resolved downstream bearer tokens of one snapshot.
+// Tokens are kept only as SHA-256 digests; comparison is constant time.
+type authTable struct {
+	entries []authEntry
+}
+
+type authEntry struct {
+	digest [sha256.Size]byte
+	id     string // config path of the token, logged and audited instead of the token
+	view   string // "" with any=true: a global token; else the agent's view
+	any    bool
+}
+
+// match returns the entry for token. Every entry is compared, so the time
+// taken does not depend on which one matches.
+func (t *authTable) match(token string) (authEntry, bool) {
+	d := sha256.Sum256([]byte(token))
+	var found authEntry
+	ok := false
+	for _, e := range t.entries {
+		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 && !ok {
+			found, ok = e, true
+		}
+	}
+	return found, ok
+}
+
+func (t *authTable) enabled() bool { return t != nil && len(t.entries) > 0 }
+
+// resolveAuth resolves every downstream token (they may be secret
+// references). Resolution happens at load and reload, never per request.
+func (p *Proxy) resolveAuth(ctx context.Context, c *Config) (*authTable, string, error) {
+	t := &authTable{}
+	var errs []error
+	add := func(path, ref, view string, any bool) {
+		v, err := p.resolver.Expand(ctx, ref)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			return
+		}
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s: resolved to an empty token", path))
+			return
+		}
+		p.redactor.Add(v)
+		t.entries = append(t.entries, authEntry{digest: sha256.Sum256([]byte(v)), id: path, view: view, any: any})
+	}
+	if c.Auth != nil {
+		for i, tok := range c.Auth.Tokens {
+			add(joinIndex("auth.tokens", i), tok, "", true)
+		}
+	}
+	if c.Agents != nil {
+		for i, ag := range c.Agents.List {
+			if ag == nil {
+				continue
+			}
+			for j, tok := range ag.Tokens {
+				add(joinIndex(joinIndex("agents.list", i)+".tokens", j), tok, ag.ID, false)
+			}
+		}
+	}
+	reload := ""
+	if c.Admin != nil && c.Admin.ReloadToken != "" {
+		v, err := p.resolver.Expand(ctx, c.Admin.ReloadToken)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("admin.reloadToken: %w", err))
+		} else {
+			p.redactor.Add(v)
+			reload = v
+		}
+	}
+	return t, reload, errors.Join(errs...)
+}
+
+type ctxKey int
+
+const viewKey ctxKey = 0
+
+// principal is who a downstream request is, once authenticated.
+type principal struct {
+	view    string
+	tokenID string
+}
+
+// authenticate picks the view of a downstream request and checks its bearer
+// token. Without configured tokens every request is let through to the view
+// its path names. With tokens, a missing or wrong one gets 401 with
+// WWW-Authenticate; an agent token on plain /mcp selects that agent's view;
+// an agent token on another agent's path gets 403.
+func (p *Proxy) authenticate(next http.Handler) http.Handler {
+	sdkAuth := auth.RequireBearerToken(sdkVerifier, &auth.RequireBearerTokenOptions{})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		snap := p.cur.Load()
+		pathView, byPath := mux.Vars(r)["agent"]
+		if byPath {
+			if _, ok := snap.Views[pathView]; !ok || pathView == "" {
+				http.Error(w, "unknown agent", http.StatusNotFound)
+				return
+			}
+		}
+		pr := principal{view: pathView}
+		if snap.auth.enabled() {
+			tok, ok := bearer(r)
+			var e authEntry
+			if ok {
+				e, ok = snap.auth.match(tok)
+			}
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+				http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+				return
+			}
+			switch {
+			case e.any:
+			case byPath && e.view != pathView:
+				http.Error(w, "token not valid for this agent", http.StatusForbidden)
+				return
+			case !byPath:
+				pr.view = e.view
+			}
+			pr.tokenID = e.id
+			// Bind the session to the token: the SDK refuses a session id
+			// presented with another token's identity.
+			r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
+			sdkAuth.ServeHTTP(w, r)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return "", false
+	}
+	return f[1], true
+}
+
+// sdkVerifier hands the principal authenticate found to the SDK's bearer
+// middleware, which then binds sessions to it.
+func sdkVerifier(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	pr, ok := ctx.Value(viewKey).(principal)
+	if !ok {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{UserID: pr.tokenID, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+func principalOf(r *http.Request) principal {
+	pr, _ := r.Context().Value(viewKey).(principal)
+	return pr
+}
+
+// serverFor is the go-sdk getServer callback: the long-lived server of the
+// request's view.
+func (p *Proxy) serverFor(r *http.Request) *mcp.Server {
+	v := p.viewFor(principalOf(r).view)
+	if v == nil {
+		return nil
+	}
+	return v.server
+}
+
+// checkHost enforces allowedHosts when configured (DNS rebinding protection
+// for non-loopback deployments); on loopback the SDK's own check applies.
+func (p *Proxy) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allowed := p.cur.Load().Config.AllowedHosts
+		if len(allowed) > 0 {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			ok := false
+			for _, a := range allowed {
+				if strings.EqualFold(a, host) || strings.EqualFold(a, r.Host) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				http.Error(w, "host not allowed", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

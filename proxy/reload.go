@@ -1,0 +1,189 @@
+package proxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// reloadDebounce is the quiet period a reload waits for: one editor save
+// fires several events.
+var reloadDebounce = 200 * time.Millisecond
+
+// ReloadResult is the outcome of the last reload attempt, shown in /status.
+type ReloadResult struct {
+	OK     bool      `json:"ok"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+	Error  string    `json:"error,omitempty"`
+	Gen    int64     `json:"gen"`
+	Digest string    `json:"digest,omitempty"`
+	Noop   bool      `json:"unchanged,omitempty"`
+}
+
+// triggerReload asks the reload loop to run; it never blocks. Every trigger
+// (file watch, SIGHUP, admin API) goes through here.
+func (p *Proxy) triggerReload(reason string) {
+	select {
+	case p.reloadReq <- reason:
+	default:
+	}
+}
+
+// startReloading starts the reload loop and its triggers: fsnotify on the
+// config file's directory (editors and Kubernetes ConfigMaps replace the
+// file through renames and a ..data symlink swap, which a watch on the file
+// itself would lose) and SIGHUP. With the embedded config there is nothing
+// to reload.
+func (p *Proxy) startReloading(ctx context.Context) {
+	if p.opts.ConfigPath == "" {
+		return
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		p.log.Warn("config watch off", "error", err)
+	} else if err := w.Add(filepath.Dir(p.opts.ConfigPath)); err != nil {
+		p.log.Warn("config watch off", "error", err)
+		_ = w.Close()
+		w = nil
+	}
+	base := filepath.Base(p.opts.ConfigPath)
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		defer signal.Stop(hup)
+		var events chan fsnotify.Event
+		var errs chan error
+		if w != nil {
+			defer w.Close()
+			events, errs = w.Events, w.Errors
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				p.triggerReload("sighup")
+			case ev, ok := <-events:
+				if !ok {
+					events = nil
+					continue
+				}
+				name := filepath.Base(ev.Name)
+				if name == base || strings.HasPrefix(name, "..") {
+					p.triggerReload("file")
+				}
+			case err, ok := <-errs:
+				if !ok {
+					errs = nil
+					continue
+				}
+				p.log.Warn("config watch", "error", err)
+			}
+		}
+	}()
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		p.reloadLoop(ctx)
+	}()
+}
+
+// reloadLoop runs reloads one at a time, after reloadDebounce of quiet.
+func (p *Proxy) reloadLoop(ctx context.Context) {
+	for {
+		var reason string
+		select {
+		case <-ctx.Done():
+			return
+		case reason = <-p.reloadReq:
+		}
+		quiet := time.NewTimer(reloadDebounce)
+	debounce:
+		for {
+			select {
+			case <-ctx.Done():
+				quiet.Stop()
+				return
+			case r := <-p.reloadReq:
+				if r != reason {
+					reason += "+" + r
+				}
+				quiet.Reset(reloadDebounce)
+			case <-quiet.C:
+				break debounce
+			}
+		}
+		p.reload(ctx, reason)
+	}
+}
+
+// reload loads the config file again and applies it. An invalid config
+// changes nothing; an unchanged digest skips the work.
+func (p *Proxy) reload(ctx context.Context, reason string) {
+	res := &ReloadResult{At: time.Now().UTC(), Reason: reason}
+	defer func() {
+		snap := p.cur.Load()
+		res.Gen, res.Digest = snap.Gen, snap.Digest
+		p.lastReload.Store(res)
+	}()
+	c, err := loadConfig(p.opts)
+	if err == nil && c.Digest() == p.cur.Load().Digest {
+		res.OK, res.Noop = true, true
+		p.log.Debug("reload skipped", "reason", reason, "digest", c.Digest())
+		return
+	}
+	if err == nil {
+		old := p.cur.Load().Config
+		if c.Listen != old.Listen || c.AdminListen != old.AdminListen {
+			p.log.Warn("listen address change needs a restart", "reason", reason)
+		}
+		err = p.apply(ctx, c, true)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			p.log.Warn("reload rejected", "reason", reason, "error", strings.ReplaceAll(err.Error(), "\n", "; "))
+		} else {
+			p.log.Error("reload failed", "reason", reason, "error", err)
+		}
+		return
+	}
+	res.OK = true
+	snap := p.cur.Load()
+	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
+}
+
+// adminReload is POST /admin/reload. It exists only when admin.reloadToken
+// is set, and answers 202 once the reload was queued; /status shows the
+// outcome.
+func (p *Proxy) adminReload(w http.ResponseWriter, r *http.Request) {
+	snap := p.cur.Load()
+	if snap.reloadToken == "" || p.opts.ConfigPath == "" {
+		http.NotFound(w, r)
+		return
+	}
+	tok, ok := bearer(r)
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(snap.reloadToken)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-admin"`)
+		http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+		return
+	}
+	p.triggerReload("admin")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]any{"queued": true, "gen": snap.Gen})
+}
