@@ -141,31 +141,28 @@ func Neutralize(text string) string {
 func neutralizeSlow(text string) string { return neutralizeAfter("", text) }
 
 // extendBack moves the start s of a phrase in skeleton sk back over an "END"
-// word and then a run of '<', each of which may be separated from what
-// follows by a short gap of non-letters on the same line.
+// word and then over a run of '<' (escapes and look-alikes already folded),
+// each within a short gap of non-letters on the same line, so that the
+// replacement takes the whole marker opening with it.
 func extendBack(sk []byte, s int) int {
-	if k := skipGap(sk, s); k >= 3 && letterOf[sk[k-3]] == 'e' && letterOf[sk[k-2]] == 'n' &&
-		letterOf[sk[k-1]] == 'd' && (k == 3 || letterOf[sk[k-4]] == 0) {
-		s = k - 3
-	}
-	k := skipGap(sk, s)
-	if k > 0 && sk[k-1] == '<' {
-		for k > 0 && (sk[k-1] == '<' || sk[k-1] == ' ' && k > 1 && sk[k-2] == '<') {
-			k--
-		}
-		s = k
-	}
-	return s
-}
-
-// skipGap returns the start of the run of separators (non-letters other
-// than '<' and '\n', at most maxMarkerGap) that ends at s.
-func skipGap(sk []byte, s int) int {
 	k := s
 	for k > 0 && s-k < maxMarkerGap && letterOf[sk[k-1]] == 0 && sk[k-1] != '<' && sk[k-1] != '\n' {
 		k--
 	}
-	return k
+	if k >= 3 && letterOf[sk[k-3]] == 'e' && letterOf[sk[k-2]] == 'n' && letterOf[sk[k-1]] == 'd' &&
+		(k == 3 || letterOf[sk[k-4]] == 0) {
+		s = k - 3
+	}
+	earliest := -1
+	for k = s; k > 0 && s-k < maxMarkerGap && letterOf[sk[k-1]] == 0 && sk[k-1] != '\n'; k-- {
+		if sk[k-1] == '<' {
+			earliest = k - 1
+		}
+	}
+	if earliest >= 0 {
+		s = earliest
+	}
+	return s
 }
 
 // NewNonce returns a fresh random nonce: NonceLen lower-case hex digits from

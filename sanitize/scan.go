@@ -220,7 +220,7 @@ func hasBase64Run(text string) bool {
 
 var (
 	templateTokens = [][]byte{
-		[]byte("<<sys>>"), []byte("<</sys>>"), []byte("</s>"), []byte("<start_of_turn>"),
+		[]byte("<<sys>>"), []byte("<</sys>>"), []byte("<start_of_turn>"),
 		[]byte("<end_of_turn>"), []byte("[inst]"), []byte("[/inst]"), []byte("[system_prompt]"),
 		[]byte("[/system_prompt]"), []byte("[available_tools]"), []byte("[tool_calls]"),
 		[]byte("[tool_results]"), []byte("<im_start>"), []byte("<im_end>"), []byte("<eos>"), []byte("<bos>"),
@@ -247,6 +247,9 @@ func scanTags(sk []byte) patternSet {
 			if bytes.HasPrefix(rest, t) {
 				s |= pChatTemplate
 			}
+		}
+		if eosToken(rest) {
+			s |= pChatTemplate
 		}
 		if c == '[' {
 			// Markdown comments: [//]: # (text) and [comment]: <> (text).
@@ -323,6 +326,25 @@ func scanTags(sk []byte) patternSet {
 		}
 	}
 	return s
+}
+
+// eosToken recognises the Llama sequence tokens: "</s>" at the end of the
+// text or followed by "<s>", "[INST]" or "<|", and "<s>" followed by
+// "[INST]". A "<s>…</s>" pair elsewhere is HTML strike-through.
+func eosToken(b []byte) bool {
+	var rest []byte
+	switch {
+	case bytes.HasPrefix(b, []byte("</s>")):
+		rest = bytes.TrimLeft(b[4:], " \n")
+		if len(rest) == 0 || bytes.HasPrefix(rest, []byte("<s>")) || bytes.HasPrefix(rest, []byte("<|")) {
+			return true
+		}
+	case bytes.HasPrefix(b, []byte("<s>")):
+		rest = bytes.TrimLeft(b[3:], " \n")
+	default:
+		return false
+	}
+	return bytes.HasPrefix(rest, []byte("[inst]"))
 }
 
 func hasLetter(b []byte) bool {

@@ -5,13 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // maxRefDepth bounds how many $refs StrictLLMSchema expands along one path;
-// a deeper (recursive) reference becomes {}.
-const maxRefDepth = 8
+// a deeper (recursive) reference becomes {}. maxRefExpansions bounds the
+// expansions in one schema, so that a schema whose definitions refer to each
+// other many times cannot blow up exponentially.
+const (
+	maxRefDepth      = 8
+	maxRefExpansions = 1000
+)
 
 // droppedKeywords are removed by StrictLLMSchema: identifiers and comments,
 // examples, conditionals and the applicators that common model APIs (OpenAI
@@ -45,8 +52,9 @@ var (
 // StrictLLMSchema rewrites a tool's input schema into the subset that model
 // APIs accept: local references ("#/$defs/…", "#/definitions/…" and other
 // JSON pointers into the schema) are inlined, with sibling keywords of a
-// $ref kept beside the inlined ones and a reference nested more than 8
-// deep (recursion) replaced by {}; references elsewhere become {};
+// $ref kept beside the inlined ones, and a reference nested more than 8
+// deep (recursion) or beyond the 1000th expansion replaced by {};
+// references elsewhere become {};
 // droppedKeywords go, and "format" goes unless it is a standard format;
 // boolean schemas become {} (true) and {"not": {}} (false). The top level
 // gets "type": "object" and "properties": {} when they are missing; a
@@ -75,7 +83,7 @@ func StrictLLMSchema(schema any) (map[string]any, error) {
 			return nil, errors.New("schema: top level is not an object schema")
 		}
 	}
-	s := strictSchema{root: root}
+	s := &strictSchema{root: root}
 	out, _ := s.rewrite(root, 0).(map[string]any)
 	switch t := out["type"].(type) {
 	case nil:
@@ -93,11 +101,16 @@ func StrictLLMSchema(schema any) (map[string]any, error) {
 	return out, nil
 }
 
-type strictSchema struct{ root any }
+type strictSchema struct {
+	root     any
+	expanded int // $refs expanded so far
+}
 
 // rewrite returns the strict form of schema v; depth counts the $refs
 // expanded on the way here.
-func (s strictSchema) rewrite(v any, depth int) any {
+// Keys are visited in sorted order so that the expansion budget runs out in
+// the same place every time.
+func (s *strictSchema) rewrite(v any, depth int) any {
 	switch v := v.(type) {
 	case bool:
 		if v {
@@ -107,7 +120,8 @@ func (s strictSchema) rewrite(v any, depth int) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		if ref, ok := v["$ref"].(string); ok {
-			if target, ok := s.resolve(ref); ok && depth < maxRefDepth {
+			if target, ok := s.resolve(ref); ok && depth < maxRefDepth && s.expanded < maxRefExpansions {
+				s.expanded++
 				if m, ok := s.rewrite(target, depth+1).(map[string]any); ok {
 					for k, e := range m {
 						out[k] = e
@@ -115,7 +129,8 @@ func (s strictSchema) rewrite(v any, depth int) any {
 				}
 			}
 		}
-		for k, e := range v {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			e := v[k]
 			switch {
 			case k == "$ref" || droppedKeywords[k]:
 			case k == "format":
@@ -141,8 +156,8 @@ func (s strictSchema) rewrite(v any, depth int) any {
 			case schemaMapKeywords[k]:
 				if m, ok := e.(map[string]any); ok {
 					props := make(map[string]any, len(m))
-					for name, sub := range m {
-						props[name] = s.rewrite(sub, depth)
+					for _, name := range slices.Sorted(maps.Keys(m)) {
+						props[name] = s.rewrite(m[name], depth)
 					}
 					out[k] = props
 				}
@@ -155,7 +170,7 @@ func (s strictSchema) rewrite(v any, depth int) any {
 	return map[string]any{} // not a schema
 }
 
-func (s strictSchema) rewriteList(list []any, depth int) []any {
+func (s *strictSchema) rewriteList(list []any, depth int) []any {
 	out := make([]any, len(list))
 	for i, e := range list {
 		out[i] = s.rewrite(e, depth)
@@ -165,7 +180,7 @@ func (s strictSchema) rewriteList(list []any, depth int) []any {
 
 // resolve follows a local JSON-pointer reference ("#", "#/$defs/a",
 // "#/properties/x/items").
-func (s strictSchema) resolve(ref string) (any, bool) {
+func (s *strictSchema) resolve(ref string) (any, bool) {
 	ptr, ok := strings.CutPrefix(ref, "#")
 	if !ok {
 		return nil, false

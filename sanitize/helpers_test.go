@@ -1,0 +1,81 @@
+package sanitize_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mcp-switchboard/switchboard/sanitize"
+)
+
+// loosePhrase matches "external untrusted content" in a skeleton the way a
+// lenient reader would: each letter or a digit or sign that looks like it,
+// up to 16 other characters between letters. It is written independently
+// of the package's matcher so that the two check each other.
+var loosePhrase = func() *regexp.Regexp {
+	alt := map[rune]string{'e': "[e3]", 'o': "[o0]", 'l': "[l1]", 's': `[s5$]`, 't': "[t7]", 'a': "[a4@]"}
+	var parts []string
+	for _, r := range "externaluntrustedcontent" {
+		if a, ok := alt[r]; ok {
+			parts = append(parts, a)
+		} else {
+			parts = append(parts, string(r))
+		}
+	}
+	return regexp.MustCompile(strings.Join(parts, `[^a-z013457@$]{0,16}`))
+}()
+
+// phraseCount counts marker-like phrases in the skeleton of s.
+func phraseCount(s string) int {
+	return len(loosePhrase.FindAllStringIndex(sanitize.Skeleton(s), -1))
+}
+
+// countFold counts copies of sub in s in any ASCII letter case.
+func countFold(s, sub string) int {
+	return strings.Count(strings.ToLower(s), strings.ToLower(sub))
+}
+
+const (
+	openPrefix  = `<<<EXTERNAL_UNTRUSTED_CONTENT id="`
+	closePrefix = "\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\""
+)
+
+// checkWrapped asserts the boundary invariants of a wrapped text and
+// returns its nonce and body (what lies between the notice, or note, and
+// the closing marker).
+func checkWrapped(t *testing.T, out string, src sanitize.Source) (nonce, body string) {
+	t.Helper()
+	if !strings.HasPrefix(out, openPrefix) {
+		t.Fatalf("output does not start with the opening marker: %.120q", out)
+	}
+	nonce = out[len(openPrefix) : len(openPrefix)+sanitize.NonceLen]
+	if strings.Trim(nonce, "0123456789abcdef") != "" {
+		t.Fatalf("nonce %q is not lower-case hex", nonce)
+	}
+	head := sanitize.Wrap("", src, nonce)
+	head = head[:strings.Index(head, closePrefix)]
+	if !strings.HasPrefix(out, head) {
+		t.Fatalf("output does not start with the header for %+v:\n%.400s", src, out)
+	}
+	tail := closePrefix + nonce + `">>>`
+	if !strings.HasSuffix(out, tail) {
+		t.Fatalf("output does not end with the closing marker: %.120q", out[max(0, len(out)-120):])
+	}
+	if n := countFold(out, nonce); n != 2 {
+		t.Errorf("nonce appears %d times, want 2 (the two real markers)", n)
+	}
+	if n := phraseCount(out); n != 2 {
+		t.Errorf("skeleton holds %d marker phrases, want 2 (the two real markers)", n)
+	}
+	if n := strings.Count(out, "<<<EXTERNAL_UNTRUSTED_CONTENT"); n != 1 {
+		t.Errorf("%d literal opening markers, want 1", n)
+	}
+	if n := strings.Count(out, "<<<END_EXTERNAL_UNTRUSTED_CONTENT"); n != 1 {
+		t.Errorf("%d literal closing markers, want 1", n)
+	}
+	body = out[len(head) : len(out)-len(tail)]
+	if strings.HasPrefix(body, "NOTE: this content matched") {
+		body = body[strings.IndexByte(body, '\n')+1:]
+	}
+	return nonce, body
+}
