@@ -25,6 +25,7 @@ Usage:
   switchboard validate --config FILE                                 check a config
   switchboard tools [--config FILE]                                  print the aggregated tool table
   switchboard status [--admin ADDR] [--json]                         show a running proxy's servers
+  switchboard pins list|approve --config FILE [--server S] [--tool T] review changed tool definitions
   switchboard demo-server NAME                                       serve a demo MCP server on stdio
   switchboard version                                                print the version
 
@@ -47,6 +48,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "status":
 		return cmdStatus(ctx, rest, stdout, stderr)
+	case "pins":
+		return cmdPins(rest, stdout, stderr)
 	case "demo-server":
 		if len(rest) != 1 || strings.HasPrefix(rest[0], "-") {
 			fmt.Fprintf(stderr, "usage: switchboard demo-server NAME (one of %s)\n", strings.Join(DemoServers, ", "))
@@ -208,4 +211,39 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+func cmdPins(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "approve") {
+		fmt.Fprintln(stderr, "usage: switchboard pins list|approve (--config FILE | --pin-file FILE) [--server S] [--tool T]")
+		return ExitConfig
+	}
+	var cfgPath, pinPath, server, tool string
+	fs := newFlags("pins", args[0]+" (--config FILE | --pin-file FILE) [--server S] [--tool T]", stderr)
+	fs.StringVar(&cfgPath, "config", "", "config whose sanitize.pinFile to use")
+	fs.StringVar(&pinPath, "pin-file", "", "pin file to use")
+	fs.StringVar(&server, "server", "", "approve only this server's tools")
+	fs.StringVar(&tool, "tool", "", "approve only this tool (original name)")
+	if code, ok := parseFlags(fs, args[1:]); !ok {
+		return code
+	}
+	if pinPath == "" && cfgPath != "" {
+		c, err := loadConfig(Options{ConfigPath: cfgPath})
+		if err != nil {
+			return configError(stderr, err)
+		}
+		pinPath = pinFilePath(c)
+	}
+	if pinPath == "" {
+		fmt.Fprintln(stderr, "switchboard pins: no pin file (set sanitize.pinFile in the config, or pass --pin-file)")
+		return ExitConfig
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	err := runPins(pinPath, args[:1], server, tool, func(line string) { fmt.Fprintln(tw, line) })
+	tw.Flush()
+	if err != nil {
+		fmt.Fprintln(stderr, "switchboard pins:", err)
+		return ExitError
+	}
+	return ExitOK
 }

@@ -81,6 +81,7 @@ type ServerConfig struct {
 	MaxRestarts    *int              `json:"maxRestarts,omitempty"`
 	ToolPrefix     string            `json:"toolPrefix,omitempty"`
 	Lazy           bool              `json:"lazy,omitempty"`
+	LazyList       string            `json:"lazyList,omitempty"` // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
 	Isolation      string            `json:"isolation,omitempty"`
 	Protocol       string            `json:"protocol,omitempty"`
 	Tools          *policy.Rules     `json:"tools,omitempty"`
@@ -220,6 +221,7 @@ var (
 	transports  = []string{"stdio", "sse", "http"}
 	protocols   = []string{"auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 	isolations  = []string{"shared", "per-client"}
+	lazyLists   = []string{"start", "cached"}
 	suspicious  = []string{"warn", "annotate", "block"}
 	pinModes    = []string{"warn", "block", "off"}
 	schemaProfs = []string{"verbatim", "strict-llm"}
@@ -331,8 +333,10 @@ func (c *Config) Validate() error {
 		}
 	}
 	for i, name := range c.RequireReady {
-		if _, ok := base[name]; !ok {
+		if s, ok := base[name]; !ok {
 			v.add(joinIndex("requireReady", i), fmt.Sprintf("no server named %q in mcpServers or agents.defaults", name))
+		} else if s != nil && s.Lazy {
+			v.add(joinIndex("requireReady", i), fmt.Sprintf("server %q is lazy: it does not start at boot, so it cannot be required ready", name))
 		}
 	}
 	return errors.Join(v.errs...)
@@ -508,6 +512,10 @@ func (v *validator) server(path, key string, s *ServerConfig) {
 	}
 	if s.ToolPrefix != "" && !router.ValidPrefix(s.ToolPrefix) {
 		v.add(path+".toolPrefix", "must match ^[A-Za-z0-9-]{1,32}$ (no underscores, so public names split one way)")
+	}
+	v.oneOf(path+".lazyList", s.LazyList, lazyLists)
+	if s.LazyList != "" && !s.Lazy {
+		v.add(path+".lazyList", `only applies with "lazy": true`)
 	}
 	v.oneOf(path+".isolation", s.Isolation, isolations)
 	v.oneOf(path+".protocol", s.Protocol, protocols)

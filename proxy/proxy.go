@@ -77,6 +77,8 @@ type Proxy struct {
 
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
+
+	pins *pinStore
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -154,6 +156,7 @@ func New(o Options) (*Proxy, *Config, error) {
 		resolver:  secrets.NewResolver(secrets.Options{Redact: redactor}),
 		handles:   map[string]*upstream.Handle{},
 		reloadReq: make(chan string, 1),
+		pins:      newPinStore(log.Named("pins")),
 	}
 	views := map[string]*view{}
 	p.views.Store(&views)
@@ -266,6 +269,13 @@ func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
+	if err := p.pins.use(pinFilePath(c)); err != nil {
+		return &ConfigError{err}
+	}
+	if wait {
+		// A reload is an operator's approval of changed tool definitions.
+		p.pins.approveAll()
+	}
 	planned, specs := planViews(c)
 	next := make(map[string]*upstream.Handle, len(specs))
 	var started, retired []*upstream.Handle
@@ -280,6 +290,8 @@ func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 			Expander:   p.resolver,
 			OnChange:   p.onUpstreamChange,
 			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+
+			BackoffScale: testBackoffScale(p.opts.Getenv),
 		})
 		next[key] = h
 		started = append(started, h)
@@ -378,6 +390,13 @@ func waitFirstAttempts(ctx context.Context, hs []*upstream.Handle) {
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// rebuildAll brings every view in line with the current snapshot.
+func (p *Proxy) rebuildAll() {
+	for _, v := range *p.views.Load() {
+		v.rebuild()
 	}
 }
 

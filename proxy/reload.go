@@ -60,6 +60,15 @@ func (p *Proxy) startReloading(ctx context.Context) {
 		w = nil
 	}
 	base := filepath.Base(p.opts.ConfigPath)
+	pinPath := pinFilePath(p.cur.Load().Config)
+	if pinPath != "" {
+		pinPath, _ = filepath.Abs(pinPath)
+		if w != nil && filepath.Dir(pinPath) != filepath.Dir(p.opts.ConfigPath) {
+			if err := w.Add(filepath.Dir(pinPath)); err != nil {
+				p.log.Warn("pin file watch off", "error", err)
+			}
+		}
+	}
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
@@ -79,6 +88,15 @@ func (p *Proxy) startReloading(ctx context.Context) {
 			case ev, ok := <-events:
 				if !ok {
 					events = nil
+					continue
+				}
+				if abs, _ := filepath.Abs(ev.Name); pinPath != "" && abs == pinPath {
+					// An approval from `switchboard pins approve`.
+					if err := p.pins.reloadFile(); err != nil {
+						p.log.Warn("pin file", "error", err)
+					} else {
+						p.rebuildAll()
+					}
 					continue
 				}
 				name := filepath.Base(ev.Name)

@@ -76,6 +76,7 @@ func serverSpec(key string, s *ServerConfig) upstream.Spec {
 		RestartOnCrash:  boolOr(s.RestartOnCrash, true),
 		MaxRestarts:     intOr(s.MaxRestarts, DefaultMaxRestarts),
 		Lazy:            s.Lazy,
+		LazyList:        s.LazyList,
 		BreakerFailures: intOr(b.Failures, DefaultBreakerFailures),
 		BreakerOpen:     msOr(b.OpenMS, DefaultBreakerOpenMS),
 	}
@@ -262,3 +263,10 @@ func maxDescriptionChars(c *Config) int {
 func drainTimeout(c *Config) time.Duration { return msOr(c.DrainTimeout, DefaultDrainMS) }
 
 func shutdownTimeout(c *Config) time.Duration { return msOr(c.ShutdownTimeout, DefaultShutdownMS) }
+
+func pinFilePath(c *Config) string {
+	if c.Sanitize != nil {
+		return c.Sanitize.PinFile
+	}
+	return ""
+}

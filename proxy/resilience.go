@@ -1,0 +1,76 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// backoffScaleEnv names the test hook that shortens every upstream restart
+// delay by a factor (for example 0.001 turns 1 s … 30 s into 1 ms … 30 ms).
+// Only the resilience soak tests set it; it is not a product setting and
+// is not part of the config.
+const backoffScaleEnv = "SWITCHBOARD_TEST_BACKOFF_SCALE"
+
+// testBackoffScale reads backoffScaleEnv; anything but a positive number
+// means the real delays.
+func testBackoffScale(getenv func(string) string) float64 {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	f, err := strconv.ParseFloat(getenv(backoffScaleEnv), 64)
+	if err != nil || f <= 0 || f > 1 {
+		return 0
+	}
+	return f
+}
+
+// lazyListMiddleware runs before every tools/list of the view's server: it
+// starts the view's lazy servers that have not started yet (lazyList
+// "start" waits for them, bounded by their timeout and the request), then
+// brings the view in line so the answer includes what they listed.
+func (v *view) lazyListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			v.warmLazy(ctx)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func (v *view) warmLazy(ctx context.Context) {
+	snap := v.p.cur.Load()
+	if snap == nil {
+		return
+	}
+	spec := snap.Views[v.id]
+	if spec == nil {
+		return
+	}
+	var (
+		wg    sync.WaitGroup
+		stale atomic.Bool
+	)
+	for _, e := range spec.Servers {
+		if e.Handle == nil || !e.Handle.Spec().Lazy {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if e.Handle.Warm(ctx) {
+				stale.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	if stale.Load() {
+		// The handle's own change notification rebuilds the view too, but
+		// possibly after this answer; rebuild now so it is in.
+		v.rebuild()
+	}
+}
