@@ -135,6 +135,10 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 		v.p.log.Warn("tool name collision", "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
 	}
 	maxDesc := maxDescriptionChars(snap.Config)
+	profile := ""
+	if snap.Config.Sanitize != nil {
+		profile = snap.Config.Sanitize.SchemaProfile
+	}
 	st := &viewState{snap: snap, tools: make(map[string]*route, table.Len())}
 	for _, en := range table.Entries() {
 		s := byItem[en.Target]
@@ -144,7 +148,7 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 		if !v.p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
 			continue // a changed definition held back until approved
 		}
-		r, err := v.p.newRoute(en.Public, s.entry, s.tool, maxDesc)
+		r, err := v.p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile)
 		if err != nil {
 			v.p.log.Warn("tool skipped", "upstream", s.entry.Key, "tool", s.tool.Name, "error", err)
 			continue
@@ -158,7 +162,7 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 // newRoute prepares one public tool: cleaned description, schemas checked
 // (AddTool panics on a non-object input schema), argument validator compiled
 // once per definition.
-func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int) (*route, error) {
+func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string) (*route, error) {
 	in, err := toMap(t.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
@@ -178,6 +182,14 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 	default:
 		return nil, fmt.Errorf("input schema type is %v, not object", typ)
 	}
+	published := any(in)
+	if profile == "strict-llm" {
+		strict, err := sanitize.StrictLLMSchema(in)
+		if err != nil {
+			return nil, fmt.Errorf("strict-llm schema: %w", err)
+		}
+		published = strict
+	}
 	desc, findings := sanitize.Description(e.Key, t.Description, maxDesc)
 	if len(findings) > 0 {
 		p.log.Warn("suspicious description", "upstream", e.Key, "tool", t.Name, "reason", findingIDs(findings))
@@ -186,7 +198,7 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 		Meta:         t.Meta,
 		Annotations:  t.Annotations,
 		Description:  desc,
-		InputSchema:  in,
+		InputSchema:  published,
 		OutputSchema: t.OutputSchema,
 		Name:         public,
 		Title:        sanitize.Text(t.Title),
