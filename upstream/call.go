@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,22 +23,38 @@ type UnavailableError struct {
 	State   State
 	Reason  string        // short cause, redacted by the caller before it leaves the process
 	RetryIn time.Duration // 0 when unknown
+	Breaker bool          // the circuit breaker refused the call; RetryIn is when it probes
 }
 
 func (e *UnavailableError) Error() string {
-	retry := ""
-	if e.RetryIn > 0 {
-		retry = fmt.Sprintf(", next attempt in ~%ds", int(e.RetryIn.Round(time.Second)/time.Second))
+	var b strings.Builder
+	switch e.State {
+	case StateRestarting:
+		fmt.Fprintf(&b, "server '%s' is restarting", e.Server)
+	case "":
+		fmt.Fprintf(&b, "server '%s' is unavailable", e.Server)
+	default:
+		fmt.Fprintf(&b, "server '%s' is %s", e.Server, e.State)
+	}
+	if e.Reason != "" && e.State != StateRestarting {
+		b.WriteString(": " + e.Reason)
+	}
+	next := "next attempt"
+	if e.Breaker {
+		next = "next probe"
 	}
 	switch {
+	case e.RetryIn > 0:
+		fmt.Fprintf(&b, ", %s in ~%ds", next, wholeSeconds(e.RetryIn))
 	case e.State == StateRestarting:
-		return fmt.Sprintf("server '%s' is restarting%s", e.Server, retry)
-	case e.Reason != "" && e.State != "":
-		return fmt.Sprintf("server '%s' is %s: %s%s", e.Server, e.State, e.Reason, retry)
-	case e.Reason != "":
-		return fmt.Sprintf("server '%s' is unavailable: %s%s", e.Server, e.Reason, retry)
+		b.WriteString(", reconnecting now")
 	}
-	return fmt.Sprintf("server '%s' is %s%s", e.Server, e.State, retry)
+	return b.String()
+}
+
+// wholeSeconds rounds d to whole seconds, at least 1.
+func wholeSeconds(d time.Duration) int {
+	return max(1, int(d.Round(time.Second)/time.Second))
 }
 
 func (e *UnavailableError) Unwrap() error { return ErrUnavailable }
@@ -58,11 +76,19 @@ func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
 // excludes it.
 var errCallerGone = errors.New("caller went away")
 
-func (h *Handle) newBreaker() *gobreaker.CircuitBreaker[any] {
-	failures := h.spec.BreakerFailures
-	if failures <= 0 {
-		failures = 5
+func (h *Handle) breakerFailures() int {
+	if h.spec.BreakerFailures <= 0 {
+		return 5
 	}
+	return h.spec.BreakerFailures
+}
+
+// newBreaker builds the Handle's circuit breaker. It counts transport
+// failures and timeouts; answers (even isError results and JSON-RPC errors)
+// are successes, and calls whose caller went away are not counted at all.
+// Half-open lets one probe call through at a time.
+func (h *Handle) newBreaker() *gobreaker.CircuitBreaker[any] {
+	failures := h.breakerFailures()
 	open := h.spec.BreakerOpen
 	if open <= 0 {
 		open = 30 * time.Second
@@ -82,7 +108,7 @@ func (h *Handle) newBreaker() *gobreaker.CircuitBreaker[any] {
 			if to == gobreaker.StateOpen {
 				h.breakerTTL.Store(time.Now().Add(open).UnixNano())
 			}
-			h.log.Info("breaker state", "state", to.String(), "from", from.String())
+			h.log.Info("breaker state changed", "state", to.String(), "from", from.String())
 		},
 	})
 }
@@ -160,9 +186,13 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 		return res.(T), nil
 	}
 	switch {
-	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-		return zero, &UnavailableError{Server: h.spec.Name, Reason: "circuit breaker open after repeated failures",
+	case errors.Is(err, gobreaker.ErrOpenState):
+		return zero, &UnavailableError{Server: h.spec.Name, Breaker: true,
+			Reason:  fmt.Sprintf("circuit breaker open after %d consecutive failures", h.breakerFailures()),
 			RetryIn: time.Until(time.Unix(0, h.breakerTTL.Load()))}
+	case errors.Is(err, gobreaker.ErrTooManyRequests):
+		return zero, &UnavailableError{Server: h.spec.Name, Breaker: true,
+			Reason: "circuit breaker half-open, a probe call is in progress"}
 	case errors.Is(err, errCallerGone):
 		return zero, ctx.Err()
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
@@ -172,7 +202,17 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	if errors.As(err, &we) {
 		return zero, we
 	}
+	if connectionLost(err) {
+		return zero, &UnavailableError{Server: h.spec.Name, Reason: "connection lost during the call; it restarts"}
+	}
 	return zero, &UnavailableError{Server: h.spec.Name, Reason: err.Error()}
+}
+
+// connectionLost reports whether a call failed because the session ended
+// under it (the process exited, wrote garbage, or the HTTP session vanished).
+func connectionLost(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing)
 }
 
 // CallTool forwards one tools/call. The caller's context reaches the

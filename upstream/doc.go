@@ -3,8 +3,28 @@
 // lists the server's catalog through all pages, forwards calls, re-logs child
 // stderr, and notices when the session ends.
 //
+// Supervision: a Handle moves through idle (lazy, not started) → starting →
+// ready → restarting → failed or stopped. A failed start or a lost session
+// (the child exited, wrote something that is not JSON-RPC, the HTTP session
+// vanished) is retried after 1, 2, 4, 8, 16, then 30 s (±10 %), up to
+// maxRestarts consecutive failures; a session that stayed up five minutes
+// starts the count over. Each attempt initializes afresh and lists the
+// catalog again. While restarting, the last catalog stays listed and calls
+// fail fast with an UnavailableError; a failed stdio server withdraws its
+// catalog and stays down, a remote one withdraws it and is retried every
+// 30 s for as long as the Handle lives.
+//
+// Calls go through a circuit breaker per Handle that counts transport
+// failures and timeouts, never answers (isError results, JSON-RPC errors) or
+// callers that went away.
+//
+// Children run in their own process group. Stopping one closes its stdin,
+// waits a second, sends SIGTERM to the group, waits five seconds, sends
+// SIGKILL to the group and reaps it, so npx/uvx grandchildren go too.
+//
 // It imports no other package of this module and knows nothing of public
 // names or policy; resolved secrets arrive through the Expander interface it
 // declares. A Handle is safe for concurrent use and survives reloads while its
-// Fingerprint is unchanged.
+// Fingerprint is unchanged. Each Handle owns one supervisor goroutine, which
+// Close stops and waits for.
 package upstream

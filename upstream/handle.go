@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -50,6 +51,11 @@ type Options struct {
 	OnChange func(*Handle)
 	// ClientInfo names switchboard to upstreams. If nil, "switchboard".
 	ClientInfo *mcp.Implementation
+	// BackoffScale multiplies every restart delay. It is a test hook (the
+	// binary reads it from SWITCHBOARD_TEST_BACKOFF_SCALE) so that soak tests
+	// can run hundreds of restart cycles; production leaves it zero, which
+	// means 1.
+	BackoffScale float64
 }
 
 // Catalog is what an upstream offers, listed through all pages. It is
@@ -63,25 +69,36 @@ type Catalog struct {
 
 // Status is a point-in-time view of a Handle for /status.
 type Status struct {
-	Name        string    `json:"name"`
-	Transport   string    `json:"transport"`
-	State       State     `json:"state"`
-	PID         int       `json:"pid,omitempty"`
-	Protocol    string    `json:"protocol,omitempty"`
-	Restarts    int       `json:"restarts"`
-	Failures    int       `json:"consecutiveFailures"`
-	LastError   string    `json:"lastError,omitempty"`
-	Since       time.Time `json:"since"`
-	UpSince     time.Time `json:"upSince,omitzero"`
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     State  `json:"state"`
+	Lazy      bool   `json:"lazy,omitempty"`
+	PID       int    `json:"pid,omitempty"`
+	Protocol  string `json:"protocol,omitempty"`
+	// Restarts counts every restart or reconnect attempt since the Handle
+	// was created; Failures counts the current run of consecutive ones.
+	Restarts  int       `json:"restarts"`
+	Failures  int       `json:"consecutiveFailures"`
+	LastError string    `json:"lastError,omitempty"` // unredacted: the caller redacts
+	Since     time.Time `json:"since"`               // when State was entered
+	UpSince   time.Time `json:"upSince,omitzero"`    // when the current session became ready
+	// Uptime is how long the current session has been ready, in seconds;
+	// zero unless State is ready.
+	Uptime      float64   `json:"uptimeSeconds"`
 	NextAttempt time.Time `json:"nextAttempt,omitzero"`
 	Breaker     string    `json:"breaker"`
-	Tools       int       `json:"tools"`
-	Prompts     int       `json:"prompts"`
-	Resources   int       `json:"resources"`
-	InFlight    int64     `json:"inFlight"`
+	// BreakerProbe is when an open breaker lets the next call through as
+	// a probe; zero unless the breaker is open.
+	BreakerProbe time.Time `json:"breakerProbe,omitzero"`
+	Tools        int       `json:"tools"`
+	Prompts      int       `json:"prompts"`
+	Resources    int       `json:"resources"`
+	InFlight     int64     `json:"inFlight"`
 }
 
 // backoffBase is the first restart delay; it doubles up to backoffMax.
+// stableRunTime is how long a session must stay up for the failure count to
+// start over. Tests change them through export_test.go.
 var (
 	backoffBase   = time.Second
 	backoffMax    = 30 * time.Second
@@ -171,13 +188,55 @@ func (h *Handle) Spec() Spec { return h.spec }
 func (h *Handle) Name() string { return h.spec.Name }
 
 // Start begins supervising an eager server; a lazy one waits for its first
-// use. Start never blocks and may be called more than once.
+// use (a call, or a tools/list through Warm). Start never blocks and may be
+// called more than once.
 func (h *Handle) Start() {
 	if h.spec.Lazy {
 		h.finishFirst()
 		return
 	}
 	h.ensureStarted()
+}
+
+// Warm prepares a tools/list. For an eager server, or a lazy one that
+// already started, it does nothing. A lazy server that has not started yet
+// is started; with LazyList "start" (the default) Warm then waits until the
+// first attempt finished (ready or not), bounded by ctx and the connect
+// timeout, so the listing can include its tools; with "cached" it returns at
+// once and the tools arrive with the next catalog change. Warm reports
+// whether the server was idle or still starting, in which case the caller's
+// view of the catalog may be stale. It is safe for concurrent use.
+func (h *Handle) Warm(ctx context.Context) bool {
+	if !h.spec.Lazy {
+		return false
+	}
+	h.mu.Lock()
+	st := h.state
+	h.mu.Unlock()
+	if st != StateIdle && st != StateStarting {
+		return false
+	}
+	h.ensureStarted()
+	if h.spec.LazyList == LazyListCached {
+		return true
+	}
+	deadline := time.NewTimer(h.spec.connectTimeout())
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		st, ch := h.state, h.changed
+		h.mu.Unlock()
+		if st != StateIdle && st != StateStarting {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return true
+		case <-deadline.C:
+			return true
+		}
+	}
 }
 
 func (h *Handle) ensureStarted() {
@@ -204,14 +263,22 @@ func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
 
 // Status reports the Handle's current state.
 func (h *Handle) Status() Status {
+	now := time.Now()
 	h.mu.Lock()
 	st := Status{
-		Name: h.spec.Name, Transport: h.spec.Transport, State: h.state, PID: h.pid,
+		Name: h.spec.Name, Transport: h.spec.Transport, State: h.state, Lazy: h.spec.Lazy, PID: h.pid,
 		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
 		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt,
 	}
 	h.mu.Unlock()
-	st.Breaker = h.breaker.State().String()
+	if st.State == StateReady && !st.UpSince.IsZero() {
+		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
+	}
+	bs := h.breaker.State()
+	st.Breaker = bs.String()
+	if bs == gobreaker.StateOpen {
+		st.BreakerProbe = time.Unix(0, h.breakerTTL.Load())
+	}
 	st.InFlight = h.inflight.Load()
 	if c := h.catalog.Load(); c != nil {
 		st.Tools, st.Prompts, st.Resources = len(c.Tools), len(c.Prompts), len(c.Resources)
@@ -230,7 +297,7 @@ func (h *Handle) Close(ctx context.Context) error {
 			select {
 			case <-h.drained:
 			case <-ctx.Done():
-				h.log.Warn("drain cut short", "state", "in_flight", "count", h.inflight.Load())
+				h.log.Warn("drain cut short", "reason", "calls still in flight")
 				goto stop
 			case <-time.After(50 * time.Millisecond):
 			}
@@ -285,28 +352,28 @@ func (h *Handle) setState(s State, lastErr string) {
 // h.sess and h.catalog while the Handle is open.
 func (h *Handle) run() {
 	defer h.wg.Done()
-	first := true
+	defer h.finishFirst()
 	for h.ctx.Err() == nil {
 		s, cat, err := h.connect(h.ctx)
 		if err != nil {
 			if h.ctx.Err() != nil {
-				break
+				return
 			}
-			if !h.retry(err, first) {
-				break
+			next, ok := h.fail(err)
+			h.finishFirst()
+			if !ok || !h.sleepUntil(next) {
+				return
 			}
-			first = false
 			continue
 		}
-		first = false
 		h.publish(s, cat)
 		h.finishFirst()
 		started := time.Now()
 		werr := h.serve(s)
 		h.sess.Store(nil)
-		s.close()
 		if h.ctx.Err() != nil {
-			break
+			s.close()
+			return
 		}
 		if time.Since(started) >= stableRunTime {
 			h.mu.Lock()
@@ -316,17 +383,22 @@ func (h *Handle) run() {
 		if werr == nil {
 			werr = errors.New("session closed")
 		}
-		h.log.Warn("upstream session ended", "error", werr)
-		if !h.retry(werr, false) {
-			break
+		// Calls fail fast with "restarting" while the old process is
+		// stopped; the backoff counts from the moment the session ended.
+		next, ok := h.fail(fmt.Errorf("session ended: %w", werr))
+		s.close()
+		if !ok || !h.sleepUntil(next) {
+			return
 		}
 	}
-	h.finishFirst()
 }
 
-// retry records a failed attempt and sleeps the backoff. It returns false
-// when the server must give up.
-func (h *Handle) retry(err error, first bool) bool {
+// fail records a failed start or a lost session, and decides what comes
+// next: it returns when to try again, or false when the server must give up
+// (a stdio server after maxRestarts consecutive failures). A remote server is
+// never given up on; past maxRestarts its tools leave the list and it keeps
+// being retried at the longest backoff.
+func (h *Handle) fail(err error) (time.Time, bool) {
 	h.mu.Lock()
 	h.failures++
 	n := h.failures
@@ -334,48 +406,65 @@ func (h *Handle) retry(err error, first bool) bool {
 	h.mu.Unlock()
 	remote := h.spec.Transport != TransportStdio
 	giveUp := !h.spec.RestartOnCrash || n > h.spec.MaxRestarts
-	if first {
-		h.finishFirst()
-	}
 	if giveUp && !remote {
 		h.catalog.Store(nil)
+		h.mu.Lock()
+		h.nextAttempt = time.Time{}
+		h.mu.Unlock()
 		h.log.Error("upstream failed", "error", err, "attempt", n)
 		h.setState(StateFailed, err.Error())
-		return false
+		return time.Time{}, false
 	}
-	wait := backoff(n)
+	wait := h.backoff(n)
+	if giveUp {
+		wait = h.backoff(maxBackoffStep)
+	}
+	next := time.Now().Add(wait)
 	h.mu.Lock()
-	h.nextAttempt = time.Now().Add(wait)
+	h.nextAttempt = next
 	h.restarts++
 	h.mu.Unlock()
 	if giveUp {
-		// A remote server is never given up on: it may come back at any
-		// time. Its tools leave the list until it does.
 		h.catalog.Store(nil)
-		wait = backoffMax
-		h.mu.Lock()
-		h.nextAttempt = time.Now().Add(wait)
-		h.mu.Unlock()
 		h.log.Warn("upstream unreachable", "error", err, "attempt", n, "duration", wait)
 		h.setState(StateFailed, err.Error())
 	} else {
 		h.log.Warn("upstream restart", "error", err, "attempt", n, "duration", wait)
 		h.setState(StateRestarting, err.Error())
 	}
+	return next, true
+}
+
+// sleepUntil waits for the next attempt. It returns false when the Handle
+// is closing.
+func (h *Handle) sleepUntil(next time.Time) bool {
+	t := time.NewTimer(time.Until(next))
+	defer t.Stop()
 	select {
 	case <-h.ctx.Done():
 		return false
-	case <-time.After(wait):
+	case <-t.C:
 		return true
 	}
 }
 
+// maxBackoffStep is the first attempt whose delay is backoffMax.
+const maxBackoffStep = 6
+
 // backoff returns the delay before attempt n (1-based): 1, 2, 4, 8, 16, then
-// 30 seconds, each ±10 %.
-func backoff(n int) time.Duration {
+// 30 seconds, each ±10 %, times Options.BackoffScale.
+func (h *Handle) backoff(n int) time.Duration {
+	d := backoffDelay(n)
+	if s := h.opt.BackoffScale; s > 0 {
+		d = time.Duration(float64(d) * s)
+	}
+	return d
+}
+
+func backoffDelay(n int) time.Duration {
 	d := backoffMax
-	if n < 8 {
-		d = min(backoffBase<<(n-1), backoffMax)
+	if n < maxBackoffStep+2 {
+		d = min(backoffBase<<max(n-1, 0), backoffMax)
 	}
 	jitter := (rand.Float64()*0.2 - 0.1) * float64(d)
 	return d + time.Duration(jitter)
@@ -432,6 +521,10 @@ func (h *Handle) requestResync() {
 	}
 }
 
+// testTransport replaces the real transports in tests (export_test.go), so
+// that supervision can run on in-memory sessions inside a synctest bubble.
+var testTransport func(Spec) (mcp.Transport, error)
+
 // connect starts the server (resolving references first), initializes the
 // session and lists the catalog, all within the connect timeout.
 func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
@@ -458,7 +551,11 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		t, s.proc, err = stdioTransport(ctx, h.spec, env, args, s.stderr)
+		if testTransport != nil {
+			t, err = testTransport(h.spec)
+		} else {
+			t, s.proc, err = stdioTransport(h.spec, env, args, s.stderr)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -467,17 +564,32 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		t = remoteTransport(h.spec, url, headers)
+		if testTransport != nil {
+			t, err = testTransport(h.spec)
+			if err != nil {
+				return nil, nil, err
+			}
+		} else {
+			t = remoteTransport(h.spec, url, headers)
+		}
 	}
 
-	if h.spec.Transport == TransportSSE {
+	switch {
+	case h.spec.Transport == TransportSSE && testTransport == nil:
 		s.cs, err = connectDetached(ctx, client, t, opts)
-	} else {
+	case s.proc != nil:
+		release := s.proc.guard(ctx)
+		s.cs, err = client.Connect(ctx, t, opts)
+		release()
+	default:
 		s.cs, err = client.Connect(ctx, t, opts)
 	}
 	if err != nil {
 		if s.proc != nil {
 			s.proc.reapGroup()
+			if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
+				err = fmt.Errorf("process exited before initialize finished: %w", err)
+			}
 		}
 		s.stderr.Flush()
 		return nil, nil, fmt.Errorf("connect: %w", timeoutCause(ctx, err))

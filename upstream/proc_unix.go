@@ -3,8 +3,10 @@
 package upstream
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // setProcAttr starts the child in its own process group, so the group can be
@@ -17,3 +19,29 @@ func setProcAttr(cmd *exec.Cmd) {
 func terminateGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGTERM) }
 
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// reapGroupChildren waits for the members of process group pgid that are
+// our own children, after killGroup. Normally there are none: the direct
+// child was reaped by the SDK's close, and grandchildren are reparented to
+// init. When switchboard is PID 1 (a container entrypoint), orphaned
+// grandchildren are reparented to it, and without this they would stay
+// zombies. It gives up after a second.
+func reapGroupChildren(pgid int) {
+	deadline := time.Now().Add(time.Second)
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-pgid, &ws, syscall.WNOHANG, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil: // ECHILD: none of our children is in the group
+			return
+		case pid > 0:
+			continue
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -18,3 +18,5 @@ func killGroup(pid int) {
 		_ = p.Kill()
 	}
 }
+
+func reapGroupChildren(int) {}

@@ -14,6 +14,18 @@ const (
 	TransportHTTP  = "http"
 )
 
+// What a tools/list does to a lazy server that has not started yet (see
+// Handle.Warm).
+const (
+	// LazyListStart starts it and holds the listing until its first attempt
+	// finished, at most the connect timeout, so the answer has its tools.
+	LazyListStart = "start"
+	// LazyListCached starts it in the background and answers at once with
+	// the catalog known so far (none before the first start); its tools
+	// follow with notifications/tools/list_changed.
+	LazyListCached = "cached"
+)
+
 // Spec is everything needed to run one MCP server. Values may hold secret
 // references; they are expanded through Options.Expander at every start.
 type Spec struct {
@@ -39,6 +51,9 @@ type Spec struct {
 	RestartOnCrash bool
 	MaxRestarts    int  // consecutive failed starts before failed; zero means no restart
 	Lazy           bool // start on first use instead of at Start
+	// LazyList is LazyListStart or LazyListCached; "" means LazyListStart.
+	// It only matters when Lazy is set.
+	LazyList string `json:",omitempty"`
 
 	BreakerFailures int           // consecutive failures that open the breaker; if zero, 5
 	BreakerOpen     time.Duration // open period before a half-open probe; if zero, 30s

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,20 +50,38 @@ func childEnv(lookup func(string) (string, bool), extra map[string]string) []str
 	return env
 }
 
-// stopTimings are the stop sequence's pauses: close stdin, wait grace, SIGTERM
-// to the process group, wait term, SIGKILL to the group.
+// stopTimings are the stop sequence's pauses: close stdin, wait grace (the
+// MCP spec's "wait for the server to exit"), SIGTERM to the process group,
+// wait term, SIGKILL to the group. Tests shorten them through export_test.go.
 var stopTimings = struct{ grace, term time.Duration }{grace: time.Second, term: 5 * time.Second}
 
-// stdioConn is a running child: the transport plus what is needed to stop its
-// whole process group.
+// stdioConn is a running child: what is needed to stop its whole process
+// group. The PID is recorded by the goroutine that starts the process, so
+// the stop sequence can read it from any goroutine.
 type stdioConn struct {
-	cmd *exec.Cmd
+	cmd  *exec.Cmd
+	pidv atomic.Int64
+}
+
+// commandTransport is mcp.CommandTransport that records the child's PID as
+// soon as it started.
+type commandTransport struct {
+	*mcp.CommandTransport
+	conn *stdioConn
+}
+
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.CommandTransport.Connect(ctx)
+	if err == nil {
+		t.conn.pidv.Store(int64(t.Command.Process.Pid))
+	}
+	return c, err
 }
 
 // stdioTransport prepares a child process for mcp.CommandTransport. The
 // command is not bound to a context: exec.CommandContext would kill the child
 // when the connect deadline passes.
-func stdioTransport(_ context.Context, spec Spec, env map[string]string, args []string, stderr *lineWriter) (*mcp.CommandTransport, *stdioConn, error) {
+func stdioTransport(spec Spec, env map[string]string, args []string, stderr *lineWriter) (mcp.Transport, *stdioConn, error) {
 	path, err := exec.LookPath(spec.Command)
 	if err != nil {
 		return nil, nil, fmt.Errorf("command %q: %w", spec.Command, err)
@@ -74,44 +93,76 @@ func stdioTransport(_ context.Context, spec Spec, env map[string]string, args []
 	// A grandchild that keeps stderr open must not block Wait forever.
 	cmd.WaitDelay = 2 * time.Second
 	setProcAttr(cmd)
+	c := &stdioConn{cmd: cmd}
+	// The SDK's own escalation (after TerminateDuration) only reaches the
+	// direct child; escalate reaches the group first.
 	t := &mcp.CommandTransport{Command: cmd, TerminateDuration: stopTimings.grace + stopTimings.term + time.Second}
-	return t, &stdioConn{cmd: cmd}, nil
+	return &commandTransport{CommandTransport: t, conn: c}, c, nil
 }
 
 // pid returns the child's PID once started, else 0.
 func (c *stdioConn) pid() int {
-	if c == nil || c.cmd.Process == nil {
+	if c == nil {
 		return 0
 	}
-	return c.cmd.Process.Pid
+	return int(c.pidv.Load())
 }
 
 // escalate runs beside the SDK's own close (which closes stdin and waits):
 // after the grace period it sends SIGTERM to the whole process group, then
 // SIGKILL. It returns when done is closed or the group was killed.
 func (c *stdioConn) escalate(done <-chan struct{}) {
+	grace := time.NewTimer(stopTimings.grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-grace.C:
+	}
 	pid := c.pid()
 	if pid == 0 {
 		return
 	}
-	select {
-	case <-done:
-		return
-	case <-time.After(stopTimings.grace):
-	}
 	terminateGroup(pid)
+	term := time.NewTimer(stopTimings.term)
+	defer term.Stop()
 	select {
 	case <-done:
 		return
-	case <-time.After(stopTimings.term):
+	case <-term.C:
 	}
 	killGroup(pid)
 }
 
+// guard stops the child if ctx ends while the session is being set up. A
+// failed initialize makes the SDK close the session and wait for the
+// process; a child that ignores stdin EOF would stretch that to
+// TerminateDuration. The returned release must be called once the setup
+// returned; it waits for the guard to finish.
+func (c *stdioConn) guard(ctx context.Context) (release func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-ctx.Done():
+			c.escalate(done)
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
 // reapGroup kills whatever is left of the child's process group (npx and
-// uvx wrappers leave grandchildren behind). Safe to call more than once.
+// uvx wrappers leave grandchildren behind) and reaps those of them that are
+// our own children, which happens when switchboard is PID 1 of a container.
+// Safe to call more than once.
 func (c *stdioConn) reapGroup() {
 	if pid := c.pid(); pid != 0 {
 		killGroup(pid)
+		reapGroupChildren(pid)
 	}
 }

@@ -1,0 +1,56 @@
+package upstream
+
+import (
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// SetStopTimings shortens the stop sequence's pauses.
+func SetStopTimings(grace, term time.Duration) (reset func()) {
+	old := stopTimings
+	stopTimings.grace, stopTimings.term = grace, term
+	return func() { stopTimings = old }
+}
+
+// SetStableRunTime changes how long a session must stay up for the failure
+// count to start over.
+func SetStableRunTime(d time.Duration) (reset func()) {
+	old := stableRunTime
+	stableRunTime = d
+	return func() { stableRunTime = old }
+}
+
+// SetTestTransport makes every Handle connect through f instead of starting
+// a process or dialing a URL.
+func SetTestTransport(f func(Spec) (mcp.Transport, error)) (reset func()) {
+	old := testTransport
+	testTransport = f
+	return func() { testTransport = old }
+}
+
+// BackoffDelay is the unscaled delay before attempt n, with jitter.
+func BackoffDelay(n int) time.Duration { return backoffDelay(n) }
+
+// BreakerConsecutiveFailures reports the breaker's current failure run.
+func BreakerConsecutiveFailures(h *Handle) uint32 { return h.breaker.Counts().ConsecutiveFailures }
+
+// StderrWriter is the child stderr re-logger.
+type StderrWriter interface {
+	io.Writer
+	Flush()
+}
+
+// NewStderrWriter returns the re-logger a child's stderr is written to.
+func NewStderrWriter(log hclog.Logger) StderrWriter { return newLineWriter(log) }
+
+// ChildEnv builds a child's environment.
+var ChildEnv = childEnv
+
+// Stderr limits.
+const (
+	MaxStderrLine = maxStderrLine
+	StderrBurst   = stderrBurst
+)
