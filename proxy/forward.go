@@ -10,6 +10,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -22,58 +25,103 @@ func unknownTool(name string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 }
 
-// forward runs one tools/call: strict argument decoding and validation, the
-// upstream call, then sanitising of the result.
-func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *route, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// forward runs one tools/call: rate limit, strict argument decoding and
+// validation, the upstream call in a child span, then sanitising of the
+// result. Every call ends in one outcome, counted, audited and logged at
+// debug with its duration (never its arguments or result).
+func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *route, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
+	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.public, Server: r.entry.Key, Original: r.original, Outcome: "ok"}
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		rec.Token = req.Extra.TokenInfo.UserID
+	}
+	if req.Session != nil {
+		rec.Session = req.Session.ID()
+	}
+	var raw []byte
+	defer func() {
+		d := time.Since(start)
+		rec.DurationMS = float64(d.Microseconds()) / 1000
+		if res != nil && rec.Outcome == "ok" && res.IsError {
+			rec.Outcome = "tool_error"
+		}
+		if err != nil && rec.Outcome == "ok" {
+			rec.Outcome = "error"
+		}
+		p.tel.record(ctx, r.entry.Key, r.public, rec.Outcome, d)
+		p.audit.write(rec, raw)
+		p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", rec.Outcome, "duration", d)
+	}()
+
 	if lim := snap.Limiters[viewID]; lim != nil {
 		if ok, retry := lim.Allow(callerKey(req), start); !ok {
-			p.log.Debug("rate limited", "tool", r.public, "duration", retry)
+			rec.Outcome = "rate_limited"
+			p.tel.rateLimited.Add(ctx, 1)
 			return rateLimited(retry), nil
 		}
 	}
 	args, err := decodeArgs(req.Params.Arguments)
+	if err == nil && r.schema != nil {
+		err = r.schema.Validate(forValidation(args))
+	}
 	if err != nil {
+		rec.Outcome = "invalid_arguments"
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)}
 	}
-	if r.schema != nil {
-		if err := r.schema.Validate(forValidation(args)); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)}
-		}
-	}
-	raw, err := json.Marshal(args)
+	raw, err = json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
-	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: forwardableMeta(req.Params.Meta)}
-
-	res, err := r.entry.Handle.CallTool(ctx, params)
-	outcome := "ok"
-	defer func() {
-		p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", outcome, "duration", time.Since(start))
-	}()
+	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(req.Params.Meta))
+	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
+	up, err := r.entry.Handle.CallTool(cctx, params)
 	if err != nil {
-		outcome = "error"
+		rec.Outcome = outcomeOf(err)
+		span.SetStatus(codes.Error, rec.Outcome)
+		span.End()
 		return p.toResult(err)
 	}
+	span.End()
 	opts := snap.Sanitize
 	opts.Wrap = r.entry.Wrap
 	opts.Redactor = p.redactor
-	out, rep, err := sanitize.ToolResult(res, sanitize.Source{Server: r.entry.Key, Tool: r.original}, opts)
+	out, rep, err := sanitize.ToolResult(up, sanitize.Source{Server: r.entry.Key, Tool: r.original}, opts)
+	rec.Bytes = rep.Bytes
 	if err != nil {
-		outcome = "too_large"
+		rec.Outcome = "too_large"
 		return p.toResult(err)
 	}
 	if len(rep.Findings) > 0 {
-		p.log.Warn("suspicious content", "upstream", r.entry.Key, "tool", r.original, "reason", findingIDs(rep.Findings), "blocked", rep.Blocked)
+		ids := findingIDs(rep.Findings)
+		rec.Suspicious = ids
+		for _, id := range ids {
+			p.tel.suspicious.Add(ctx, 1, metric.WithAttributes(attribute.String("server", r.entry.Key), attribute.String("pattern", id)))
+		}
+		p.log.Warn("suspicious content", "upstream", r.entry.Key, "tool", r.original, "reason", ids, "blocked", rep.Blocked)
 		if rep.Blocked {
-			outcome = "blocked"
+			rec.Outcome = "blocked"
 		}
 	}
-	if out.IsError && outcome == "ok" {
-		outcome = "tool_error"
-	}
 	return out, nil
+}
+
+// outcomeOf names the outcome of a failed upstream call.
+func outcomeOf(err error) string {
+	var (
+		te *upstream.TimeoutError
+		we *jsonrpc.Error
+	)
+	switch {
+	case errors.As(err, &te):
+		return "timeout"
+	case errors.As(err, &we):
+		return "upstream_error"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, upstream.ErrUnavailable):
+		return "unavailable"
+	}
+	return "error"
 }
 
 // toResult maps an error to the MCP reply, in one place (STYLE §4.6): an

@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"sort"
 	"time"
 
@@ -49,6 +50,7 @@ func (p *Proxy) adminRoutes() http.Handler {
 	r.HandleFunc("/readyz", p.readyz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/status", p.status).Methods(http.MethodGet)
 	r.HandleFunc("/admin/reload", p.adminReload).Methods(http.MethodPost)
+	r.Handle("/metrics", p.tel.metricsHandler()).Methods(http.MethodGet)
 	return r
 }
 
@@ -94,6 +96,9 @@ type StatusReport struct {
 	Views   map[string]ViewStatus `json:"views"`
 	// LastReload is the last reload attempt; absent until one ran.
 	LastReload *ReloadResult `json:"lastReload,omitempty"`
+	// Goroutines is the process's goroutine count, to spot leaks over many
+	// upstream restarts.
+	Goroutines int `json:"goroutines"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -104,7 +109,7 @@ type ViewStatus struct {
 
 func (p *Proxy) statusReport() StatusReport {
 	snap := p.cur.Load()
-	rep := StatusReport{Version: Version, Time: time.Now().UTC(), Views: map[string]ViewStatus{}}
+	rep := StatusReport{Version: Version, Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine()}
 	if snap == nil {
 		return rep
 	}

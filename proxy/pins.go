@@ -71,9 +71,8 @@ type pinStore struct {
 	path     string // "" keeps pins in memory only
 	file     *PinFile
 	reported map[string]bool // server\x00tool\x00hash already logged
-	onChange func()          // violation count changed
-	blocked  int64
-	seenRugs int64
+	// onViolation is called once per changed definition seen.
+	onViolation func()
 }
 
 func newPinStore(log hclog.Logger) *pinStore {
@@ -163,7 +162,9 @@ func (s *pinStore) check(server string, t *mcp.Tool, mode string) bool {
 	key := server + "\x00" + t.Name + "\x00" + h
 	if !s.reported[key] {
 		s.reported[key] = true
-		s.seenRugs++
+		if s.onViolation != nil {
+			s.onViolation()
+		}
 		s.log.Warn("tool definition changed since pinned", "upstream", server, "tool", t.Name, "reason", "rug-pull", "state", mode)
 		if s.file.Pending[server][t.Name] != h {
 			setPin(s.file.Pending, server, t.Name, h)

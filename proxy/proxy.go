@@ -78,7 +78,9 @@ type Proxy struct {
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
 
-	pins *pinStore
+	pins  *pinStore
+	tel   *telemetry
+	audit *auditLog
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -160,6 +162,13 @@ func New(o Options) (*Proxy, *Config, error) {
 	}
 	views := map[string]*view{}
 	p.views.Store(&views)
+	if p.tel, err = newTelemetry(context.Background(), c, p); err != nil {
+		return nil, nil, err
+	}
+	p.pins.onViolation = func() { p.tel.pinViolations.Add(context.Background(), 1) }
+	if p.audit, err = newAuditLog(c.Audit, o.Stderr, p.redact); err != nil {
+		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
+	}
 	return p, c, nil
 }
 
@@ -444,6 +453,10 @@ func (p *Proxy) closeAll() {
 	}
 	wg.Wait()
 	_ = p.resolver.Close()
+	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer tcancel()
+	p.tel.close(tctx)
+	p.audit.close()
 	p.log.Info("stopped")
 }
 

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // reloadDebounce is the quiet period a reload waits for: one editor save
@@ -84,6 +86,9 @@ func (p *Proxy) startReloading(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if err := p.audit.reopen(); err != nil {
+					p.log.Warn("audit log reopen", "error", err)
+				}
 				p.triggerReload("sighup")
 			case ev, ok := <-events:
 				if !ok {
@@ -156,6 +161,14 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		snap := p.cur.Load()
 		res.Gen, res.Digest = snap.Gen, snap.Digest
 		p.lastReload.Store(res)
+		result := "ok"
+		switch {
+		case res.Noop:
+			result = "unchanged"
+		case !res.OK:
+			result = "failed"
+		}
+		p.tel.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
 	}()
 	c, err := loadConfig(p.opts)
 	if err == nil && c.Digest() == p.cur.Load().Digest {
