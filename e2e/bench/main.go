@@ -1,0 +1,351 @@
+// Command bench measures what switchboard adds to a tools/call — latency,
+// throughput, CPU and memory — against a direct connection to the same echo
+// server, measured in the same run (the machines it runs on are shared and
+// noisy, so only same-run comparisons mean much).
+//
+// Usage, from the module root:
+//
+//	go run ./e2e/bench [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE]
+//
+// It builds cmd/switchboard and e2e/fixture, starts every server on
+// 127.0.0.1 port 0, and prints a markdown report. Every process it starts is
+// stopped by PID on exit, including on errors and Ctrl-C. It imports only the
+// standard library and go-sdk.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	bin       string
+	reps      int
+	calls     int
+	maxTime   time.Duration
+	quick     bool
+	out       string
+	png       string
+	conc      []int
+	sessions  int
+	upstreams int
+	sbEnv     []string
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.bin, "bin", "", "`directory` holding switchboard and fixture binaries to reuse (built into it if missing)")
+	fs.IntVar(&o.reps, "reps", 5, "repetitions per scenario and concurrency; the report gives medians")
+	fs.IntVar(&o.calls, "calls", 2000, "timed calls per repetition, split over the workers")
+	fs.DurationVar(&o.maxTime, "max-time", 3*time.Minute, "cap on measuring time (building excluded); the run stops early, and says so, when it is reached")
+	fs.BoolVar(&o.quick, "quick", false, "smoke run: 3 repetitions of 300 calls, c = 1 and 8, no many-sessions measurement, 40 s time cap")
+	fs.StringVar(&o.out, "out", "", "also write the markdown report to this `file`")
+	fs.StringVar(&o.png, "png", "", "write a p50-latency-vs-concurrency plot to this PNG `file`")
+	concFlag := fs.String("conc", "", "comma-separated concurrencies (default 1,8,32; 1,8 with --quick)")
+	fs.IntVar(&o.sessions, "sessions", 1000, "idle downstream sessions to hold for the memory measurement (0 = skip)")
+	fs.IntVar(&o.upstreams, "upstreams", 10, "stdio upstreams for the idle-memory measurement")
+	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.conc = []int{1, 8, 32}
+	if o.quick {
+		if !set["reps"] {
+			o.reps = 3
+		}
+		if !set["calls"] {
+			o.calls = 300
+		}
+		if !set["sessions"] {
+			o.sessions = 0
+		}
+		if !set["max-time"] {
+			o.maxTime = 40 * time.Second
+		}
+		o.conc = []int{1, 8}
+	}
+	if *concFlag != "" {
+		o.conc = nil
+		for _, f := range strings.Split(*concFlag, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("--conc: bad value %q", f)
+			}
+			o.conc = append(o.conc, n)
+		}
+		slices.Sort(o.conc)
+		o.conc = slices.Compact(o.conc)
+	}
+	if *sbEnv != "" {
+		for _, kv := range strings.Split(*sbEnv, ",") {
+			if !strings.Contains(kv, "=") {
+				return nil, fmt.Errorf("--sb-env: %q is not KEY=VALUE", kv)
+			}
+			o.sbEnv = append(o.sbEnv, strings.TrimSpace(kv))
+		}
+	}
+	switch {
+	case o.reps < 1:
+		return nil, errors.New("--reps must be at least 1")
+	case o.calls < o.conc[len(o.conc)-1]:
+		return nil, errors.New("--calls must be at least the largest concurrency")
+	case o.upstreams < 1:
+		return nil, errors.New("--upstreams must be at least 1")
+	}
+	return o, nil
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	work, err := os.MkdirTemp("", "switchboard-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	defer func() {
+		cleanup()
+		_ = os.RemoveAll(work)
+	}()
+
+	res, err := measure(ctx, o, work)
+	if res != nil && (res.repsDone > 0 || len(res.runs) > 0) {
+		if werr := res.write(); werr != nil {
+			fmt.Fprintln(os.Stderr, "bench:", werr)
+			return 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return 0
+}
+
+// write prints the report and writes the requested files.
+func (r *results) write() error {
+	md := r.markdown()
+	fmt.Print(md)
+	if r.opts.out != "" {
+		if err := os.WriteFile(r.opts.out, []byte(md), 0o644); err != nil {
+			return err
+		}
+	}
+	if r.opts.png != "" {
+		if err := r.writePlot(r.opts.png); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func progress(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...)
+}
+
+// measure builds, starts the servers and runs every measurement. It returns
+// what was measured so far even when it fails or is interrupted.
+func measure(ctx context.Context, o *options, work string) (*results, error) {
+	res := &results{opts: o, machine: readMachine(), runs: map[cellKey][]runResult{}, peak: map[string]mem{}}
+	switchboard, fixture, err := build(ctx, o, work)
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	deadline := began.Add(o.maxTime)
+	defer func() {
+		res.took = time.Since(began)
+		res.machine.loadEnd = loadAvg()
+	}()
+
+	e := newEnv(o, switchboard, fixture, work)
+	if err := e.startFixtureHTTP(ctx); err != nil {
+		return nil, fmt.Errorf("echo server over HTTP: %w", err)
+	}
+
+	progress("start-up to tools/list, %d launches per config", max(o.reps, 5))
+	res.startup = measureStartup(ctx, e, max(o.reps, 5))
+	progress("idle memory with %d stdio upstreams", o.upstreams)
+	res.upstreams = measureUpstreams(ctx, e, o.upstreams)
+	if o.sessions > 0 {
+		progress("memory with %d idle sessions", o.sessions)
+		res.sessions = measureSessions(ctx, e, o.sessions)
+	} else {
+		res.sessions.skipped = "Many-sessions memory: skipped (--quick or --sessions 0)."
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+
+	progress("starting scenarios")
+	res.scenarios, err = e.setupScenarios(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		for _, sc := range res.scenarios {
+			if sc.sb != nil {
+				if m, err := readMem(sc.pid); err == nil {
+					res.peak[sc.id] = m
+				}
+			}
+		}
+	}()
+
+	err = res.load(ctx, e, deadline)
+	if errors.Is(err, context.Canceled) {
+		res.notes = append(res.notes, "interrupted; the tables hold what was measured before.")
+	}
+	return res, err
+}
+
+// load runs the repetitions. Within one repetition, every scenario runs at
+// one concurrency before the next concurrency starts, so direct and
+// through runs alternate closely in time; odd repetitions run the scenarios
+// in reverse order, so no scenario always follows the same neighbour.
+func (r *results) load(ctx context.Context, e *env, deadline time.Time) error {
+	o := r.opts
+	for rep := range o.reps {
+		for _, c := range o.conc {
+			order := slices.Clone(r.scenarios)
+			if rep%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, sc := range order {
+				if time.Now().After(deadline) {
+					r.notes = append(r.notes, fmt.Sprintf("stopped early: the %s time cap (--max-time) was reached during repetition %d of %d; cells show how many repetitions they got.",
+						o.maxTime, rep+1, o.reps))
+					return nil
+				}
+				run, err := runLoad(ctx, e, sc, c, o.calls)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err != nil {
+					run = runResult{calls: 0, errors: o.calls, firstErr: err.Error(), cpu: -1}
+				}
+				r.add(sc, c, run)
+				progress("rep %d/%d c=%-2d %-20s %6.0f calls/s  p50 %.3f ms  p99 %.3f ms  cpu %s µs/call  errors %d",
+					rep+1, o.reps, c, sc.id, run.rate(), ms(percentile(run.lat, .5)), ms(percentile(run.lat, .99)), num(run.cpuPerCall(), "%.0f"), run.errors)
+			}
+		}
+		r.repsDone = rep + 1
+	}
+	return nil
+}
+
+// build compiles switchboard and the echo server (without -race), or reuses
+// them from --bin.
+func build(ctx context.Context, o *options, work string) (switchboard, fixture string, err error) {
+	dir := o.bin
+	if dir == "" {
+		dir = filepath.Join(work, "bin")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
+		return "", "", fmt.Errorf("run from inside the switchboard module: go env GOMOD: %v", err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	switchboard, fixture = filepath.Join(dir, "switchboard"), filepath.Join(dir, "fixture")
+	for _, b := range [][2]string{{switchboard, "./cmd/switchboard"}, {fixture, "./e2e/fixture"}} {
+		if _, err := os.Stat(b[0]); err == nil && o.bin != "" {
+			progress("reusing %s", b[0])
+			continue
+		}
+		progress("building %s", b[1])
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", b[0], b[1])
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return "", "", fmt.Errorf("go build %s: %w", b[1], err)
+		}
+	}
+	return switchboard, fixture, nil
+}
+
+// machine describes where the numbers come from.
+type machine struct {
+	nproc      int
+	gomaxprocs int
+	goVersion  string
+	cpu        string
+	kernel     string
+	loadStart  string
+	loadEnd    string
+	date       time.Time
+}
+
+func readMachine() machine {
+	m := machine{
+		nproc:      runtime.NumCPU(),
+		gomaxprocs: runtime.GOMAXPROCS(0),
+		goVersion:  runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+		cpu:        "unknown CPU",
+		kernel:     "unknown",
+		loadStart:  loadAvg(),
+		date:       time.Now(),
+	}
+	if out, err := exec.Command("nproc").Output(); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
+			m.nproc = n
+		}
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
