@@ -446,3 +446,17 @@ func pidAlive(pid int) bool {
 	}
 	return true
 }
+
+// listenLoopback listens on a loopback port chosen by the kernel.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+func dialLoopback(port int) (net.Conn, error) {
+	return net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+}
