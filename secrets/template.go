@@ -9,7 +9,8 @@ import (
 // A config value is a template made of literal text and references:
 //
 //   - a value that starts with "secret://" is one whole-value reference;
-//   - otherwise "${secret://…}" is a reference inside the value,
+//   - otherwise "${secret://…}" is a reference inside the value (it ends at
+//     the first "}"),
 //   - "${NAME}" is the environment variable NAME (unset is an error),
 //   - "$${" is a literal "${",
 //   - and every other "$" is literal text.
