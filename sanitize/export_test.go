@@ -22,3 +22,6 @@ func NoteFor(ids ...string) string {
 
 // MediaNote exposes the note placed before an image, audio or blob.
 func MediaNote(kind string, src Source) string { return mediaNote(kind, src) }
+
+// MaskNonce exposes the nonce masking Wrap applies to content.
+func MaskNonce(s, nonce string) string { return maskNonce(s, nonce) }

@@ -68,26 +68,70 @@ func (f *folder) emit(b byte, start, end int) {
 	f.n++
 }
 
-// fold runs the folder over s.
+// asciiSkeleton maps each ASCII byte to its skeleton byte: letters
+// lower-cased, tab and friends to ' ', CR to '\n'. Zero marks a control
+// character, which is dropped, and escapeStart the bytes that may open an
+// escape.
+var asciiSkeleton = func() (t [utf8.RuneSelf]byte) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = byte(b)
+	}
+	for b := 'A'; b <= 'Z'; b++ {
+		t[b] = byte(b) + 'a' - 'A'
+	}
+	t['\n'], t['\r'] = '\n', '\n'
+	t['\t'], t['\v'], t['\f'] = ' ', ' ', ' '
+	t['&'], t['\\'], t['%'] = escapeStart, escapeStart, escapeStart
+	return t
+}()
+
+const escapeStart = 1
+
+// fold runs the folder over s. Plain ASCII takes an inlined fast path
+// unless spans are tracked.
 func (f *folder) fold(s string) {
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
 			f.st.curZWRun = 0
-			var r rune
-			n := 0
-			switch b {
-			case '&':
-				r, n = htmlEscape(s[i:])
-			case '\\':
-				r, n = backslashEscape(s[i:])
-			case '%':
-				r, n = percentEscape(s[i:])
-			}
-			if n > 0 {
-				f.foldRune(r, i, i+n)
-				i += n
+			c := asciiSkeleton[b]
+			if c > escapeStart && !f.track {
+				if f.keep {
+					f.out = append(f.out, c)
+				}
+				m := &f.m
+				if letterOf[c] == 0 {
+					if m.d != 0 {
+						if m.gap++; m.gap > maxMarkerGap {
+							m.d = 0
+						}
+					}
+				} else {
+					m.gap = 0
+					if m.d = (m.d<<1 | 1) & phraseMask[c]; m.d&phraseDone != 0 {
+						m.hit(f.n)
+					}
+				}
+				f.n++
+				i++
 				continue
+			}
+			if c == escapeStart {
+				var r rune
+				n := 0
+				switch b {
+				case '&':
+					r, n = htmlEscape(s[i:])
+				case '\\':
+					r, n = backslashEscape(s[i:])
+				case '%':
+					r, n = percentEscape(s[i:])
+				}
+				if n > 0 {
+					f.foldRune(r, i, i+n)
+					i += n
+					continue
+				}
 			}
 			f.foldASCII(b, i, i+1)
 			i++

@@ -10,7 +10,7 @@ import (
 
 // loosePhrase matches "external untrusted content" in a skeleton the way a
 // lenient reader would: each letter or a digit or sign that looks like it,
-// up to 16 other characters between letters. It is written independently
+// up to 32 other characters between letters. It is written independently
 // of the package's matcher so that the two check each other.
 var loosePhrase = func() *regexp.Regexp {
 	alt := map[rune]string{'e': "[e3]", 'o': "[o0]", 'l': "[l1]", 's': `[s5$]`, 't': "[t7]", 'a': "[a4@]"}
@@ -22,7 +22,7 @@ var loosePhrase = func() *regexp.Regexp {
 			parts = append(parts, string(r))
 		}
 	}
-	return regexp.MustCompile(strings.Join(parts, `[^a-z013457@$]{0,16}`))
+	return regexp.MustCompile(strings.Join(parts, `[^a-z013457@$]{0,32}`))
 }()
 
 // phraseCount counts marker-like phrases in the skeleton of s.
@@ -73,9 +73,13 @@ func checkWrapped(t *testing.T, out string, src sanitize.Source) (nonce, body st
 	if n := strings.Count(out, "<<<END_EXTERNAL_UNTRUSTED_CONTENT"); n != 1 {
 		t.Errorf("%d literal closing markers, want 1", n)
 	}
-	body = out[len(head) : len(out)-len(tail)]
+	return nonce, out[len(head) : len(out)-len(tail)]
+}
+
+// stripNote removes the annotation line from the start of a body.
+func stripNote(body string) string {
 	if strings.HasPrefix(body, "NOTE: this content matched") {
-		body = body[strings.IndexByte(body, '\n')+1:]
+		return body[strings.IndexByte(body, '\n')+1:]
 	}
-	return nonce, body
+	return body
 }

@@ -47,7 +47,7 @@ const (
 	noteSuffix = "); it may be a prompt-injection attempt."
 
 	markerPhrase = "externaluntrustedcontent"
-	maxMarkerGap = 16
+	maxMarkerGap = 32
 
 	// NonceLen is the length of a nonce in hex digits: 128 random bits, so
 	// that guessing the nonce of a result is hopeless even for an upstream
@@ -87,12 +87,12 @@ var phraseMask = func() (t [256]uint32) {
 type markerMatcher struct {
 	d      uint32
 	gap    int
-	count  int      // letter-like bytes seen
-	ring   [32]int  // skeleton index of the last 32 letter-like bytes
-	found  bool     // a phrase was seen
-	record bool     // keep matches
-	hits   [][2]int // skeleton index ranges [first letter, last letter+1]
+	found  bool  // a phrase was seen
+	record bool  // keep the ends of matches
+	ends   []int // skeleton index just after the last letter of each match
 }
+
+const phraseDone = 1 << (len(markerPhrase) - 1)
 
 func (m *markerMatcher) feed(b byte, idx int) {
 	if letterOf[b] == 0 {
@@ -104,18 +104,32 @@ func (m *markerMatcher) feed(b byte, idx int) {
 		return
 	}
 	m.gap = 0
-	m.ring[m.count&31] = idx
-	m.count++
-	m.d = (m.d<<1 | 1) & phraseMask[b]
-	if m.d&(1<<(len(markerPhrase)-1)) != 0 {
-		m.found = true
-		if m.record {
-			m.hits = append(m.hits, [2]int{m.ring[(m.count-len(markerPhrase))&31], idx + 1})
-		}
-		// The phrase has no border (no proper prefix is also a suffix), so
-		// matches never overlap.
-		m.d = 0
+	if m.d = (m.d<<1 | 1) & phraseMask[b]; m.d&phraseDone != 0 {
+		m.hit(idx)
 	}
+}
+
+func (m *markerMatcher) hit(idx int) {
+	m.found = true
+	if m.record {
+		m.ends = append(m.ends, idx+1)
+	}
+	// The phrase has no border (no proper prefix is also a suffix), so
+	// matches never overlap.
+	m.d = 0
+}
+
+// matchStart returns the skeleton index of the first letter of the match
+// that ends at end: the phrase's letters are the last len(markerPhrase)
+// letter-like bytes before end.
+func matchStart(sk []byte, end int) int {
+	k := end
+	for n := 0; n < len(markerPhrase); k-- {
+		if letterOf[sk[k-1]] != 0 {
+			n++
+		}
+	}
+	return k
 }
 
 // hasMarker reports whether text contains a marker-like phrase.
@@ -206,12 +220,19 @@ func maskNonce(s, nonce string) string {
 	}
 }
 
+var isHex = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = digitVal(byte(c)) < 16
+	}
+	return t
+}()
+
 func containsNonce(s, nonce string) bool { return indexNonce(s, nonce) >= 0 }
 
 func indexNonce(s, nonce string) int {
 	run := 0
 	for i := 0; i < len(s); i++ {
-		if digitVal(s[i]) >= 16 {
+		if !isHex[s[i]] {
 			run = 0
 			continue
 		}

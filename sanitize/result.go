@@ -131,7 +131,7 @@ type textItem struct {
 	raw    string // the redacted text
 	hdr    header
 	text   string // raw, or the body of our own wrapper when that is reused
-	nonce  string // the nonce of our own wrapper, when reused
+	nonce  string // the nonce of our own wrapper, when reused, else ""
 	marker bool   // text holds a marker-like phrase
 	found  patternSet
 }
@@ -149,6 +149,7 @@ func (p *pass) redact(s string) string {
 // result size and queues it for scanning.
 func (p *pass) addText(where, text string, src Source) *textItem {
 	t := &textItem{where: where, raw: p.redact(text), hdr: newHeader(src)}
+	t.text = t.raw
 	p.size += int64(len(t.raw))
 	p.texts = append(p.texts, t)
 	return t
@@ -191,34 +192,21 @@ func (p *pass) finish() (blocked bool, err error) {
 // wrapped again, so that sanitising twice changes nothing. Otherwise every
 // text is content, a wrapper included, and the nonce is fresh.
 func (p *pass) chooseNonce() {
-	if !p.opt.Wrap {
-		for _, t := range p.texts {
-			t.text = t.raw
-		}
+	if !p.opt.Wrap || len(p.texts) == 0 {
 		return
 	}
-	if len(p.texts) == 0 {
-		return
-	}
-	nonce := ""
-	for _, t := range p.texts {
+	p.nonce = ""
+	bodies := make([]string, len(p.texts))
+	for i, t := range p.texts {
 		n, _, body, ok := t.hdr.unwrap(t.raw)
-		if !ok || nonce != "" && n != nonce {
-			nonce = ""
-			break
+		if !ok || p.nonce != "" && n != p.nonce {
+			p.nonce = NewNonce()
+			return
 		}
-		nonce, t.text = n, body
+		p.nonce, bodies[i] = n, body
 	}
-	if nonce != "" {
-		p.nonce = nonce
-		for _, t := range p.texts {
-			t.nonce = nonce
-		}
-		return
-	}
-	p.nonce = NewNonce()
-	for _, t := range p.texts {
-		t.text = t.raw
+	for i, t := range p.texts {
+		t.text, t.nonce = bodies[i], p.nonce
 	}
 }
 

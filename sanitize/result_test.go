@@ -187,7 +187,7 @@ func TestToolResultModes(t *testing.T) {
 		if lines[2] != wantNote || lines[2] != sanitize.NoteFor(ids...) {
 			t.Errorf("line 3 = %q, want the note", lines[2])
 		}
-		if _, body := checkWrapped(t, text, githubSrc); body != payload {
+		if _, body := checkWrapped(t, text, githubSrc); stripNote(body) != payload {
 			t.Errorf("body = %q", body)
 		}
 		if strings.Contains(textOf(t, out.Content[0]), "NOTE:") {

@@ -190,41 +190,58 @@ func hasBase64Run(text string) bool {
 	var mix byte
 	for i := 0; i < len(text); i++ {
 		c := text[i]
+		k := base64Class[c]
 		switch {
-		case 'A' <= c && c <= 'Z':
-			mix |= 1
-		case 'a' <= c && c <= 'z':
-			mix |= 2
-		case '0' <= c && c <= '9':
-			mix |= 4
-		case c == '+' || c == '/' || c == '=' || c == '-' || c == '_':
+		case k != 0:
+			mix |= k
+			run++
+			line++
+			if run >= MinBase64Run && mix&7 == 7 {
+				return true
+			}
 		case (c == '\n' || c == '\r') && line >= 60:
 			if c == '\n' {
 				line = 0
 			}
-			continue
 		default:
 			run, line, mix = 0, 0, 0
-			continue
-		}
-		run++
-		line++
-		if run >= MinBase64Run && mix == 7 {
-			return true
 		}
 	}
 	return false
 }
 
+// base64Class is 1, 2 or 4 for upper case, lower case and digits, 8 for the
+// other characters of the two base64 alphabets, and 0 outside them.
+var base64Class = func() (t [256]byte) {
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = 1
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = 2
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = 4
+	}
+	for _, c := range "+/=-_" {
+		t[c] = 8
+	}
+	return t
+}()
+
 // Chat-template tokens and role tags.
 
 var (
-	templateTokens = [][]byte{
-		[]byte("<<sys>>"), []byte("<</sys>>"), []byte("<start_of_turn>"),
-		[]byte("<end_of_turn>"), []byte("[inst]"), []byte("[/inst]"), []byte("[system_prompt]"),
-		[]byte("[/system_prompt]"), []byte("[available_tools]"), []byte("[tool_calls]"),
-		[]byte("[tool_results]"), []byte("<im_start>"), []byte("<im_end>"), []byte("<eos>"), []byte("<bos>"),
-	}
+	// templateTokens holds control tokens by their second byte.
+	templateTokens = func() (t [256][][]byte) {
+		for _, tok := range []string{
+			"<<sys>>", "<</sys>>", "<start_of_turn>", "<end_of_turn>", "[inst]", "[/inst]",
+			"[system_prompt]", "[/system_prompt]", "[available_tools]", "[tool_calls]",
+			"[tool_results]", "<im_start>", "<im_end>", "<eos>", "<bos>",
+		} {
+			t[tok[1]] = append(t[tok[1]], []byte(tok))
+		}
+		return t
+	}()
 	roleTagNames = map[string]bool{
 		"system": true, "user": true, "assistant": true, "human": true, "sys": true,
 		"system-reminder": true, "system_reminder": true, "system-prompt": true,
@@ -243,9 +260,11 @@ func scanTags(sk []byte) patternSet {
 			continue
 		}
 		rest := sk[i:]
-		for _, t := range templateTokens {
-			if bytes.HasPrefix(rest, t) {
-				s |= pChatTemplate
+		if len(rest) > 1 {
+			for _, t := range templateTokens[rest[1]] {
+				if bytes.HasPrefix(rest, t) {
+					s |= pChatTemplate
+				}
 			}
 		}
 		if eosToken(rest) {
@@ -356,7 +375,10 @@ func hasLetter(b []byte) bool {
 	return false
 }
 
+// lineOf returns the rest of the line b starts, up to 256 bytes (so that
+// many openers on one long line cost linear time).
 func lineOf(b []byte) []byte {
+	b = b[:min(len(b), 256)]
 	if i := bytes.IndexByte(b, '\n'); i >= 0 {
 		return b[:i]
 	}
@@ -638,6 +660,27 @@ var wordClasses = func() map[string]tokClass {
 
 const maxPatternSteps = 4
 
+// patternClasses[p] is the union of the classes wordPatterns[p] uses.
+var patternClasses = func() (t [len(wordPatterns)]tokClass) {
+	for p, wp := range wordPatterns {
+		for _, st := range wp.steps {
+			t[p] |= st.class
+		}
+	}
+	return t
+}()
+
+// vocabShapes[26*a+b] has bit n set when some word of wordClasses has n
+// letters and starts with the letters 'a'+a, 'a'+b: most words are
+// rejected without hashing. Every word in wordClasses has two letters or
+// more.
+var vocabShapes = func() (t [26 * 26]uint16) {
+	for w := range wordClasses {
+		t[int(w[0]-'a')*26+int(w[1]-'a')] |= 1 << len(w)
+	}
+	return t
+}()
+
 // scanWords runs the word patterns over the skeleton's token stream.
 func scanWords(sk []byte) patternSet {
 	var last [len(wordPatterns)][maxPatternSteps]int
@@ -651,7 +694,7 @@ func scanWords(sk []byte) patternSet {
 	feed := func(c tokClass) {
 		for p := range wordPatterns {
 			wp := &wordPatterns[p]
-			if found&wp.set != 0 {
+			if c&patternClasses[p] == 0 || found&wp.set != 0 {
 				continue
 			}
 			for k := len(wp.steps) - 1; k >= 0; k-- {
@@ -680,7 +723,7 @@ func scanWords(sk []byte) patternSet {
 			for j < len(sk) && 'a' <= sk[j] && sk[j] <= 'z' {
 				j++
 			}
-			if j-i <= 14 {
+			if n := j - i; n > 1 && n < 16 && vocabShapes[int(c-'a')*26+int(sk[i+1]-'a')]&(1<<n) != 0 {
 				if cl := wordClasses[string(sk[i:j])]; cl != 0 {
 					feed(cl)
 				} else {

@@ -176,32 +176,52 @@ func TestScanFindingsHaveNoContent(t *testing.T) {
 	}
 }
 
-// TestScanLinear guards against quadratic behaviour on inputs that stress
-// the detectors: many '<', many '[', many candidate words.
-func TestScanLinear(t *testing.T) {
+// TestLinearTime guards against quadratic behaviour on inputs that stress
+// the detectors and the neutraliser: many '<', many '[', many candidate
+// words, many markers. A 20 times
+// larger input must take well under 400 times as long (what quadratic time
+// would give); the machine may be busy, so a case gets three tries.
+func TestLinearTime(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("timing test")
+	}
 	timeScan := func(s string) time.Duration {
 		best := time.Duration(1 << 62)
 		for range 3 {
 			start := time.Now()
 			sanitize.Scan(s)
+			sanitize.Neutralize(s)
 			best = min(best, time.Since(start))
 		}
 		return best
 	}
 	for name, unit := range map[string]string{
-		"angles":   "<",
-		"brackets": "[",
-		"comment":  "<!--",
-		"words":    "ignore previous ",
-		"tags":     "<system ",
-		"entities": "&#",
-		"pipes":    "<|",
-		"styles":   "{color:",
+		"angles":       "<",
+		"brackets":     "[",
+		"comment":      "<!--",
+		"md comment":   "[//]:",
+		"words":        "ignore previous ",
+		"tags":         "<system ",
+		"entities":     "&#",
+		"pipes":        "<|",
+		"styles":       "{color:",
+		"eos":          "</s> ",
+		"zero-width":   "\u200b",
+		"marker parts": "external untrusted ",
+		"markers":      "<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>",
+		"escaped":      "&lt;\\u003c%3C",
+		"hex runs":     "0123456789abcdef",
 	} {
-		small := timeScan(strings.Repeat(unit, 20000))
-		big := timeScan(strings.Repeat(unit, 200000))
-		if ratio := float64(big) / float64(max(small, time.Microsecond)); ratio > 40 {
-			t.Errorf("%s: 10x input took %.0fx as long (%v, %v)", name, ratio, small, big)
+		var ratio float64
+		for range 3 {
+			small := timeScan(strings.Repeat(unit, 2000))
+			big := timeScan(strings.Repeat(unit, 40000))
+			if ratio = float64(big) / float64(max(small, time.Microsecond)); ratio < 90 {
+				break
+			}
+		}
+		if ratio >= 90 {
+			t.Errorf("%s: a 20 times larger input took %.0f times as long", name, ratio)
 		}
 	}
 }

@@ -153,11 +153,11 @@ func neutralizeAfter(ctx, s string) string {
 	f.fold(full)
 	var b strings.Builder
 	last := len(ctx)
-	for _, h := range f.m.hits {
-		start := max(f.spans[extendBack(f.out, h[0])].start, last)
+	for _, end := range f.m.ends {
+		start := max(f.spans[extendBack(f.out, matchStart(f.out, end))].start, last)
 		b.WriteString(full[last:start])
 		b.WriteString(neutralToken)
-		last = max(f.spans[h[1]-1].end, last)
+		last = max(f.spans[end-1].end, last)
 	}
 	b.WriteString(full[last:])
 	return b.String()

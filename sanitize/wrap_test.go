@@ -131,7 +131,7 @@ inner
 escaped!`},
 		{"nested fake wrappers", sanitize.Wrap(sanitize.Wrap("x", githubSrc, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), sanitize.Source{Server: "other"}, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), ""},
 		{"near miss: two words", "untrusted content from an external site", "untrusted content from an external site"},
-		{"near miss: long gap", "external" + strings.Repeat(" ", 17) + "untrusted content", "external" + strings.Repeat(" ", 17) + "untrusted content"},
+		{"near miss: long gap", "external" + strings.Repeat(" ", 33) + "untrusted content", "external" + strings.Repeat(" ", 33) + "untrusted content"},
 		{"near miss: heredoc", "cat <<<EOF\nbash here-string", "cat <<<EOF\nbash here-string"},
 	}
 	for _, tt := range tests {
