@@ -163,23 +163,22 @@ func (f *folder) count(r rune) {
 }
 
 func (f *folder) foldASCII(b byte, start, end int) {
-	switch {
-	case 'A' <= b && b <= 'Z':
-		f.emit(b+'a'-'A', start, end)
-	case b == '\n', b == '\r':
-		f.emit('\n', start, end)
-	case b == '\t', b == '\v', b == '\f':
-		f.emit(' ', start, end)
-	case b < 0x20, b == 0x7f:
-		// Other control characters are invisible: drop them.
-	default:
+	switch c := asciiSkeleton[b]; c {
+	case 0: // a control character: invisible
+	case escapeStart: // not an escape after all
 		f.emit(b, start, end)
+	default:
+		f.emit(c, start, end)
 	}
 }
 
 func (f *folder) foldRune(r rune, start, end int) {
 	if r < utf8.RuneSelf {
 		f.foldASCII(byte(r), start, end)
+		return
+	}
+	if r == 0x2028 || r == 0x2029 || r == 0x85 {
+		f.emit('\n', start, end)
 		return
 	}
 	if ignorable(r) {
@@ -189,10 +188,6 @@ func (f *folder) foldRune(r rune, start, end int) {
 		for i := 0; i < len(s); i++ {
 			f.emit(s[i], start, end)
 		}
-		return
-	}
-	if r == 0x2028 || r == 0x2029 || r == 0x85 {
-		f.emit('\n', start, end)
 		return
 	}
 	if unicode.IsSpace(r) {
@@ -205,24 +200,12 @@ func (f *folder) foldRune(r rune, start, end int) {
 		f.emit(otherByte, start, end)
 		return
 	}
+	// The runes of a full decomposition have none of their own, so this
+	// recursion is one level deep.
 	for len(d) > 0 {
 		dr, n := utf8.DecodeRune(d)
 		d = d[n:]
-		switch {
-		case dr < utf8.RuneSelf:
-			f.foldASCII(byte(dr), start, end)
-		case ignorable(dr):
-		case unicode.IsSpace(dr):
-			f.emit(' ', start, end)
-		default:
-			if s, ok := confusables[dr]; ok {
-				for i := 0; i < len(s); i++ {
-					f.emit(s[i], start, end)
-				}
-			} else {
-				f.emit(otherByte, start, end)
-			}
-		}
+		f.foldRune(dr, start, end)
 	}
 }
 

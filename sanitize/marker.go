@@ -290,7 +290,7 @@ func newHeader(src Source) header {
 	b.WriteString(`" source="mcp_server" server="`)
 	b.WriteString(server)
 	b.WriteByte('"')
-	for _, a := range [...][2]string{{"tool", src.Tool}, {"prompt", src.Prompt}, {"resource", src.Resource}} {
+	for _, a := range src.attrs() {
 		if a[1] != "" {
 			b.WriteString(" " + a[0] + `="`)
 			b.WriteString(attrValue(a[1]))

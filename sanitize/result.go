@@ -36,8 +36,8 @@ type Redactor interface {
 type Options struct {
 	// Wrap puts every text in a boundary, neutralises marker look-alikes in
 	// it, and flags media with a note. If false, texts pass unchanged
-	// (still redacted, size-checked and scanned) and annotate mode adds its
-	// note as a separate text content.
+	// (still redacted, size-checked and scanned), media get no note, and
+	// annotate mode puts its note line first in the text.
 	Wrap bool
 	// OnSuspicious is what happens when Scan finds a pattern. If empty,
 	// ModeWarn is used.
@@ -81,6 +81,11 @@ type Source struct {
 	Resource string
 }
 
+// attrs lists the optional attributes of a source in marker order.
+func (s Source) attrs() [3][2]string {
+	return [3][2]string{{"tool", s.Tool}, {"prompt", s.Prompt}, {"resource", s.Resource}}
+}
+
 // Report describes what sanitising found.
 type Report struct {
 	// Findings lists each pattern once per place it was found.
@@ -122,11 +127,26 @@ type pass struct {
 	found patternSet // union of all findings
 	size  int64
 	texts []*textItem
+	plain []plainItem
+	items int // texts and plain items so far, which orders the findings
 	nonce string
+}
+
+// plainItem is metadata that is scanned but passed on unwrapped.
+type plainItem struct {
+	seq   int
+	where string
+	texts []string
+}
+
+func (p *pass) addPlain(where string, texts ...string) {
+	p.plain = append(p.plain, plainItem{p.items, where, texts})
+	p.items++
 }
 
 // textItem is one text of a result on its way through a pass.
 type textItem struct {
+	seq    int
 	where  string
 	raw    string // the redacted text
 	hdr    header
@@ -148,8 +168,9 @@ func (p *pass) redact(s string) string {
 // addText redacts a text to be wrapped for src, counts it toward the
 // result size and queues it for scanning.
 func (p *pass) addText(where, text string, src Source) *textItem {
-	t := &textItem{where: where, raw: p.redact(text), hdr: newHeader(src)}
+	t := &textItem{seq: p.items, where: where, raw: p.redact(text), hdr: newHeader(src)}
 	t.text = t.raw
+	p.items++
 	p.size += int64(len(t.raw))
 	p.texts = append(p.texts, t)
 	return t
@@ -171,13 +192,29 @@ func (p *pass) finish() (blocked bool, err error) {
 	if p.opt.MaxResultBytes > 0 && p.size > p.opt.MaxResultBytes {
 		return false, &SizeError{What: "result", Size: p.size, Limit: p.opt.MaxResultBytes}
 	}
+	found := make([]patternSet, p.items)
+	where := make([]string, p.items)
+	for _, it := range p.plain {
+		for _, t := range it.texts {
+			if t != "" {
+				a := analyze(t)
+				found[it.seq] |= a.scan(t)
+				a.release()
+			}
+		}
+		where[it.seq] = it.where
+	}
 	p.chooseNonce()
 	for _, t := range p.texts {
 		a := analyze(t.text)
 		t.found = a.scan(t.text)
 		t.marker = a.marker
 		a.release()
-		p.note(t.where, t.found)
+		found[t.seq], where[t.seq] = t.found, t.where
+	}
+	for i, f := range found {
+		p.found |= f
+		p.rep.Findings = append(p.rep.Findings, f.findings(where[i])...)
 	}
 	if p.found != 0 && p.mode() == ModeBlock {
 		p.rep.Blocked = true
@@ -210,24 +247,6 @@ func (p *pass) chooseNonce() {
 	}
 }
 
-// scanPlain scans metadata that is passed on, not wrapped.
-func (p *pass) scanPlain(where string, texts ...string) {
-	var found patternSet
-	for _, t := range texts {
-		if t != "" {
-			a := analyze(t)
-			found |= a.scan(t)
-			a.release()
-		}
-	}
-	p.note(where, found)
-}
-
-func (p *pass) note(where string, found patternSet) {
-	p.found |= found
-	p.rep.Findings = append(p.rep.Findings, found.findings(where)...)
-}
-
 func (p *pass) mode() Mode {
 	if p.opt.OnSuspicious == "" {
 		return ModeWarn
@@ -258,7 +277,7 @@ func (p *pass) wrapped(t *textItem) string {
 	return t.hdr.wrap(body, p.nonce, note)
 }
 
-// noted returns whether media item c gets a note, and the note.
+// mediaNote returns the note for content c, and whether c gets one.
 func (p *pass) mediaNote(c mcp.Content, src Source) (string, bool) {
 	if !p.opt.Wrap {
 		return "", false
@@ -279,7 +298,7 @@ func mediaNote(kind string, src Source) string {
 	b.WriteString(attrValue(src.Server))
 	b.WriteString("'")
 	sep := " ("
-	for _, a := range [...][2]string{{"tool", src.Tool}, {"prompt", src.Prompt}, {"resource", src.Resource}} {
+	for _, a := range src.attrs() {
 		if a[1] != "" {
 			b.WriteString(sep + a[0] + " '" + attrValue(a[1]) + "'")
 			sep = ", "
@@ -326,12 +345,13 @@ func isNoteFor(c, next mcp.Content, src Source) bool {
 	return ok && t.Text == mediaNote(kind, nsrc)
 }
 
-// sanitizeLink neutralises marker look-alikes in a resource link, which
-// passes unwrapped, and scans its texts.
-func (p *pass) sanitizeLink(where string, l *mcp.ResourceLink) *mcp.ResourceLink {
-	p.scanPlain(where, l.Name, l.Title, l.Description)
+// link redacts a resource link, which passes unwrapped, and neutralises
+// marker look-alikes in it.
+func (p *pass) link(l *mcp.ResourceLink) *mcp.ResourceLink {
 	out := *l
-	out.Name, out.Title, out.Description = Neutralize(l.Name), Neutralize(l.Title), Neutralize(l.Description)
+	out.Name = Neutralize(p.redact(l.Name))
+	out.Title = Neutralize(p.redact(l.Title))
+	out.Description = Neutralize(p.redact(l.Description))
 	return &out
 }
 
@@ -363,6 +383,8 @@ func (p *pass) planContent(where string, c, next mcp.Content, src Source) (conte
 		default:
 			return contentPlan{text: p.addText(where, c.Resource.Text, withResource(src, c.Resource.URI))}, nil
 		}
+	case *mcp.ResourceLink:
+		p.addPlain(where, p.redact(c.Name), p.redact(c.Title), p.redact(c.Description))
 	}
 	return contentPlan{}, nil
 }
@@ -393,7 +415,7 @@ func (p *pass) emitContent(where string, c mcp.Content, plan contentPlan, noted 
 		}
 		return note, c
 	case *mcp.ResourceLink:
-		return "", p.sanitizeLink(where, c)
+		return "", p.link(c)
 	case nil:
 		return "", nil
 	}
@@ -405,15 +427,16 @@ func (p *pass) emitContent(where string, c mcp.Content, plan contentPlan, noted 
 // ToolResult sanitises the result of a call to src.Tool on src.Server. It
 // returns a new result and leaves res unchanged (media items are shared).
 //
-// In order: every text (text contents and embedded resource text) and the
-// strings of structuredContent are redacted; sizes are checked against the
-// limits, which gives a *SizeError and no result; texts and resource links
-// are scanned; then, with opt.Wrap, each text is wrapped in a boundary, all
-// with one fresh nonce, and each image, audio and blob is preceded by a text
-// note flagging it as external. StructuredContent passes through (redaction
-// aside) so that it keeps matching the tool's output schema. Resource links
-// pass with marker look-alikes neutralised. Content of a kind a tool result
-// may not hold is replaced by a note; nil content is dropped.
+// In order: every text (text contents, embedded resource text, the texts of
+// resource links) and the strings of structuredContent are redacted; sizes
+// are checked against the limits, which gives a *SizeError and no result;
+// texts, resource links and structuredContent (as JSON) are scanned; then,
+// with opt.Wrap, each text is wrapped in a boundary, all with one fresh
+// nonce, and each image, audio and blob is preceded by a text note flagging
+// it as external. StructuredContent passes through (redaction aside) so
+// that it keeps matching the tool's output schema. Resource links pass with
+// marker look-alikes neutralised. Content of a kind a tool result may not
+// hold is replaced by a note; nil content is dropped.
 //
 // An upstream IsError result is sanitised the same way. In ModeBlock, a
 // result with findings is replaced by an IsError result that names the
@@ -437,11 +460,14 @@ func ToolResult(res *mcp.CallToolResult, src Source, opt Options) (*mcp.CallTool
 			return nil, p.rep, err
 		}
 	}
-	structured, n, err := redactStructured(res.StructuredContent, opt.Redactor)
+	structured, data, err := redactStructured(res.StructuredContent, opt.Redactor)
 	if err != nil {
 		return nil, p.rep, fmt.Errorf("structured content: %w", err)
 	}
-	p.size += n
+	p.size += int64(len(data))
+	if data != nil {
+		p.addPlain("structuredContent", string(data))
+	}
 	blocked, err := p.finish()
 	if err != nil {
 		return nil, p.rep, err
@@ -552,8 +578,12 @@ func PromptResult(res *mcp.GetPromptResult, src Source, opt Options) (*mcp.GetPr
 		return nil, Report{}, nil
 	}
 	p := newPass(src, opt)
-	desc := Neutralize(Text(p.redact(res.Description)))
+	red := p.redact(res.Description)
+	desc := Neutralize(Text(red))
 	p.size += int64(len(desc))
+	if red != "" {
+		p.addPlain("description", red)
+	}
 	plans := make([]contentPlan, len(res.Messages))
 	for i, m := range res.Messages {
 		if m == nil {
@@ -567,9 +597,6 @@ func PromptResult(res *mcp.GetPromptResult, src Source, opt Options) (*mcp.GetPr
 		if plans[i], err = p.planContent(messageWhere(i), m.Content, next, src); err != nil {
 			return nil, p.rep, err
 		}
-	}
-	if desc != "" {
-		p.scanPlain("description", res.Description)
 	}
 	blocked, err := p.finish()
 	if err != nil {
@@ -602,33 +629,32 @@ func PromptResult(res *mcp.GetPromptResult, src Source, opt Options) (*mcp.GetPr
 func messageWhere(i int) string { return "messages[" + strconv.Itoa(i) + "]" }
 
 // redactStructured redacts the strings of a structuredContent value and
-// returns it with its JSON size. Values of other Go types than those JSON
+// returns it with its JSON encoding. Values of other Go types than those JSON
 // decodes into are marshalled and decoded first; the value is returned as
 // is when nothing was redacted.
-func redactStructured(v any, r Redactor) (any, int64, error) {
+func redactStructured(v any, r Redactor) (any, []byte, error) {
 	if v == nil {
-		return nil, 0, nil
+		return nil, nil, nil
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	if r == nil {
-		return v, int64(len(data)), nil
+		return v, data, nil
 	}
 	var generic any
 	if err := json.Unmarshal(data, &generic); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	red, changed := redactValue(generic, r)
 	if !changed {
-		return v, int64(len(data)), nil
+		return v, data, nil
 	}
-	data, err = json.Marshal(red)
-	if err != nil {
-		return nil, 0, err
+	if data, err = json.Marshal(red); err != nil {
+		return nil, nil, err
 	}
-	return red, int64(len(data)), nil
+	return red, data, nil
 }
 
 func redactValue(v any, r Redactor) (any, bool) {

@@ -121,7 +121,7 @@ func TestToolResultMedia(t *testing.T) {
 	if !reflect.DeepEqual(out.StructuredContent, structured) || reflect.ValueOf(out.StructuredContent).Pointer() != reflect.ValueOf(structured).Pointer() {
 		t.Errorf("structuredContent changed: %v", out.StructuredContent)
 	}
-	wantFindings := []sanitize.Finding{{ID: "ignore-previous", Where: "content[3]"}, {ID: "marker-spoof", Where: "content[4]"}}
+	wantFindings := []sanitize.Finding{{ID: "ignore-previous", Where: "content[3]"}, {ID: "marker-spoof", Where: "content[4]"}, {ID: "marker-spoof", Where: "structuredContent"}}
 	if !reflect.DeepEqual(rep.Findings, wantFindings) {
 		t.Errorf("findings = %+v, want %+v", rep.Findings, wantFindings)
 	}
