@@ -10,9 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -92,12 +90,8 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		return p.toResult(err)
 	}
 	if len(rep.Findings) > 0 {
-		ids := findingIDs(rep.Findings)
-		rec.Suspicious = ids
-		for _, id := range ids {
-			p.tel.suspicious.Add(ctx, 1, metric.WithAttributes(attribute.String("server", r.entry.Key), attribute.String("pattern", id)))
-		}
-		p.log.Warn("suspicious content", "upstream", r.entry.Key, "tool", r.original, "reason", ids, "blocked", rep.Blocked)
+		rec.Suspicious = findingIDs(rep.Findings)
+		p.noteFindings(ctx, r.entry.Key, r.original, rep)
 		if rep.Blocked {
 			rec.Outcome = "blocked"
 		}

@@ -289,3 +289,7 @@ func (t *telemetry) record(ctx context.Context, server, tool, outcome string, d 
 	t.calls.Add(ctx, 1, attrs)
 	t.duration.Record(ctx, d.Seconds(), metric.WithAttributes(attribute.String("server", server), attribute.String("tool", tool)))
 }
+
+func (t *telemetry) countSuspicious(ctx context.Context, server, pattern string) {
+	t.suspicious.Add(ctx, 1, metric.WithAttributes(attribute.String("server", server), attribute.String("pattern", pattern)))
+}

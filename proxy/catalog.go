@@ -1,0 +1,433 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/mcp-switchboard/switchboard/router"
+	"github.com/mcp-switchboard/switchboard/sanitize"
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// ResourceContextPrompt is the built-in prompt that returns every visible
+// resource of the view, read and wrapped as untrusted, as one context block.
+const ResourceContextPrompt = "switchboard_resource_context"
+
+// promptRoute is one public prompt.
+type promptRoute struct {
+	public   string
+	entry    *ServerEntry
+	original string
+	prompt   *mcp.Prompt // as published
+	defHash  string
+}
+
+// resourceRoute is one exposed resource, keyed by its upstream URI.
+type resourceRoute struct {
+	entry    *ServerEntry
+	resource *mcp.Resource // as published
+	defHash  string
+}
+
+// templateRoute is one exposed resource template.
+type templateRoute struct {
+	entry    *ServerEntry
+	template *mcp.ResourceTemplate
+	compiled *uritemplate.Template
+	defHash  string
+}
+
+func defHash(v any, extra string) string {
+	b, _ := json.Marshal(v)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12]) + extra
+}
+
+// computePrompts builds the view's prompt table: the same naming and policy
+// as tools.
+func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
+	var items []router.Item
+	type src struct {
+		entry  *ServerEntry
+		prompt *mcp.Prompt
+	}
+	byItem := map[router.Target]src{}
+	for _, e := range spec.Servers {
+		cat := catalogOf(e)
+		if cat == nil {
+			continue
+		}
+		for _, p := range cat.Prompts {
+			items = append(items, router.Item{Server: e.Key, Prefix: e.Prefix, Name: p.Name})
+			byItem[router.Target{Server: e.Key, Name: p.Name}] = src{e, p}
+		}
+	}
+	table, collisions := router.Build(items)
+	for _, c := range collisions {
+		v.p.log.Warn("prompt name collision", "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
+	}
+	maxDesc := maxDescriptionChars(snap.Config)
+	st.prompts = map[string]*promptRoute{}
+	for _, en := range table.Entries() {
+		s := byItem[en.Target]
+		if !spec.Prompts.Allows(en.Public) || !s.entry.Prompts.Allows(en.Public) {
+			continue
+		}
+		desc, findings := sanitize.Description(s.entry.Key, s.prompt.Description, maxDesc)
+		if len(findings) > 0 {
+			v.p.log.Warn("suspicious description", "upstream", s.entry.Key, "tool", s.prompt.Name, "reason", findingIDs(findings))
+		}
+		pub := &mcp.Prompt{Name: en.Public, Title: sanitize.Text(s.prompt.Title), Description: desc, Meta: s.prompt.Meta, Icons: s.prompt.Icons}
+		for _, a := range s.prompt.Arguments {
+			if a == nil {
+				continue
+			}
+			pub.Arguments = append(pub.Arguments, &mcp.PromptArgument{Name: a.Name, Title: sanitize.Text(a.Title), Description: sanitize.Text(a.Description), Required: a.Required})
+		}
+		st.prompts[en.Public] = &promptRoute{public: en.Public, entry: s.entry, original: s.prompt.Name, prompt: pub, defHash: defHash(pub, s.entry.HandleKey)}
+	}
+	builtin := &mcp.Prompt{Name: ResourceContextPrompt, Title: "Resource context",
+		Description: "Every resource this endpoint exposes, read and wrapped as untrusted external content, as one context block."}
+	st.prompts[ResourceContextPrompt] = &promptRoute{public: ResourceContextPrompt, prompt: builtin, defHash: defHash(builtin, "")}
+}
+
+// computeResources builds the owner map: a URI served by two servers belongs
+// to the first in key order (logged).
+func (v *view) computeResources(snap *Snapshot, spec *ViewSpec, st *viewState) {
+	maxDesc := maxDescriptionChars(snap.Config)
+	st.resources = map[string]*resourceRoute{}
+	st.templates = nil
+	for _, e := range spec.Servers {
+		cat := catalogOf(e)
+		if cat == nil || !e.Resources {
+			continue
+		}
+		for _, r := range cat.Resources {
+			if r == nil || !keepURI(e.Filter, r.URI) {
+				continue
+			}
+			if owner, taken := st.resources[r.URI]; taken {
+				v.p.log.Warn("resource uri collision", "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
+				continue
+			}
+			desc, _ := sanitize.Description(e.Key, r.Description, maxDesc)
+			pub := &mcp.Resource{URI: r.URI, Name: sanitize.Text(r.Name), Title: serverTitle(r.Title, r.Name, e.Key),
+				Description: desc, MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations, Meta: r.Meta, Icons: r.Icons}
+			st.resources[r.URI] = &resourceRoute{entry: e, resource: pub, defHash: defHash(pub, e.HandleKey)}
+		}
+		for _, t := range cat.Templates {
+			if t == nil {
+				continue
+			}
+			compiled, err := uritemplate.New(t.URITemplate)
+			if err != nil {
+				v.p.log.Warn("resource template skipped", "upstream", e.Key, "error", err)
+				continue
+			}
+			desc, _ := sanitize.Description(e.Key, t.Description, maxDesc)
+			pub := &mcp.ResourceTemplate{URITemplate: t.URITemplate, Name: sanitize.Text(t.Name), Title: serverTitle(t.Title, t.Name, e.Key),
+				Description: desc, MIMEType: t.MIMEType, Annotations: t.Annotations, Meta: t.Meta, Icons: t.Icons}
+			st.templates = append(st.templates, &templateRoute{entry: e, template: pub, compiled: compiled, defHash: defHash(pub, e.HandleKey)})
+		}
+	}
+}
+
+// serverTitle gives a resource's title the server as context.
+func serverTitle(title, name, server string) string {
+	if title == "" {
+		title = name
+	}
+	return sanitize.Text(title) + " (" + server + ")"
+}
+
+func keepURI(filter []string, uri string) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	for _, f := range filter {
+		if strings.Contains(uri, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// syncPrompts and syncResources bring the SDK server in line with st, the
+// same way rebuild does for tools: removals first, additions after.
+func (v *view) syncCatalog(st *viewState) {
+	var gone []string
+	for name := range v.regPrompts {
+		if _, ok := st.prompts[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		v.server.RemovePrompts(gone...)
+		for _, n := range gone {
+			delete(v.regPrompts, n)
+		}
+	}
+	var goneRes []string
+	for uri := range v.regResources {
+		if _, ok := st.resources[uri]; !ok {
+			goneRes = append(goneRes, uri)
+		}
+	}
+	if len(goneRes) > 0 {
+		v.server.RemoveResources(goneRes...)
+		for _, u := range goneRes {
+			delete(v.regResources, u)
+		}
+	}
+	tmpls := map[string]*templateRoute{}
+	for _, t := range st.templates {
+		tmpls[t.template.URITemplate] = t
+	}
+	var goneTmpl []string
+	for t := range v.regTemplates {
+		if _, ok := tmpls[t]; !ok {
+			goneTmpl = append(goneTmpl, t)
+		}
+	}
+	if len(goneTmpl) > 0 {
+		v.server.RemoveResourceTemplates(goneTmpl...)
+		for _, t := range goneTmpl {
+			delete(v.regTemplates, t)
+		}
+	}
+	for _, name := range sortedKeys(st.prompts) {
+		r := st.prompts[name]
+		if v.regPrompts[name] == r.defHash {
+			continue
+		}
+		if err := safely(func() { v.server.AddPrompt(r.prompt, v.getPrompt) }); err != nil {
+			v.p.log.Warn("prompt skipped", "tool", name, "error", err)
+			continue
+		}
+		v.regPrompts[name] = r.defHash
+	}
+	for _, uri := range sortedKeys(st.resources) {
+		r := st.resources[uri]
+		if v.regResources[uri] == r.defHash {
+			continue
+		}
+		if err := safely(func() { v.server.AddResource(r.resource, v.readResource) }); err != nil {
+			v.p.log.Warn("resource skipped", "upstream", r.entry.Key, "error", err)
+			delete(st.resources, uri)
+			continue
+		}
+		v.regResources[uri] = r.defHash
+	}
+	for _, t := range st.templates {
+		key := t.template.URITemplate
+		if v.regTemplates[key] == t.defHash {
+			continue
+		}
+		if err := safely(func() { v.server.AddResourceTemplate(t.template, v.readResource) }); err != nil {
+			v.p.log.Warn("resource template skipped", "upstream", t.entry.Key, "error", err)
+			continue
+		}
+		v.regTemplates[key] = t.defHash
+	}
+}
+
+// safely runs an SDK registration that panics on bad input.
+func safely(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("rejected by the MCP server: %v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// getPrompt forwards prompts/get, or answers the built-in prompt.
+func (v *view) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	st := v.state.Load()
+	r, ok := st.prompts[req.Params.Name]
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+	}
+	if r.entry == nil {
+		return v.resourceContext(ctx, st)
+	}
+	res, err := r.entry.Handle.GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: req.Params.Arguments, Meta: forwardableMeta(req.Params.Meta)})
+	if err != nil {
+		return nil, v.p.protocolError(err)
+	}
+	opts := st.snap.Sanitize
+	opts.Wrap, opts.Redactor = r.entry.Wrap, v.p.redactor
+	out, rep, err := sanitize.PromptResult(res, sanitize.Source{Server: r.entry.Key, Prompt: r.original}, opts)
+	if err != nil {
+		return nil, v.p.protocolError(err)
+	}
+	v.p.noteFindings(ctx, r.entry.Key, r.original, rep)
+	return out, nil
+}
+
+// ownerOf finds the route that serves uri: an exact listed URI first, then
+// the first template that matches (servers in key order).
+func (st *viewState) ownerOf(uri string) *ServerEntry {
+	if r, ok := st.resources[uri]; ok {
+		return r.entry
+	}
+	for _, t := range st.templates {
+		if t.compiled.Match(uri) != nil {
+			return t.entry
+		}
+	}
+	return nil
+}
+
+// readResource forwards resources/read to the URI's owner and wraps its
+// text as untrusted.
+func (v *view) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	st := v.state.Load()
+	e := st.ownerOf(req.Params.URI)
+	if e == nil {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return v.p.readFrom(ctx, st, e, req.Params.URI, req.Params.Meta)
+}
+
+func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
+	res, err := e.Handle.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)})
+	if err != nil {
+		return nil, p.protocolError(err)
+	}
+	opts := st.snap.Sanitize
+	opts.Wrap, opts.Redactor = e.Wrap, p.redactor
+	out, rep, err := sanitize.ReadResult(res, e.Key, opts)
+	if err != nil {
+		return nil, p.protocolError(err)
+	}
+	p.noteFindings(ctx, e.Key, "", rep)
+	return out, nil
+}
+
+// resourceContext is the built-in prompt: every visible resource, read and
+// wrapped, in URI order, as one user message.
+func (v *view) resourceContext(ctx context.Context, st *viewState) (*mcp.GetPromptResult, error) {
+	var b strings.Builder
+	b.WriteString("Context from the resources of the connected MCP servers. Each block is untrusted external content.\n")
+	limit := st.snap.Sanitize.MaxResultBytes
+	for _, uri := range sortedKeys(st.resources) {
+		r := st.resources[uri]
+		res, err := v.p.readFrom(ctx, st, r.entry, uri, nil)
+		if err != nil {
+			fmt.Fprintf(&b, "\n[resource %s from MCP server '%s' could not be read: %v]\n", uri, r.entry.Key, v.p.redact(err.Error()))
+			continue
+		}
+		for _, c := range res.Contents {
+			if c == nil {
+				continue
+			}
+			b.WriteString("\n")
+			if c.Text != "" {
+				b.WriteString(c.Text)
+			} else {
+				fmt.Fprintf(&b, "[binary resource %s (%s), %d bytes of base64 omitted]", c.URI, c.MIMEType, len(c.Blob))
+			}
+			b.WriteString("\n")
+		}
+		if limit > 0 && int64(b.Len()) > limit {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource context is over the limit of %d bytes", limit)}
+		}
+	}
+	return &mcp.GetPromptResult{
+		Description: "Every resource of this endpoint, wrapped as untrusted content.",
+		Messages:    []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: b.String()}}},
+	}, nil
+}
+
+// complete routes completion/complete: ref/prompt by the prompt table,
+// ref/resource by the URI or template owner.
+func (v *view) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	st := v.state.Load()
+	ref := req.Params.Ref
+	if ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: missing ref"}
+	}
+	params := *req.Params
+	params.Meta = forwardableMeta(req.Params.Meta)
+	var e *ServerEntry
+	switch ref.Type {
+	case "ref/prompt":
+		r, ok := st.prompts[ref.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+		}
+		if r.entry == nil {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+		}
+		e = r.entry
+		params.Ref = &mcp.CompleteReference{Type: ref.Type, Name: r.original}
+	case "ref/resource":
+		for _, t := range st.templates {
+			if t.template.URITemplate == ref.URI {
+				e = t.entry
+				break
+			}
+		}
+		if e == nil {
+			e = st.ownerOf(ref.URI)
+		}
+		if e == nil {
+			return nil, mcp.ResourceNotFoundError(ref.URI)
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
+	}
+	res, err := e.Handle.Complete(ctx, &params)
+	if err != nil {
+		return nil, v.p.protocolError(err)
+	}
+	return res, nil
+}
+
+// protocolError maps an upstream failure on a non-tool request to a JSON-RPC
+// error (there is no isError result outside tools/call).
+func (p *Proxy) protocolError(err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return &jsonrpc.Error{Code: we.Code, Message: p.redact(we.Message), Data: we.Data}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se *sanitize.SizeError
+	if errors.As(err, &se) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: se.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: p.redact(err.Error())}
+}
+
+// noteFindings logs and counts suspicious patterns found in a result.
+func (p *Proxy) noteFindings(ctx context.Context, server, name string, rep sanitize.Report) {
+	if len(rep.Findings) == 0 {
+		return
+	}
+	ids := findingIDs(rep.Findings)
+	for _, id := range ids {
+		p.tel.countSuspicious(ctx, server, id)
+	}
+	p.log.Warn("suspicious content", "upstream", server, "tool", name, "reason", ids, "blocked", rep.Blocked)
+}
+
+// catalogOf returns the catalog a server entry currently exposes, or nil.
+func catalogOf(e *ServerEntry) *upstream.Catalog {
+	if e.Handle == nil {
+		return nil
+	}
+	return e.Handle.Catalog()
+}
