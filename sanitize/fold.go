@@ -184,7 +184,11 @@ func (f *folder) foldRune(r rune, start, end int) {
 	if ignorable(r) {
 		return
 	}
-	if s, ok := confusables[r]; ok {
+	s, ok := confusables[r]
+	if !ok {
+		s, ok = confusables[unicode.ToLower(r)] // the table lists most letters in one case
+	}
+	if ok {
 		for i := 0; i < len(s); i++ {
 			f.emit(s[i], start, end)
 		}

@@ -130,6 +130,9 @@ type pass struct {
 	plain []plainItem
 	items int // texts and plain items so far, which orders the findings
 	nonce string
+
+	hdrSrc Source // the source of hdr, which most texts of a result share
+	hdr    *header
 }
 
 // plainItem is metadata that is scanned but passed on unwrapped.
@@ -168,7 +171,11 @@ func (p *pass) redact(s string) string {
 // addText redacts a text to be wrapped for src, counts it toward the
 // result size and queues it for scanning.
 func (p *pass) addText(where, text string, src Source) *textItem {
-	t := &textItem{seq: p.items, where: where, raw: p.redact(text), hdr: newHeader(src)}
+	if p.hdr == nil || p.hdrSrc != src {
+		h := newHeader(src)
+		p.hdr, p.hdrSrc = &h, src
+	}
+	t := &textItem{seq: p.items, where: where, raw: p.redact(text), hdr: *p.hdr}
 	t.text = t.raw
 	p.items++
 	p.size += int64(len(t.raw))
@@ -392,7 +399,7 @@ func (p *pass) planContent(where string, c, next mcp.Content, src Source) (conte
 // emitContent returns the sanitised form of a content item: the note for
 // it, if it needs one and the item before was not already that note, and
 // the item itself.
-func (p *pass) emitContent(where string, c mcp.Content, plan contentPlan, noted bool, src Source) (note string, out mcp.Content) {
+func (p *pass) emitContent(c mcp.Content, plan contentPlan, noted bool, src Source) (note string, out mcp.Content) {
 	if plan.note {
 		return "", c
 	}
@@ -480,7 +487,7 @@ func ToolResult(res *mcp.CallToolResult, src Source, opt Options) (*mcp.CallTool
 	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
 	for i, c := range res.Content {
 		noted := i > 0 && plans[i-1].note
-		note, sc := p.emitContent(contentWhere(i), c, plans[i], noted, src)
+		note, sc := p.emitContent(c, plans[i], noted, src)
 		if note != "" {
 			out.Content = append(out.Content, &mcp.TextContent{Text: note})
 		}
@@ -613,7 +620,7 @@ func PromptResult(res *mcp.GetPromptResult, src Source, opt Options) (*mcp.GetPr
 			continue
 		}
 		noted := i > 0 && plans[i-1].note
-		note, c := p.emitContent(messageWhere(i), m.Content, plans[i], noted, src)
+		note, c := p.emitContent(m.Content, plans[i], noted, src)
 		if note != "" {
 			out.Messages = append(out.Messages, &mcp.PromptMessage{Role: m.Role, Content: &mcp.TextContent{Text: note}})
 		}
