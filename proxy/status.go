@@ -57,24 +57,46 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func printStatus(w io.Writer, rep StatusReport) {
-	fmt.Fprintf(w, "switchboard %s  config gen %d (digest %s)\n\n", rep.Version, rep.Gen, rep.Digest)
+	fmt.Fprintf(w, "switchboard %s  config gen %d (digest %s)  goroutines %d\n", rep.Version, rep.Gen, rep.Digest, rep.Goroutines)
+	if lr := rep.LastReload; lr != nil {
+		result := "ok"
+		switch {
+		case !lr.OK:
+			result = "rejected: " + oneLine(lr.Error, 80)
+		case lr.Noop:
+			result = "unchanged"
+		}
+		fmt.Fprintf(w, "last reload %s (%s): %s\n", lr.At.Format(time.RFC3339), lr.Reason, result)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tBREAKER\tTOOLS\tPID\tRESTARTS\tUPTIME\tLAST ERROR")
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tBREAKER\tTOOLS\tPID\tRESTARTS\tUPTIME\tLAST ERROR")
 	now := rep.Time
 	for _, s := range rep.Servers {
 		state := string(s.State)
+		if s.State == "idle" && s.Lazy {
+			state = "idle (lazy)"
+		}
 		if !s.NextAttempt.IsZero() && s.NextAttempt.After(now) {
 			state += fmt.Sprintf(" (retry in %s)", s.NextAttempt.Sub(now).Round(time.Second))
 		}
+		breaker := s.Breaker
+		if !s.BreakerProbe.IsZero() && s.BreakerProbe.After(now) {
+			breaker += fmt.Sprintf(" (probe in %s)", s.BreakerProbe.Sub(now).Round(time.Second))
+		}
 		uptime := "-"
-		if s.State == "ready" && !s.UpSince.IsZero() {
-			uptime = now.Sub(s.UpSince).Round(time.Second).String()
+		if s.State == "ready" {
+			uptime = (time.Duration(s.Uptime * float64(time.Second))).Round(time.Second).String()
 		}
 		pid := "-"
 		if s.PID != 0 {
 			pid = fmt.Sprint(s.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.Name, state, s.Breaker, s.Tools, pid, s.Restarts, uptime, oneLine(s.LastError, 60))
+		lastErr := oneLine(s.LastError, 60)
+		if lastErr == "" {
+			lastErr = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.Name, s.Transport, state, breaker, s.Tools, pid, s.Restarts, uptime, lastErr)
 	}
 	tw.Flush()
 	for _, id := range sortedKeys(rep.Views) {

@@ -257,7 +257,9 @@ func TestRestartKeepsToolsAndFailsFast(t *testing.T) {
 
 		// The server changed meanwhile; the restart lists it afresh.
 		f.server.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if st := h.Status(); st.State != upstream.StateReady || st.Restarts != 1 {
