@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // headerTransport adds the server's configured headers to every request:
@@ -15,13 +18,20 @@ type headerTransport struct {
 	headers http.Header
 }
 
+// It also carries the caller's trace context (W3C traceparent) when the
+// request's context holds a span: the SDK builds each POST on the calling
+// context.
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) == 0 {
+	sc := trace.SpanContextFromContext(r.Context())
+	if len(t.headers) == 0 && !sc.IsValid() {
 		return t.base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
 	for k, vs := range t.headers {
 		r.Header[k] = vs
+	}
+	if sc.IsValid() {
+		otel.GetTextMapPropagator().Inject(r.Context(), propagation.HeaderCarrier(r.Header))
 	}
 	return t.base.RoundTrip(r)
 }
