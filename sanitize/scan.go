@@ -320,7 +320,7 @@ func scanTags(sk []byte) patternSet {
 				continue
 			}
 			name := rest[j:k]
-			if (rest[k] == '>' || rest[k] == ' ') && roleTagNames[string(name)] {
+			if (rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/') && roleTagNames[string(name)] {
 				s |= pRoleTag
 			}
 			if rest[k] != ' ' || j == 2 {
