@@ -202,10 +202,23 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	if errors.As(err, &we) {
 		return zero, we
 	}
-	if connectionLost(err) {
+	if connectionLost(err) || (s.proc != nil && !h.responsive(s)) {
+		s.markLost()
 		return zero, &UnavailableError{Server: h.spec.Name, Reason: "connection lost during the call; it restarts"}
 	}
 	return zero, &UnavailableError{Server: h.spec.Name, Reason: err.Error()}
+}
+
+// responsive pings a session after a call failed without an answer. A stdio
+// connection has no transient failures: if a ping fails too, the connection
+// is broken (for example by a frame beyond the SDK's size limit), even if
+// the error does not say so.
+func (h *Handle) responsive(s *session) bool {
+	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+	defer cancel()
+	err := s.cs.Ping(ctx, nil)
+	var we *jsonrpc.Error
+	return err == nil || errors.As(err, &we)
 }
 
 // connectionLost reports whether a call failed because the session ended

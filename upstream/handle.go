@@ -150,7 +150,23 @@ type session struct {
 	cs     *mcp.ClientSession
 	proc   *stdioConn // nil for remote servers
 	stderr *lineWriter
+
+	lost     chan struct{} // closed when a call saw the connection break
+	lostOnce sync.Once
 }
+
+// markLost tells the supervisor that a call saw the connection break. The
+// SDK notices too, but its own close of a stdio connection waits for the
+// child to exit after stdin EOF, which a child stuck writing to a pipe
+// nobody reads never does; the supervisor's stop sequence does not wait.
+func (s *session) markLost() { s.lostOnce.Do(func() { close(s.lost) }) }
+
+// errConnectionLost ends a session whose connection broke under a call.
+var errConnectionLost = errors.New("connection lost during a call")
+
+// lostGrace is how long serve waits, after a call saw the connection break,
+// for the session's own end (whose error says more, such as the exit status).
+const lostGrace = 250 * time.Millisecond
 
 // New returns a Handle for spec. It does nothing until Start.
 func New(spec Spec, opt Options) *Handle {
@@ -497,6 +513,17 @@ func (h *Handle) serve(s *session) error {
 			return err
 		case <-h.ctx.Done():
 			return nil
+		case <-s.lost:
+			t := time.NewTimer(lostGrace)
+			defer t.Stop()
+			select {
+			case err := <-ended:
+				return err
+			case <-h.ctx.Done():
+				return nil
+			case <-t.C:
+				return errConnectionLost
+			}
 		case <-h.resync:
 			ctx, cancel := context.WithTimeout(h.ctx, h.spec.connectTimeout())
 			cat, err := listCatalog(ctx, s.cs)
@@ -539,7 +566,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { h.requestResync() },
 	})
 	opts := &mcp.ClientSessionOptions{ProtocolVersion: h.spec.protocolVersion()}
-	s := &session{stderr: newLineWriter(h.log)}
+	s := &session{stderr: newLineWriter(h.log), lost: make(chan struct{})}
 
 	var (
 		t   mcp.Transport

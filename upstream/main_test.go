@@ -94,6 +94,13 @@ func runTestServer(name string) int {
 			os.Exit(3)
 			return nil, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "garble", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// A line that is not JSON-RPC, then no answer at all.
+			fmt.Fprintln(os.Stdout, "{not json")
+			sleepForever()
+			return nil, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			<-ctx.Done()

@@ -85,7 +85,7 @@ func TestStdioLifecycle(t *testing.T) {
 	if got := callText(t, h, "pid"); got != strconv.Itoa(st.PID) {
 		t.Errorf("pid tool says %s, status says %d", got, st.PID)
 	}
-	if c := h.Catalog(); c == nil || len(c.Tools) != 4 {
+	if c := h.Catalog(); c == nil || len(c.Tools) != 5 {
 		t.Errorf("catalog: %+v", c)
 	}
 	select {
@@ -168,7 +168,7 @@ func TestStdioExitAtStartGivesUp(t *testing.T) {
 
 func TestStdioCloseEscalatesToSIGKILL(t *testing.T) {
 	checkGoroutines(t)
-	defer upstream.SetStopTimings(100*time.Millisecond, 300*time.Millisecond)()
+	t.Cleanup(upstream.SetStopTimings(100*time.Millisecond, 300*time.Millisecond)) // after the handle closed
 	h := startHandle(t, childSpec(t, "stubborn", map[string]string{"UPSTREAM_TEST_IGNORE_TERM": "1"}), upstream.Options{})
 	st := waitState(t, h, 20*time.Second, upstream.StateReady)
 	start := time.Now()
@@ -215,7 +215,7 @@ func TestStdioStopKillsGrandchildren(t *testing.T) {
 
 func TestStdioConnectTimeoutStopsChild(t *testing.T) {
 	checkGoroutines(t)
-	defer upstream.SetStopTimings(100*time.Millisecond, 300*time.Millisecond)()
+	t.Cleanup(upstream.SetStopTimings(100*time.Millisecond, 300*time.Millisecond)) // after the handle closed
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	spec := childSpec(t, "slow", map[string]string{"UPSTREAM_TEST_SLOW": "1h", "UPSTREAM_TEST_PIDFILE": pidFile, "UPSTREAM_TEST_IGNORE_TERM": "1"})
 	spec.ConnectTimeout = 2 * time.Second // long enough for a loaded machine to start the child
@@ -281,4 +281,31 @@ func TestStdioCallTimeoutCancelsUpstream(t *testing.T) {
 	waitFor(t, 5*time.Second, "cancellation reached the child", func() bool {
 		return strings.Contains(out.String(), `line="hang cancelled"`)
 	})
+}
+
+// TestStdioBrokenConnectionStopsChildPromptly: a child writes a line that
+// is not JSON-RPC (as one beyond the SDK's 16 MiB frame limit would be) and
+// then neither answers nor exits. The call fails with a connection error
+// that is not EOF; the supervisor confirms the connection is dead and stops
+// the child with its own sequence, instead of waiting out the SDK's
+// stdin-EOF wait first.
+func TestStdioBrokenConnectionStopsChildPromptly(t *testing.T) {
+	checkGoroutines(t)
+	t.Cleanup(upstream.SetStopTimings(100*time.Millisecond, 300*time.Millisecond)) // after the handle closed
+	spec := childSpec(t, "garbler", map[string]string{"UPSTREAM_TEST_IGNORE_TERM": "1"})
+	spec.RestartOnCrash = false
+	h := startHandle(t, spec, upstream.Options{})
+	first := waitState(t, h, 20*time.Second, upstream.StateReady)
+	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "garble", Arguments: map[string]any{}})
+	start := time.Now()
+	if err == nil || !strings.Contains(err.Error(), "server 'garbler' is unavailable: connection lost during the call") {
+		t.Fatalf("want a connection-lost UnavailableError, got %v", err)
+	}
+	waitFor(t, 10*time.Second, "child stopped", func() bool { return !pidAlive(first.PID) })
+	// Ours: 250ms grace for the session's end, then 100ms + 300ms to
+	// SIGKILL. The SDK alone: 1.4s for stdin EOF, 1.4s after SIGTERM.
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("child stopped %s after the broken call", d)
+	}
+	waitState(t, h, 10*time.Second, upstream.StateFailed)
 }
