@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzParse: whatever parses validates and digests deterministically, and
+// the digest survives a round trip through the canonical JSON.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"],"env":{"K":"secret://env/K"}}}}`))
+	f.Add([]byte("mcpServers:\n  b.c:\n    url: http://127.0.0.1:1/mcp\n    type: http\ntools:\n  deny: [mcp_*]\n"))
+	f.Add([]byte(`{"agents":{"list":[{"id":"x","mcp":{"servers":{"s":{"command":"y"}}}}]}}`))
+	f.Add([]byte(`{"listen":"127.0.0.1:0","sanitize":{"onSuspicious":"block","maxResultBytes":10}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		e1, e2 := c.Validate(), c.Validate()
+		if (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
+			t.Fatalf("Validate is not deterministic: %v vs %v", e1, e2)
+		}
+		d := c.Digest()
+		if d != c.Digest() {
+			t.Fatal("Digest is not deterministic")
+		}
+		canon, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := Parse(canon)
+		if err != nil {
+			t.Fatalf("canonical form does not parse: %v\n%s", err, canon)
+		}
+		if c2.Digest() != d {
+			t.Fatalf("digest changed through the canonical form:\n%s", canon)
+		}
+	})
+}
+
+// FuzzArgsDecode: duplicate keys and keys that differ only in case are
+// always rejected, and what is accepted re-encodes to an object that
+// decodes to the same value.
+func FuzzArgsDecode(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":[1,2,{"d":null}]}}`))
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte(`{"Key":1,"key":2}`))
+	f.Add([]byte(`{"n":12345678901234567890}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, err := decodeArgs(raw)
+		if err != nil {
+			return
+		}
+		if dupOrCaseKeys(raw) {
+			t.Fatalf("accepted duplicate or case-variant keys: %s", raw)
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		m2, err := decodeArgs(b)
+		if err != nil {
+			t.Fatalf("re-encoded arguments do not decode: %v", err)
+		}
+		b2, _ := json.Marshal(m2)
+		if string(b) != string(b2) {
+			t.Fatalf("round trip changed the value: %s -> %s", b, b2)
+		}
+	})
+}
+
+// dupOrCaseKeys is a reference check written against encoding/json's token
+// stream: does any object hold two keys equal under case folding?
+func dupOrCaseKeys(raw []byte) bool {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	type frame struct {
+		obj    bool
+		keys   map[string]bool
+		expect bool // next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.obj && top.expect {
+			if k, ok := tok.(string); ok {
+				fk := strings.ToLower(k)
+				if top.keys[fk] {
+					return true
+				}
+				top.keys[fk] = true
+				top.expect = false
+				continue
+			}
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				if top != nil && top.obj {
+					top.expect = true
+				}
+				stack = append(stack, &frame{obj: true, keys: map[string]bool{}, expect: true})
+				continue
+			case '[':
+				if top != nil && top.obj {
+					top.expect = true
+				}
+				stack = append(stack, &frame{})
+				continue
+			case '}', ']':
+				stack = stack[:len(stack)-1]
+			}
+		}
+		if len(stack) > 0 && stack[len(stack)-1].obj {
+			stack[len(stack)-1].expect = true
+		}
+	}
+}
