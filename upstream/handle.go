@@ -51,6 +51,10 @@ type Options struct {
 	OnChange func(*Handle)
 	// ClientInfo names switchboard to upstreams. If nil, "switchboard".
 	ClientInfo *mcp.Implementation
+	// Peer receives upstream notifications and server→client requests. If
+	// nil, notifications are dropped and switchboard advertises no client
+	// capabilities (sampling, elicitation, roots) upstream.
+	Peer Peer
 	// BackoffScale multiplies every restart delay. It is a test hook (the
 	// binary reads it from SWITCHBOARD_TEST_BACKOFF_SCALE) so that soak tests
 	// can run hundreds of restart cycles; production leaves it zero, which
@@ -122,6 +126,7 @@ type Handle struct {
 	firstDone chan struct{} // closed when the first start attempt finished
 	firstOnce sync.Once
 
+	sstate  sessionState // subscriptions and log level, restored after restarts
 	sess    atomic.Pointer[session]
 	catalog atomic.Pointer[Catalog]
 	resync  chan struct{}
@@ -558,13 +563,16 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	ctx, cancel := context.WithTimeout(parent, h.spec.connectTimeout())
 	defer cancel()
 
-	client := mcp.NewClient(h.opt.ClientInfo, &mcp.ClientOptions{
+	copts := &mcp.ClientOptions{
 		Logger:                     h.opt.SDKLogger,
 		Capabilities:               &mcp.ClientCapabilities{},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { h.requestResync() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { h.requestResync() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { h.requestResync() },
-	})
+	}
+	h.peerOptions(copts)
+	client := mcp.NewClient(h.opt.ClientInfo, copts)
+	client.AddReceivingMiddleware(h.rootsMiddleware)
 	opts := &mcp.ClientSessionOptions{ProtocolVersion: h.spec.protocolVersion()}
 	s := &session{stderr: newLineWriter(h.log), lost: make(chan struct{})}
 
@@ -626,6 +634,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))
 	}
+	h.restore(ctx, s.cs)
 	return s, cat, nil
 }
 
