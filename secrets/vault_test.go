@@ -76,6 +76,14 @@ func (b *lockedBuffer) String() string {
 	return b.b.String()
 }
 
+// vaultLogLevel is the dev server's log level: warn, or $SWITCHBOARD_VAULT_LOG_LEVEL.
+func vaultLogLevel() string {
+	if l := os.Getenv("SWITCHBOARD_VAULT_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
+}
+
 type devVault struct {
 	addr   string
 	token  string
@@ -113,7 +121,7 @@ func startVault(t *testing.T) *devVault {
 		var out lockedBuffer
 		home := t.TempDir()
 		cmd := exec.Command(bin, "server", "-dev", "-dev-root-token-id="+token, "-dev-listen-address="+addr)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "VAULT_LOG_LEVEL=warn"}
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "VAULT_LOG_LEVEL=" + vaultLogLevel()}
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start vault: %v", err)
@@ -151,7 +159,12 @@ func startVault(t *testing.T) *devVault {
 			ready = err == nil && h.Initialized && !h.Sealed
 		}
 		if ready {
-			t.Cleanup(stop)
+			t.Cleanup(func() {
+				stop()
+				if t.Failed() {
+					t.Logf("vault server output:\n%s", out.String())
+				}
+			})
 			return &devVault{addr: "http://" + addr, token: token, client: client}
 		}
 		stop()
@@ -250,6 +263,7 @@ func TestVaultToken(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Expand(%q) = %q, %v; want error containing %q", tt.in, got, err, tt.wantErr)
 				}
+				t.Log(err)
 				assertNoSecret(t, err, "ghp-vault-v2-token", "kv1-db-password", v.token)
 				return
 			}
@@ -412,7 +426,10 @@ func TestVaultKubernetes(t *testing.T) {
 	var mu sync.Mutex
 	k8s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var tr struct {
-			Spec struct{ Token string } `json:"spec"`
+			Spec struct {
+				Token     string   `json:"token"`
+				Audiences []string `json:"audiences"`
+			} `json:"spec"`
 		}
 		if r.URL.Path != "/apis/authentication.k8s.io/v1/tokenreviews" || json.NewDecoder(r.Body).Decode(&tr) != nil {
 			http.Error(w, "bad request", http.StatusBadRequest)
@@ -423,7 +440,9 @@ func TestVaultKubernetes(t *testing.T) {
 		mu.Unlock()
 		status := map[string]any{"authenticated": false}
 		if tr.Spec.Token == jwt {
-			status = map[string]any{"authenticated": true, "user": map[string]any{
+			// The token is valid for the audiences in its aud claim, which
+			// Vault asks about.
+			status = map[string]any{"authenticated": true, "audiences": tr.Spec.Audiences, "user": map[string]any{
 				"username": "system:serviceaccount:apps:switchboard", "uid": "7f1c9a4e-0000-4000-8000-000000000001",
 			}}
 		}
