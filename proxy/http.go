@@ -28,13 +28,17 @@ func (p *Proxy) routes() http.Handler {
 	return http.NewCrossOriginProtection().Handler(r)
 }
 
-// track counts downstream POSTs in flight so shutdown can let them finish.
-// Long-lived GET streams are not counted: they never finish by themselves.
+// track counts downstream POSTs in flight so shutdown can let them finish,
+// and refuses new ones once shutdown began. Long-lived GET streams are not
+// counted: they never finish by themselves.
 func (p *Proxy) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			p.inflight.Add(1)
-			defer p.inflight.Done()
+			if !p.inflight.enter() {
+				http.Error(w, "switchboard is shutting down", http.StatusServiceUnavailable)
+				return
+			}
+			defer p.inflight.leave()
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -72,7 +72,7 @@ type Proxy struct {
 	handles map[string]*upstream.Handle
 	views   atomic.Pointer[map[string]*view]
 
-	inflight sync.WaitGroup // downstream requests, for graceful shutdown
+	inflight requestGate    // downstream requests, for graceful shutdown
 	bg       sync.WaitGroup // background work (retiring handles, reload loop)
 
 	reloadReq  chan string
@@ -188,7 +188,10 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	if err := p.apply(ctx, c, false); err != nil {
 		return err
 	}
-	defer p.closeAll()
+	// Calls still running when the shutdown deadline passes were cut off
+	// from their callers; the upstreams are stopped without a further drain.
+	var stopBy time.Time
+	defer func() { p.closeAllBy(stopBy) }()
 	rctx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	p.startReloading(rctx)
@@ -226,10 +229,11 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	p.log.Info("shutting down")
 	// Stop accepting new requests, let in-flight tool calls finish (bounded),
 	// then drop the long-lived streams.
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout(p.cur.Load().Config))
+	stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
+	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
-	waitGroup(sctx, &p.inflight)
+	p.inflight.drain(sctx)
 	_ = srv.Close()
 	_ = admin.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
@@ -254,7 +258,7 @@ func (p *Proxy) serveStdio(ctx context.Context, c *Config) error {
 	err := v.server.Run(ctx, t)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout(c))
 	defer cancel()
-	waitGroup(sctx, &p.inflight)
+	p.inflight.drain(sctx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
 		return err
 	}
@@ -432,8 +436,16 @@ func (p *Proxy) viewFor(id string) *view {
 	return (*p.views.Load())[id]
 }
 
-// closeAll stops every upstream in parallel.
-func (p *Proxy) closeAll() {
+// closeAll stops every upstream in parallel, letting calls in flight finish
+// for up to 10 s.
+func (p *Proxy) closeAll() { p.closeAllBy(time.Time{}) }
+
+// closeAllBy stops every upstream in parallel; calls in flight may finish
+// until deadline (zero: 10 s from now).
+func (p *Proxy) closeAllBy(deadline time.Time) {
+	if deadline.IsZero() {
+		deadline = time.Now().Add(10 * time.Second)
+	}
 	p.bg.Wait()
 	p.mu.Lock()
 	hs := make([]*upstream.Handle, 0, len(p.handles))
@@ -441,7 +453,7 @@ func (p *Proxy) closeAll() {
 		hs = append(hs, h)
 	}
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, h := range hs {

@@ -72,8 +72,8 @@ func (e *TimeoutError) Error() string {
 
 func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
 
-// errCallerGone marks a call whose downstream caller went away; the breaker
-// excludes it.
+// errCallerGone marks a call whose downstream caller went away, or that the
+// Handle's Close cut short; the breaker excludes it.
 var errCallerGone = errors.New("caller went away")
 
 func (h *Handle) breakerFailures() int {
@@ -175,9 +175,12 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	defer h.release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Calls still running when Close gave up draining are cancelled, so the
+	// upstream hears of it and the session can close.
+	defer context.AfterFunc(h.ctx, cancel)()
 	res, err := h.breaker.Execute(func() (any, error) {
 		r, err := fn(cctx, s.cs)
-		if err != nil && ctx.Err() != nil {
+		if err != nil && (ctx.Err() != nil || h.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
 		}
 		return r, err
@@ -194,7 +197,10 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 		return zero, &UnavailableError{Server: h.spec.Name, Breaker: true,
 			Reason: "circuit breaker half-open, a probe call is in progress"}
 	case errors.Is(err, errCallerGone):
-		return zero, ctx.Err()
+		if ctx.Err() != nil {
+			return zero, ctx.Err()
+		}
+		return zero, &UnavailableError{Server: h.spec.Name, Reason: "switchboard stopped it during the call"}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return zero, &TimeoutError{Server: h.spec.Name, After: timeout}
 	}

@@ -472,6 +472,38 @@ func TestCloseDrainsInFlightCalls(t *testing.T) {
 	})
 }
 
+func TestCloseCancelsCallsThatOutliveTheDrain(t *testing.T) {
+	bubble(t, func(t *testing.T, f *fakeUpstream) {
+		h := newHandle(t, fakeSpec("cut"))
+		h.Start()
+		synctest.Wait()
+		done := make(chan error, 1)
+		go func() {
+			_, err := call(h, context.Background(), "hang")
+			done <- err
+		}()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		start := time.Now()
+		_ = h.Close(ctx)
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("close took %s, want the 1s drain", d)
+		}
+		err := <-done
+		if err == nil || err.Error() != "server 'cut' is unavailable: switchboard stopped it during the call" {
+			t.Errorf("cut call: %v", err)
+		}
+		synctest.Wait()
+		if n := f.cancelled.Load(); n != 1 {
+			t.Errorf("upstream saw %d cancellations, want 1", n)
+		}
+		if n := upstream.BreakerConsecutiveFailures(h); n != 0 {
+			t.Errorf("a cut call counted against the breaker")
+		}
+	})
+}
+
 func TestLazyServer(t *testing.T) {
 	for _, mode := range []string{"", upstream.LazyListStart, upstream.LazyListCached} {
 		t.Run("lazyList="+mode, func(t *testing.T) {
