@@ -79,6 +79,7 @@ type Proxy struct {
 	lastReload atomic.Pointer[ReloadResult]
 
 	pins  *pinStore
+	peer  *peer
 	tel   *telemetry
 	audit *auditLog
 }
@@ -160,6 +161,7 @@ func New(o Options) (*Proxy, *Config, error) {
 		reloadReq: make(chan string, 1),
 		pins:      newPinStore(log.Named("pins")),
 	}
+	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	views := map[string]*view{}
 	p.views.Store(&views)
 	if p.tel, err = newTelemetry(context.Background(), c, p); err != nil {
@@ -302,6 +304,7 @@ func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 			SDKLogger:  p.sdkLog,
 			Expander:   p.resolver,
 			OnChange:   p.onUpstreamChange,
+			Peer:       p.peer,
 			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
 
 			BackoffScale: testBackoffScale(p.opts.Getenv),
