@@ -1,0 +1,148 @@
+{{/*
+Helpers shared by this chart's templates and by the named templates another
+chart embeds (see _switchboard.tpl). Every helper takes a dict:
+  root    the top-level context ($), for .Release and .Chart
+  values  switchboard's values (.Values here, .Values.switchboard in a
+          chart that depends on this one)
+*/}}
+
+{{- define "switchboard.name" -}}
+{{- default "switchboard" .values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "switchboard.fullname" -}}
+{{- if .values.fullnameOverride -}}
+{{- .values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "switchboard.name" . -}}
+{{- if contains $name .root.Release.Name -}}
+{{- .root.Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .root.Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "switchboard.mode" -}}
+{{- default "sidecar" .values.mode -}}
+{{- end -}}
+
+{{- define "switchboard.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "switchboard.name" . }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+{{- end -}}
+
+{{- define "switchboard.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "switchboard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .values.image.tag | default .root.Chart.AppVersion | quote }}
+app.kubernetes.io/component: {{ include "switchboard.mode" . }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+{{- end -}}
+
+{{- define "switchboard.image" -}}
+{{- $img := .image | default .values.image -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository (toString ($img.tag | default .root.Chart.AppVersion)) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "switchboard.configMapName" -}}
+{{- .values.existingConfigMap | default (printf "%s-config" (include "switchboard.fullname" .)) -}}
+{{- end -}}
+
+{{- define "switchboard.configDir" -}}
+/etc/switchboard
+{{- end -}}
+
+{{- define "switchboard.serviceAccountName" -}}
+{{- if .values.serviceAccount.create -}}
+{{- default (include "switchboard.fullname" .) .values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* true or false: whether the pod mounts its ServiceAccount token. */}}
+{{- define "switchboard.automountToken" -}}
+{{- $a := .values.serviceAccount.automountServiceAccountToken -}}
+{{- if kindIs "bool" $a -}}
+{{- $a -}}
+{{- else -}}
+{{- and .values.vault.enabled (not .values.vault.tokenAudience) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The host the MCP listener binds. */}}
+{{- define "switchboard.listenHost" -}}
+{{- if .values.listenHost -}}
+{{- .values.listenHost -}}
+{{- else if eq (include "switchboard.mode" .) "gateway" -}}
+0.0.0.0
+{{- else -}}
+127.0.0.1
+{{- end -}}
+{{- end -}}
+
+{{/* The URL the app container (sidecar mode) uses. */}}
+{{- define "switchboard.mcpURL" -}}
+{{- $host := include "switchboard.listenHost" . -}}
+{{- if has $host (list "0.0.0.0" "[::]" "::" "") -}}
+{{- $host = "127.0.0.1" -}}
+{{- end -}}
+{{- printf "http://%s:%d/mcp" $host (int .values.ports.mcp) -}}
+{{- end -}}
+
+{{/* The config file as YAML. Gateway mode adds allowedHosts (DNS
+rebinding protection) unless the config sets them. */}}
+{{- define "switchboard.configYAML" -}}
+{{- $cfg := deepCopy (.values.config | default dict) -}}
+{{- if and (eq (include "switchboard.mode" .) "gateway") (not (hasKey $cfg "allowedHosts")) -}}
+{{- $svc := include "switchboard.fullname" . -}}
+{{- $ns := .root.Release.Namespace -}}
+{{- $hosts := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) "localhost" "127.0.0.1" -}}
+{{- if .values.ingress.enabled -}}
+{{- range .values.ingress.hosts -}}
+{{- if .host -}}
+{{- $hosts = append $hosts .host -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- range .values.extraAllowedHosts -}}
+{{- $hosts = append $hosts . -}}
+{{- end -}}
+{{- $_ := set $cfg "allowedHosts" ($hosts | uniq) -}}
+{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
+{{/* Pod annotations: the user's, plus the config checksum when
+rollOnConfigChange is on. Renders a YAML map or nothing. */}}
+{{- define "switchboard.podAnnotations" -}}
+{{- $ann := deepCopy (.values.podAnnotations | default dict) -}}
+{{- if and .values.rollOnConfigChange (not .values.existingConfigMap) -}}
+{{- $_ := set $ann "checksum/switchboard-config" (include "switchboard.configYAML" . | sha256sum) -}}
+{{- end -}}
+{{- if $ann -}}
+{{- toYaml $ann -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The shutdown timeout of the config in whole seconds, rounded up. */}}
+{{- define "switchboard.shutdownSeconds" -}}
+{{- $ms := 10000 -}}
+{{- if and .values.config (hasKey .values.config "shutdownTimeout") -}}
+{{- $ms = int .values.config.shutdownTimeout -}}
+{{- end -}}
+{{- div (add $ms 999) 1000 -}}
+{{- end -}}
+
+{{- define "switchboard.terminationGracePeriodSeconds" -}}
+{{- if kindIs "invalid" .values.terminationGracePeriodSeconds -}}
+{{- max 30 (add (int .values.preStopSleepSeconds) (int (include "switchboard.shutdownSeconds" .)) 5) -}}
+{{- else -}}
+{{- int .values.terminationGracePeriodSeconds -}}
+{{- end -}}
+{{- end -}}
