@@ -27,6 +27,7 @@ var (
 	switchboard string
 	fixture     string
 	fakecloud   string
+	conffix     string
 )
 
 // full is set by .ci/run: tests that need heavy external components fail
@@ -48,9 +49,11 @@ func run(m *testing.M) int {
 	switchboard = filepath.Join(dir, "switchboard")
 	fixture = filepath.Join(dir, "fixture")
 	fakecloud = filepath.Join(dir, "fakecloud")
+	conffix = filepath.Join(dir, "conformance-fixture")
 	builds := [][2]string{
 		{switchboard, "../cmd/switchboard"},
 		{fixture, "./fixture"},
+		{conffix, "./conformance"},
 	}
 	if _, err := os.Stat("../secrets/internal/fakecloud/cmd/fakecloud"); err == nil {
 		builds = append(builds, [2]string{fakecloud, "../secrets/internal/fakecloud/cmd/fakecloud"})

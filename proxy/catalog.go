@@ -67,7 +67,7 @@ func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
 			continue
 		}
 		for _, p := range cat.Prompts {
-			items = append(items, router.Item{Server: e.Key, Prefix: e.Prefix, Name: p.Name})
+			items = append(items, router.Item{Server: e.Key, Prefix: e.Prefix, Name: p.Name, Bare: e.Bare})
 			byItem[router.Target{Server: e.Key, Name: p.Name}] = src{e, p}
 		}
 	}

@@ -80,6 +80,7 @@ type ServerConfig struct {
 	RestartOnCrash *bool             `json:"restartOnCrash,omitempty"`
 	MaxRestarts    *int              `json:"maxRestarts,omitempty"`
 	ToolPrefix     string            `json:"toolPrefix,omitempty"`
+	Namespace      *bool             `json:"namespace,omitempty"` // false: publish tools and prompts under their own names
 	Lazy           bool              `json:"lazy,omitempty"`
 	LazyList       string            `json:"lazyList,omitempty"` // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
 	Isolation      string            `json:"isolation,omitempty"`
@@ -510,6 +511,9 @@ func (v *validator) server(path, key string, s *ServerConfig) {
 	if s.MaxRestarts != nil && *s.MaxRestarts < 0 {
 		v.add(path+".maxRestarts", "must not be negative")
 	}
+	if s.Namespace != nil && !*s.Namespace && s.ToolPrefix != "" {
+		v.add(path+".toolPrefix", "has no effect with namespace: false; remove one of them")
+	}
 	if s.ToolPrefix != "" && !router.ValidPrefix(s.ToolPrefix) {
 		v.add(path+".toolPrefix", "must match ^[A-Za-z0-9-]{1,32}$ (no underscores, so public names split one way)")
 	}
@@ -574,7 +578,7 @@ func (v *validator) prefixes(view string, servers map[string]*ServerConfig) {
 	owner := map[string]string{}
 	for _, k := range sortedKeys(servers) {
 		s := servers[k]
-		if s == nil || k == "" || !s.enabled() {
+		if s == nil || k == "" || !s.enabled() || (s.Namespace != nil && !*s.Namespace) {
 			continue
 		}
 		p := router.Prefix(k, s.ToolPrefix)

@@ -42,6 +42,26 @@ type progressRoute struct {
 	ss    *mcp.ServerSession
 	token any // exactly as the downstream client sent it: string or number
 	ctx   context.Context
+	seen  atomic.Int64 // notifications forwarded so far
+}
+
+// progressQuiet is how long a finished call with a progress token waits for
+// notifications still in the SDK's queue. The SDK delivers a call's response
+// as soon as it is read, but runs notification handlers from a queue, so
+// progress sent before the result can otherwise be forwarded after it (and a
+// client rejects progress for a finished request).
+var progressQuiet = 3 * time.Millisecond
+
+// settle waits until no progress has been forwarded for progressQuiet
+// (at most 20 quiet periods).
+func (r *progressRoute) settle() {
+	for range 20 {
+		n := r.seen.Load()
+		time.Sleep(progressQuiet)
+		if r.seen.Load() == n {
+			return
+		}
+	}
 }
 
 // call is one downstream tools/call in flight on an upstream.
@@ -66,9 +86,11 @@ func (pr *peer) begin(ctx context.Context, h *upstream.Handle, req *mcp.CallTool
 	set.calls[c] = struct{}{}
 	set.mu.Unlock()
 	var minted string
+	var route *progressRoute
 	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 		minted = "sb-" + strconv.FormatUint(pr.next.Add(1), 36)
-		pr.progress.Store(minted, &progressRoute{ss: req.Session, token: tok, ctx: ctx})
+		route = &progressRoute{ss: req.Session, token: tok, ctx: ctx}
+		pr.progress.Store(minted, route)
 		if params.Meta == nil {
 			params.Meta = mcp.Meta{}
 		}
@@ -78,7 +100,8 @@ func (pr *peer) begin(ctx context.Context, h *upstream.Handle, req *mcp.CallTool
 		set.mu.Lock()
 		delete(set.calls, c)
 		set.mu.Unlock()
-		if minted != "" {
+		if route != nil {
+			route.settle()
 			pr.progress.Delete(minted)
 		}
 	}
@@ -114,6 +137,7 @@ func (pr *peer) Notify(ctx context.Context, h *upstream.Handle, params any) {
 		}
 		r := v.(*progressRoute)
 		_ = r.ss.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: n.Progress, Total: n.Total, Message: n.Message})
+		r.seen.Add(1)
 	case *mcp.LoggingMessageParams:
 		pr.p.log.Debug("upstream log message", "upstream", h.Name(), "state", string(n.Level))
 		msg := *n

@@ -50,6 +50,7 @@ type ServerEntry struct {
 	Tools     *policy.Layer
 	Prompts   *policy.Layer
 	Wrap      bool
+	Bare      bool // namespace: false
 	Resources bool
 	Filter    []string
 }
@@ -207,6 +208,7 @@ func buildSnapshot(gen int64, c *Config, handles map[string]*upstream.Handle, vi
 				Tools:     mustCompile(p.cfg.Tools),
 				Prompts:   mustCompile(p.cfg.Prompts),
 				Wrap:      boolOr(p.cfg.Wrap, s.Sanitize.Wrap),
+				Bare:      !boolOr(p.cfg.Namespace, true),
 				Resources: boolOr(p.cfg.Resources, true),
 				Filter:    p.cfg.ResourceFilter,
 			})

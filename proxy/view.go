@@ -181,7 +181,7 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 			continue
 		}
 		for _, t := range cat.Tools {
-			items = append(items, router.Item{Server: e.Key, Prefix: e.Prefix, Name: t.Name})
+			items = append(items, router.Item{Server: e.Key, Prefix: e.Prefix, Name: t.Name, Bare: e.Bare})
 			byItem[router.Target{Server: e.Key, Name: t.Name}] = src{e, t}
 		}
 	}

@@ -45,6 +45,21 @@ func PublicName(prefix, name string) string {
 	return pub[:cutLen] + "_" + hash8(raw)
 }
 
+// BareName is the public name of an item published without a namespace:
+// name with every rune outside [A-Za-z0-9_-] replaced by one '_', "_" when
+// empty, shortened with a hash suffix like PublicName when longer than
+// MaxNameLen.
+func BareName(name string) string {
+	if name == "" {
+		return "_"
+	}
+	pub := replaceInvalid(name, isNameByte, '_')
+	if len(pub) <= MaxNameLen {
+		return pub
+	}
+	return pub[:cutLen] + "_" + hash8(name)
+}
+
 // Prefix derives a server's prefix. A non-empty override (the server's
 // toolPrefix, which the caller has checked with ValidPrefix) is returned as
 // is. Otherwise it is key with every rune outside [A-Za-z0-9-] replaced by one

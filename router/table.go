@@ -15,6 +15,10 @@ type Item struct {
 	Prefix string
 	// Name is the upstream's original name; any string, possibly empty.
 	Name string
+	// Bare publishes the item under its own (cleaned) name, without the
+	// mcp_<prefix>_ namespace: for clients that call an upstream's tools by
+	// their original names. Collisions are settled as for any other name.
+	Bare bool
 }
 
 // Target is where a public name routes: a server's config key and the name
@@ -79,7 +83,11 @@ func Build(items []Item) (*Table, []Collision) {
 	want := make([]string, len(its))
 	var losers []int
 	for i, it := range its {
-		want[i] = PublicName(it.Prefix, it.Name)
+		if it.Bare {
+			want[i] = BareName(it.Name)
+		} else {
+			want[i] = PublicName(it.Prefix, it.Name)
+		}
 		if _, taken := t.byPublic[want[i]]; taken {
 			losers = append(losers, i)
 			continue

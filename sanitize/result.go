@@ -523,7 +523,6 @@ func ReadResult(res *mcp.ReadResourceResult, server string, opt Options) (*mcp.R
 	}
 	p := newPass(Source{Server: server}, opt)
 	texts := make([]*textItem, len(res.Contents))
-	notes := make([]bool, len(res.Contents))
 	for i, c := range res.Contents {
 		switch {
 		case c == nil:
@@ -531,8 +530,6 @@ func ReadResult(res *mcp.ReadResourceResult, server string, opt Options) (*mcp.R
 			if err := p.addMedia("blob contents["+strconv.Itoa(i)+"]", len(c.Blob)); err != nil {
 				return nil, p.rep, err
 			}
-		case opt.Wrap && i+1 < len(res.Contents) && isBlobNote(c, res.Contents[i+1], server):
-			notes[i] = true
 		default:
 			texts[i] = p.addText("contents["+strconv.Itoa(i)+"]", c.Text, Source{Server: server, Resource: c.URI})
 		}
@@ -553,25 +550,14 @@ func ReadResult(res *mcp.ReadResourceResult, server string, opt Options) (*mcp.R
 			rc := *c
 			rc.Text = p.wrapped(texts[i])
 			out.Contents = append(out.Contents, &rc)
-		case c.Blob != nil && opt.Wrap && (i == 0 || !notes[i-1]):
-			out.Contents = append(out.Contents, blobNote(c, server), c)
 		default:
+			// A blob passes as it is: a resources/read answer is data for
+			// the client, and an extra contents entry would change what the
+			// client observes (its first entry must stay the blob).
 			out.Contents = append(out.Contents, c)
 		}
 	}
 	return &out, p.rep, nil
-}
-
-func blobNote(c *mcp.ResourceContents, server string) *mcp.ResourceContents {
-	return &mcp.ResourceContents{URI: c.URI, MIMEType: "text/plain", Text: mediaNote("resource blob", Source{Server: server, Resource: c.URI})}
-}
-
-func isBlobNote(c, next *mcp.ResourceContents, server string) bool {
-	if next == nil || next.Blob == nil || c.Blob != nil || c.Meta != nil {
-		return false
-	}
-	want := blobNote(next, server)
-	return c.URI == want.URI && c.MIMEType == want.MIMEType && c.Text == want.Text
 }
 
 // PromptResult sanitises the result of getting prompt src.Prompt from
