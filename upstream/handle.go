@@ -358,6 +358,9 @@ func (h *Handle) setState(s State, lastErr string) {
 		h.state = s
 		h.since = time.Now()
 	}
+	if s != StateReady {
+		h.pid = 0 // a PID is reported only for the session that is up
+	}
 	if lastErr != "" {
 		h.lastErr = lastErr
 	}
@@ -423,7 +426,6 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	h.mu.Lock()
 	h.failures++
 	n := h.failures
-	h.pid = 0
 	h.mu.Unlock()
 	remote := h.spec.Transport != TransportStdio
 	giveUp := !h.spec.RestartOnCrash || n > h.spec.MaxRestarts
