@@ -156,7 +156,7 @@ func New(o Options) (*Proxy, *Config, error) {
 		log:       log,
 		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor:  redactor,
-		resolver:  secrets.NewResolver(secrets.Options{Redact: redactor}),
+		resolver:  secrets.NewResolver(resolverOptions(redactor)),
 		handles:   map[string]*upstream.Handle{},
 		reloadReq: make(chan string, 1),
 		pins:      newPinStore(log.Named("pins")),
@@ -529,4 +529,17 @@ func warnPlaintext(log hclog.Logger, server string, env, headers map[string]stri
 	if len(keys) > 0 {
 		log.Warn("plaintext credential in config; use a secret:// reference", "upstream", server, "keys", keys)
 	}
+}
+
+// resolverOptions configures secret resolution from the standard
+// environment (VAULT_*, GOOGLE_*, AWS_*). SWITCHBOARD_TEST_GCP_ENDPOINT points
+// GCP Secret Manager calls at a test server; it is a test hook, not a
+// config field, and AWS needs none (AWS_ENDPOINT_URL_SECRETS_MANAGER is the
+// SDK's own).
+func resolverOptions(redactor *secrets.Set) secrets.Options {
+	o := secrets.Options{Redact: redactor}
+	if ep := os.Getenv("SWITCHBOARD_TEST_GCP_ENDPOINT"); ep != "" {
+		o.GCP = &secrets.GCPOptions{Endpoint: ep}
+	}
+	return o
 }
