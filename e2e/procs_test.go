@@ -261,6 +261,17 @@ func (s *sb) readyz(t *testing.T) int {
 	return resp.StatusCode
 }
 
+// healthz returns the HTTP status of /healthz.
+func (s *sb) healthz(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + s.admin + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func (s *sb) pid() int { return s.cmd.Process.Pid }
 
 // terminate sends SIGTERM and waits for a clean exit.

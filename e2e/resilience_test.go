@@ -224,6 +224,25 @@ func TestFaultExitAtStart(t *testing.T) {
 	if code := s.readyz(t); code != 200 {
 		t.Errorf("/readyz %d: a failed server must not hold up readiness once it was tried", code)
 	}
+	if code := s.healthz(t); code != 200 {
+		t.Errorf("/healthz %d with a failed upstream", code)
+	}
+	// The operator's view: switchboard status prints the table, or the JSON.
+	dir := t.TempDir()
+	table := startOut(t, dir, switchboard, "status", "--admin", s.admin)
+	if code := table.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("status exit %d: %s", code, table.Stderr())
+	}
+	out := table.stdout.String()
+	for _, want := range []string{"SERVER", "TRANSPORT", "BREAKER", "RESTARTS", "LAST ERROR", "victim", "failed", "process exited before initialize", "healthy", "ready"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status table lacks %q:\n%s", want, out)
+		}
+	}
+	raw := startOut(t, dir, switchboard, "status", "--admin", s.admin, "--json")
+	if code := raw.wait(t, 20*time.Second); code != 0 || !strings.Contains(raw.stdout.String(), `"consecutiveFailures": 4`) {
+		t.Errorf("status --json exit %d:\n%s", code, raw.stdout.String())
+	}
 	cs := s.client(t, nil)
 	waitListed(t, cs, "mcp_healthy_echo")
 	if listTools(t, cs)["mcp_victim_echo"] != nil {

@@ -208,7 +208,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	if errors.As(err, &we) {
 		return zero, we
 	}
-	if connectionLost(err) || (s.proc != nil && !h.responsive(s)) {
+	if h.connectionLost(s, err) {
 		s.markLost()
 		return zero, &UnavailableError{Server: h.spec.Name, Reason: "connection lost during the call; it restarts"}
 	}
@@ -228,10 +228,18 @@ func (h *Handle) responsive(s *session) bool {
 }
 
 // connectionLost reports whether a call failed because the session ended
-// under it (the process exited, wrote garbage, or the HTTP session vanished).
-func connectionLost(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing)
+// under it: the SDK closed the connection, the HTTP session vanished, or,
+// for a child process, the pipe broke or the child stopped answering even
+// pings (it exited, or wrote something that is not JSON-RPC). A bare EOF on
+// an HTTP request is not enough: the session may well survive it.
+func (h *Handle) connectionLost(s *session, err error) bool {
+	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+		return true
+	}
+	if s.proc == nil {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !h.responsive(s)
 }
 
 // CallTool forwards one tools/call. The caller's context reaches the
