@@ -75,8 +75,17 @@ package kubebuild
 import _ "k8s.io/kubernetes/cmd/kube-apiserver"
 GO
 	go get "k8s.io/kubernetes/cmd/kube-apiserver@v$kube_version" >&2
+	# The version Kubernetes' own build stamps in (hack/lib/version.sh);
+	# without it the server reports v0.0.0 and Helm's kubeVersion checks fail.
+	local minor="${kube_version#1.}"
+	minor="${minor%%.*}"
+	local ldflags="" pkg
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg.gitVersion=v$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+		ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+	done
 	local start=$SECONDS
-	go build -trimpath -o "$apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2
+	go build -trimpath -ldflags "$ldflags" -o "$apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2
 	mv "$apiserver.tmp" "$apiserver"
 	echo "built kube-apiserver $kube_version in $((SECONDS - start))s" >&2
 }

@@ -6,6 +6,7 @@ require (
 	helm.sh/helm/v3 v3.20.2
 	k8s.io/api v0.35.10
 	k8s.io/apimachinery v0.35.10
+	k8s.io/client-go v0.35.10
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -103,7 +104,6 @@ require (
 	k8s.io/apiextensions-apiserver v0.35.10 // indirect
 	k8s.io/apiserver v0.35.10 // indirect
 	k8s.io/cli-runtime v0.35.10 // indirect
-	k8s.io/client-go v0.35.10 // indirect
 	k8s.io/component-base v0.35.10 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250910181357-589584f1c912 // indirect

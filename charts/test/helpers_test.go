@@ -248,23 +248,28 @@ func volume(spec *corev1.PodSpec, name string) *corev1.Volume {
 	return nil
 }
 
-// exampleValuesFiles lists every values file under examples/k8s (the
-// embed-chart's own values belong to that chart and are tested there).
+// exampleValuesFiles lists every Helm values file under examples/ (the
+// embed chart's own values belong to that chart and are tested with it).
 func exampleValuesFiles(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(examplesDir, "k8s", "*", "values*.yaml"))
+	var out []string
+	err := filepath.WalkDir(examplesDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "embed-chart" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasPrefix(d.Name(), "values") && strings.HasSuffix(d.Name(), ".yaml") {
+			out = append(out, p)
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, f := range files {
-		if strings.Contains(f, "embed-chart") {
-			continue
-		}
-		out = append(out, f)
-	}
-	if len(out) == 0 {
-		t.Fatal("no example values files under examples/k8s")
+	if len(out) < 3 {
+		t.Fatalf("found only %v under examples/", out)
 	}
 	return out
 }

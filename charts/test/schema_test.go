@@ -264,7 +264,7 @@ func TestSchemaClosed(t *testing.T) {
 		"strategy": true, "affinity": true, "resources": true, "securityContext": true,
 		"app/resources": true, "app/securityContext": true, "app/livenessProbe": true,
 		"app/readinessProbe": true, "app/startupProbe": true, "app/lifecycle": true,
-		"autoscaling/behavior": true, "podSecurityContext": true,
+		"autoscaling/behavior": true, "podSecurityContext": true, "global": true,
 	}
 	var walk func(path string, n map[string]any)
 	walk = func(path string, n map[string]any) {
