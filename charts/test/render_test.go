@@ -251,6 +251,21 @@ config:
 	if !strings.Contains(r.Notes, "http://demo-switchboard.apps.svc:8931/mcp") {
 		t.Errorf("NOTES lacks the in-cluster URL:\n%s", r.Notes)
 	}
+	if strings.Contains(r.Notes, "WARNING") {
+		t.Errorf("NOTES warns although a NetworkPolicy is on:\n%s", r.Notes)
+	}
+	// An open gateway gets a warning; tokens (global or per agent) end it.
+	for vals, warn := range map[string]bool{
+		`{mode: gateway}`: true,
+		`{mode: gateway, config: {auth: {tokens: ["secret://env/T"]}}}`:                    false,
+		`{mode: gateway, config: {agents: {list: [{id: a, tokens: ["secret://env/T"]}]}}}`: false,
+		`{mode: gateway, config: {agents: {list: [{id: a}]}}}`:                             true,
+	} {
+		notes := render(t, parseValues(t, vals)).Notes
+		if got := strings.Contains(notes, "WARNING: no bearer tokens"); got != warn {
+			t.Errorf("%s: warning %v, want %v\n%s", vals, got, warn, notes)
+		}
+	}
 
 	// allowedHosts set by the user are kept as they are.
 	r = render(t, parseValues(t, `{mode: gateway, config: {allowedHosts: [only.example]}}`))
