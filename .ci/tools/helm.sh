@@ -5,7 +5,7 @@
 #
 # helm is built from source through the Go module proxy (no prebuilt binary
 # download) with `go install`, which works because helm's go.mod has no
-# replace directives. A cold build takes about two minutes.
+# replace directives. A cold build takes a few minutes on an idle machine.
 #
 # Environment:
 #   SWITCHBOARD_CACHE  cache root (default $HOME/.cache/switchboard)

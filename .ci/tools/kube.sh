@@ -12,7 +12,9 @@
 #     that matches the release;
 #   - etcd from a wrapper module that requires go.etcd.io/etcd/server/v3 (its
 #     module root is the etcd main package).
-# A cold build takes about six minutes.
+# A cold build takes several minutes on an idle machine (kube-apiserver is
+# most of it) and can take much longer on a small, busy one; the Go build
+# cache makes a rebuild quick.
 #
 # Environment:
 #   SWITCHBOARD_CACHE  cache root (default $HOME/.cache/switchboard)
