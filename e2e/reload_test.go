@@ -251,7 +251,7 @@ func TestReloadKeepsUnchangedUpstreamPID(t *testing.T) {
 	eventually(t, 15*time.Second, "old process stopped", func() bool { return !pidAlive(changePID) })
 }
 
-// TestReloadUnderLoad: 60 reloads (server added, removed, changed, policy
+// TestReloadUnderLoad: 100 reloads (server added, removed, changed, policy
 // changed) while clients keep calling an unchanged server: no call fails.
 func TestReloadUnderLoad(t *testing.T) {
 	base := func(i int) map[string]any {
@@ -298,7 +298,7 @@ func TestReloadUnderLoad(t *testing.T) {
 			}()
 		}
 	}
-	const reloads = 60
+	const reloads = 100
 	for i := 1; i <= reloads; i++ {
 		rewrite(t, s.config, base(i))
 		s.waitGen(t, i+1)
