@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,6 +121,15 @@ func TestMetricsAndAuditLog(t *testing.T) {
 	}
 	if sample(fams, "switchboard_tool_calls_total", map[string]string{"tool": "mcp_m_crash"}) != -1 {
 		t.Error("a hidden tool got its own label")
+	}
+
+	st := startOut(t, dir, switchboard, "status", "--admin", s.admin)
+	if code := st.wait(t, 20*time.Second); code != 0 {
+		t.Fatalf("status exit %d: %s", code, st.Stderr())
+	}
+	out := st.stdout.String()
+	if !regexp.MustCompile(`(?m)^m\s+5\s+1\s+\S+ms\s+\S+ms`).MatchString(out) {
+		t.Errorf("status lacks the metrics highlights (m: 5 calls, 1 error, p50, p99):\n%s", out)
 	}
 
 	b, err := os.ReadFile(auditPath)

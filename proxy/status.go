@@ -53,6 +53,12 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return ExitError
 	}
 	printStatus(stdout, rep)
+	// Metrics highlights: calls, errors and latency per server.
+	if stats, err := fetchCallStats(ctx, strings.TrimRight(addr, "/")); err != nil {
+		fmt.Fprintln(stderr, "switchboard status: no metrics:", err)
+	} else {
+		printCallStats(stdout, stats)
+	}
 	return ExitOK
 }
 
