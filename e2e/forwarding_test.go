@@ -198,3 +198,44 @@ func TestCancellationReachesUpstream(t *testing.T) {
 		t.Errorf("server unusable after cancellations: %s", textOf(res))
 	}
 }
+
+// TestPerClientIsolation: with isolation: per-client, each downstream
+// session gets its own upstream process, closed with its session; a
+// sampling request from it reaches its session even with calls in flight
+// elsewhere.
+func TestPerClientIsolation(t *testing.T) {
+	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{
+		"iso": map[string]any{"command": fixture, "args": []string{"--name", "iso"}, "isolation": "per-client"},
+	}})
+	a := s.client(t, nil)
+	b := s.client(t, &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "from b's model"}}, nil
+	}})
+	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, a)["mcp_iso_pid"] != nil })
+	pa, pb := pidOf(t, a, "mcp_iso_pid"), pidOf(t, b, "mcp_iso_pid")
+	if pa == pb {
+		t.Fatalf("two sessions share upstream process %d", pa)
+	}
+	if again := pidOf(t, a, "mcp_iso_pid"); again != pa {
+		t.Errorf("session a moved from process %d to %d", pa, again)
+	}
+	// a keeps a call in flight on its own instance; b's sampling still routes.
+	hold := make(chan struct{})
+	go func() {
+		defer close(hold)
+		_, _ = callTool(t, a, "mcp_iso_sleep", map[string]any{"ms": 1500})
+	}()
+	time.Sleep(200 * time.Millisecond)
+	res := mustCall(t, b, "mcp_iso_sample", map[string]any{"prompt": "hi"})
+	if res.IsError || !strings.Contains(textOf(res), "from b's model") {
+		t.Errorf("sampling on a per-client instance: %s", js(res))
+	}
+	<-hold
+	if err := a.Close(); err != nil {
+		t.Logf("close a: %v", err)
+	}
+	eventually(t, 20*time.Second, "a's process stopped with its session", func() bool { return !pidAlive(pa) })
+	if !pidAlive(pb) {
+		t.Error("b's process stopped with a's session")
+	}
+}

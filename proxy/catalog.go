@@ -259,9 +259,9 @@ func (v *view) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
 	}
 	if r.entry == nil {
-		return v.resourceContext(ctx, st)
+		return v.resourceContext(ctx, st, req.Session)
 	}
-	res, err := r.entry.Handle.GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: req.Params.Arguments, Meta: forwardableMeta(req.Params.Meta)})
+	res, err := v.p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: req.Params.Arguments, Meta: forwardableMeta(req.Params.Meta)})
 	if err != nil {
 		return nil, v.p.protocolError(err)
 	}
@@ -297,11 +297,11 @@ func (v *view) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	return v.p.readFrom(ctx, st, e, req.Params.URI, req.Params.Meta)
+	return v.p.readFrom(ctx, st, e, req.Session, req.Params.URI, req.Params.Meta)
 }
 
-func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
-	res, err := e.Handle.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)})
+func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, ss *mcp.ServerSession, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
+	res, err := p.handleFor(e, ss).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)})
 	if err != nil {
 		return nil, p.protocolError(err)
 	}
@@ -317,13 +317,13 @@ func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, uri
 
 // resourceContext is the built-in prompt: every visible resource, read and
 // wrapped, in URI order, as one user message.
-func (v *view) resourceContext(ctx context.Context, st *viewState) (*mcp.GetPromptResult, error) {
+func (v *view) resourceContext(ctx context.Context, st *viewState, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
 	var b strings.Builder
 	b.WriteString("Context from the resources of the connected MCP servers. Each block is untrusted external content.\n")
 	limit := st.snap.Sanitize.MaxResultBytes
 	for _, uri := range sortedKeys(st.resources) {
 		r := st.resources[uri]
-		res, err := v.p.readFrom(ctx, st, r.entry, uri, nil)
+		res, err := v.p.readFrom(ctx, st, r.entry, ss, uri, nil)
 		if err != nil {
 			fmt.Fprintf(&b, "\n[resource %s from MCP server '%s' could not be read: %v]\n", uri, r.entry.Key, v.p.redact(err.Error()))
 			continue
@@ -388,7 +388,7 @@ func (v *view) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	res, err := e.Handle.Complete(ctx, &params)
+	res, err := v.p.handleFor(e, req.Session).Complete(ctx, &params)
 	if err != nil {
 		return nil, v.p.protocolError(err)
 	}

@@ -72,8 +72,9 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	}
 	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(req.Params.Meta))
 	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
-	done := p.peer.begin(ctx, r.entry.Handle, req, params)
-	up, err := r.entry.Handle.CallTool(cctx, params)
+	h := p.handleFor(r.entry, req.Session)
+	done := p.peer.begin(ctx, h, req, params)
+	up, err := h.CallTool(cctx, params)
 	done()
 	if err != nil {
 		rec.Outcome = outcomeOf(err)

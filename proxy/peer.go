@@ -126,6 +126,21 @@ func (pr *peer) only(h *upstream.Handle) (*call, int) {
 	return nil, 0
 }
 
+// anyCall returns one call in flight on h, or nil.
+func (pr *peer) anyCall(h *upstream.Handle) *call {
+	v, ok := pr.inflight.Load(h)
+	if !ok {
+		return nil
+	}
+	set := v.(*callSet)
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	for c := range set.calls {
+		return c
+	}
+	return nil
+}
+
 // Notify implements upstream.Peer.
 func (pr *peer) Notify(ctx context.Context, h *upstream.Handle, params any) {
 	switch n := params.(type) {
@@ -149,6 +164,14 @@ func (pr *peer) Notify(ctx context.Context, h *upstream.Handle, params any) {
 		// During a call, the calling session gets the message on its own
 		// request stream; other sessions of the views get it on their
 		// standalone stream. Each session filters by its own level.
+		if ss := pr.p.sessionOf(h); ss != nil {
+			ctx := context.Background()
+			if c := pr.anyCall(h); c != nil {
+				ctx = c.ctx
+			}
+			_ = ss.Log(ctx, &msg)
+			return
+		}
 		c, _ := pr.only(h)
 		for _, v := range pr.p.viewsExposing(h) {
 			for ss := range v.server.Sessions() {
@@ -169,6 +192,14 @@ func (pr *peer) Notify(ctx context.Context, h *upstream.Handle, params any) {
 // Request implements upstream.Peer.
 func (pr *peer) Request(ctx context.Context, h *upstream.Handle, _ *mcp.ClientSession, method string, params mcp.Params) (mcp.Result, error) {
 	c, n := pr.only(h)
+	if ss := pr.p.sessionOf(h); ss != nil {
+		// A per-client instance belongs to one session: route there, on the
+		// request stream of one of its calls when there is one.
+		c = pr.anyCall(h)
+		if c == nil {
+			c = &call{ss: ss, ctx: context.WithoutCancel(ctx)}
+		}
+	}
 	if c == nil || c.ss == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': %d calls in flight (exactly one is needed; set isolation: per-client)", method, h.Name(), n)}

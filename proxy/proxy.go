@@ -78,8 +78,9 @@ type Proxy struct {
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
 
-	pins  *pinStore
-	peer  *peer
+	pins    *pinStore
+	peer    *peer
+	clients clientHandles
 	tel   *telemetry
 	audit *auditLog
 }
@@ -382,6 +383,7 @@ func (p *Proxy) retire(hs []*upstream.Handle, drain time.Duration) {
 			go func() {
 				defer wg.Done()
 				_ = h.Close(ctx)
+				p.closeClients(func(k clientKey) bool { return k.shared == h })
 				p.log.Info("upstream retired", "upstream", h.Name())
 			}()
 		}
@@ -450,6 +452,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 		deadline = time.Now().Add(10 * time.Second)
 	}
 	p.bg.Wait()
+	p.closeClients(func(clientKey) bool { return true })
 	p.mu.Lock()
 	hs := make([]*upstream.Handle, 0, len(p.handles))
 	for _, h := range p.handles {

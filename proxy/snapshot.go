@@ -51,6 +51,7 @@ type ServerEntry struct {
 	Prompts   *policy.Layer
 	Wrap      bool
 	Bare      bool // namespace: false
+	PerClient bool // isolation: per-client
 	Resources bool
 	Filter    []string
 }
@@ -209,6 +210,7 @@ func buildSnapshot(gen int64, c *Config, handles map[string]*upstream.Handle, vi
 				Prompts:   mustCompile(p.cfg.Prompts),
 				Wrap:      boolOr(p.cfg.Wrap, s.Sanitize.Wrap),
 				Bare:      !boolOr(p.cfg.Namespace, true),
+				PerClient: p.cfg.Isolation == "per-client",
 				Resources: boolOr(p.cfg.Resources, true),
 				Filter:    p.cfg.ResourceFilter,
 			})

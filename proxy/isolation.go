@@ -1,0 +1,113 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// clientKey names one downstream session's own instance of a server with
+// isolation: per-client.
+type clientKey struct {
+	shared *upstream.Handle // the server's shared handle, which serves the catalog
+	ss     *mcp.ServerSession
+}
+
+// clientHandles holds the per-client instances. Each is created on the
+// session's first use of the server and closed when the session ends or the
+// server leaves the config. Safe for concurrent use.
+type clientHandles struct {
+	mu      sync.Mutex
+	handles map[clientKey]*upstream.Handle
+	owner   map[*upstream.Handle]*mcp.ServerSession
+}
+
+// handleFor returns the handle a request from ss uses for entry e: the
+// shared one, or with isolation: per-client the session's own instance
+// (its own process or upstream session), created on first use.
+func (p *Proxy) handleFor(e *ServerEntry, ss *mcp.ServerSession) *upstream.Handle {
+	if !e.PerClient || ss == nil || e.Handle == nil {
+		return e.Handle
+	}
+	c := &p.clients
+	k := clientKey{e.Handle, ss}
+	c.mu.Lock()
+	if h, ok := c.handles[k]; ok {
+		c.mu.Unlock()
+		return h
+	}
+	spec := e.Handle.Spec()
+	spec.Name = e.HandleKey + "#" + shortID(ss.ID())
+	spec.Lazy = false
+	h := upstream.New(spec, upstream.Options{
+		Logger:     p.log.Named("upstream"),
+		SDKLogger:  p.sdkLog,
+		Expander:   p.resolver,
+		Peer:       p.peer,
+		ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+	})
+	if c.handles == nil {
+		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*mcp.ServerSession{}
+	}
+	c.handles[k] = h
+	c.owner[h] = ss
+	c.mu.Unlock()
+	h.Start()
+	p.log.Info("per-client upstream started", "upstream", spec.Name)
+	go func() {
+		_ = ss.Wait()
+		p.closeClients(func(k clientKey) bool { return k.ss == ss })
+	}()
+	return h
+}
+
+// sessionOf returns the downstream session a per-client handle belongs to.
+func (p *Proxy) sessionOf(h *upstream.Handle) *mcp.ServerSession {
+	p.clients.mu.Lock()
+	defer p.clients.mu.Unlock()
+	return p.clients.owner[h]
+}
+
+// closeClients stops the per-client instances whose key matches.
+func (p *Proxy) closeClients(match func(clientKey) bool) {
+	c := &p.clients
+	c.mu.Lock()
+	var hs []*upstream.Handle
+	for k, h := range c.handles {
+		if match(k) {
+			hs = append(hs, h)
+			delete(c.handles, k)
+			delete(c.owner, h)
+		}
+	}
+	c.mu.Unlock()
+	if len(hs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, h := range hs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = h.Close(ctx)
+			p.log.Info("per-client upstream stopped", "upstream", h.Name())
+		}()
+	}
+	wg.Wait()
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	if id == "" {
+		return "stdio"
+	}
+	return id
+}
