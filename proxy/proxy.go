@@ -81,8 +81,8 @@ type Proxy struct {
 	pins    *pinStore
 	peer    *peer
 	clients clientHandles
-	tel   *telemetry
-	audit *auditLog
+	tel     *telemetry
+	audit   *auditLog
 }
 
 // loadConfig reads, parses, overrides and validates the config.
