@@ -31,6 +31,8 @@ func (e *UnavailableError) Error() string {
 	switch e.State {
 	case StateRestarting:
 		fmt.Fprintf(&b, "server '%s' is restarting", e.Server)
+	case StateFailed:
+		fmt.Fprintf(&b, "server '%s' failed", e.Server)
 	case "":
 		fmt.Fprintf(&b, "server '%s' is unavailable", e.Server)
 	default:

@@ -187,19 +187,6 @@ func testLogger(t *testing.T) (hclog.Logger, *logBuffer) {
 	return hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: b}), b
 }
 
-// pidAlive reports whether a process exists and is not a zombie.
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return runtime.GOOS != "linux" && syscall.Kill(pid, 0) == nil
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
-}
-
 // waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -5,8 +5,10 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -161,7 +163,7 @@ func TestStdioExitAtStartGivesUp(t *testing.T) {
 		t.Error("failed server keeps a catalog")
 	}
 	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
-	if err == nil || !strings.Contains(err.Error(), "server 'dead' is failed") {
+	if err == nil || !strings.Contains(err.Error(), "server 'dead' failed: connect: process exited before initialize finished") {
 		t.Errorf("call to a failed server: %v", err)
 	}
 }
@@ -308,4 +310,17 @@ func TestStdioBrokenConnectionStopsChildPromptly(t *testing.T) {
 		t.Errorf("child stopped %s after the broken call", d)
 	}
 	waitState(t, h, 10*time.Second, upstream.StateFailed)
+}
+
+// pidAlive reports whether a process exists and is not a zombie.
+func pidAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return runtime.GOOS != "linux" && syscall.Kill(pid, 0) == nil
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
 }
