@@ -136,7 +136,14 @@ func Description(server, desc string, limit int) (string, []Finding) {
 	}
 	prefix := "[MCP server: " + strings.NewReplacer("\n", " ", "\t", " ").Replace(Neutralize(Text(server))) + "] "
 	body := strings.TrimPrefix(Text(desc), prefix)
-	return capRunes(prefix+neutralizeAfter(prefix, body), limit), findings
+	out := capRunes(prefix+neutralizeAfter(prefix, body), limit)
+	// The truncation note's letters can complete a marker that the cut
+	// left unfinished ("…CONTEN" + "… [t"), so the capped text is checked
+	// once more. Neutralising only shortens it, so the cap still holds.
+	if hasMarker(out) {
+		out = prefix + neutralizeAfter(prefix, strings.TrimPrefix(out, prefix))
+	}
+	return out, findings
 }
 
 // neutralizeAfter neutralises s as it reads after ctx, which holds no
