@@ -99,10 +99,8 @@ func TestInjectionCorpusThroughBinary(t *testing.T) {
 	dir := t.TempDir()
 	corpus := loadCorpus(t, dir)
 	cfg := map[string]any{"mcpServers": map[string]any{
-		"inj":  fixtureServer("inj", "--inject-dir", dir),
-		"safe": fixtureServer("safe", "--inject-dir", dir),
+		"inj": fixtureServer("inj", "--inject-dir", dir),
 	}}
-	cfg["mcpServers"].(map[string]any)["safe"].(map[string]any)["toolPrefix"] = "guarded"
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
 	eventually(t, 20*time.Second, "inj listed", func() bool { return listTools(t, cs)["mcp_inj_inject_file"] != nil })

@@ -113,20 +113,27 @@ func decodeObject(dec *json.Decoder, path string, depth int) (map[string]any, er
 // forValidation converts json.Number values to float64, the form JSON Schema
 // validators expect, copying only the containers that hold numbers.
 func forValidation(v any) any {
+	out, _ := convertNumbers(v)
+	return out
+}
+
+// convertNumbers returns v with its numbers as float64 and whether it had to
+// change anything; unchanged containers are returned as they are.
+func convertNumbers(v any) (any, bool) {
 	switch t := v.(type) {
 	case json.Number:
 		if f, err := t.Float64(); err == nil {
-			return f
+			return f, true
 		}
-		return t
+		return t, false
 	case map[string]any:
 		var out map[string]any
 		for k, e := range t {
-			c := forValidation(e)
+			c, changed := convertNumbers(e)
+			if !changed {
+				continue
+			}
 			if out == nil {
-				if sameValue(c, e) {
-					continue
-				}
 				out = make(map[string]any, len(t))
 				for k2, e2 := range t {
 					out[k2] = e2
@@ -135,43 +142,25 @@ func forValidation(v any) any {
 			out[k] = c
 		}
 		if out == nil {
-			return t
+			return t, false
 		}
-		return out
+		return out, true
 	case []any:
 		var out []any
 		for i, e := range t {
-			c := forValidation(e)
+			c, changed := convertNumbers(e)
+			if !changed {
+				continue
+			}
 			if out == nil {
-				if sameValue(c, e) {
-					continue
-				}
 				out = append([]any(nil), t...)
 			}
 			out[i] = c
 		}
 		if out == nil {
-			return t
+			return t, false
 		}
-		return out
+		return out, true
 	}
-	return v
-}
-
-// sameValue reports whether forValidation left e untouched.
-func sameValue(c, e any) bool {
-	switch e.(type) {
-	case json.Number:
-		_, still := c.(json.Number)
-		return still
-	case map[string]any:
-		cm, ok := c.(map[string]any)
-		em := e.(map[string]any)
-		return ok && len(cm) == len(em) && (len(em) == 0 || fmt.Sprintf("%p", cm) == fmt.Sprintf("%p", em))
-	case []any:
-		cs, ok := c.([]any)
-		es := e.([]any)
-		return ok && len(cs) == len(es) && (len(es) == 0 || &cs[0] == &es[0])
-	}
-	return true
+	return v, false
 }

@@ -71,10 +71,7 @@ func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
 			byItem[router.Target{Server: e.Key, Name: p.Name}] = src{e, p}
 		}
 	}
-	table, collisions := router.Build(items)
-	for _, c := range collisions {
-		v.p.log.Warn("prompt name collision", "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
-	}
+	table := v.buildNames("prompt", items)
 	maxDesc := maxDescriptionChars(snap.Config)
 	st.prompts = map[string]*promptRoute{}
 	for _, en := range table.Entries() {
@@ -161,49 +158,17 @@ func keepURI(filter []string, uri string) bool {
 	return false
 }
 
-// syncPrompts and syncResources bring the SDK server in line with st, the
-// same way rebuild does for tools: removals first, additions after.
+// syncCatalog brings the SDK server's prompts, resources and templates in
+// line with st, the same way rebuild does for tools: removals first,
+// additions after.
 func (v *view) syncCatalog(st *viewState) {
-	var gone []string
-	for name := range v.regPrompts {
-		if _, ok := st.prompts[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
-		v.server.RemovePrompts(gone...)
-		for _, n := range gone {
-			delete(v.regPrompts, n)
-		}
-	}
-	var goneRes []string
-	for uri := range v.regResources {
-		if _, ok := st.resources[uri]; !ok {
-			goneRes = append(goneRes, uri)
-		}
-	}
-	if len(goneRes) > 0 {
-		v.server.RemoveResources(goneRes...)
-		for _, u := range goneRes {
-			delete(v.regResources, u)
-		}
-	}
 	tmpls := map[string]*templateRoute{}
 	for _, t := range st.templates {
 		tmpls[t.template.URITemplate] = t
 	}
-	var goneTmpl []string
-	for t := range v.regTemplates {
-		if _, ok := tmpls[t]; !ok {
-			goneTmpl = append(goneTmpl, t)
-		}
-	}
-	if len(goneTmpl) > 0 {
-		v.server.RemoveResourceTemplates(goneTmpl...)
-		for _, t := range goneTmpl {
-			delete(v.regTemplates, t)
-		}
-	}
+	removeGone(v.regPrompts, func(n string) bool { return st.prompts[n] != nil }, v.server.RemovePrompts)
+	removeGone(v.regResources, func(u string) bool { return st.resources[u] != nil }, v.server.RemoveResources)
+	removeGone(v.regTemplates, func(t string) bool { return tmpls[t] != nil }, v.server.RemoveResourceTemplates)
 	for _, name := range sortedKeys(st.prompts) {
 		r := st.prompts[name]
 		if v.regPrompts[name] == r.defHash {
@@ -240,7 +205,9 @@ func (v *view) syncCatalog(st *viewState) {
 	}
 }
 
-// safely runs an SDK registration that panics on bad input.
+// safely runs an SDK registration (AddTool, AddPrompt, AddResource…), turning
+// its panics on bad definitions into errors, so one bad upstream item cannot
+// crash the proxy.
 func safely(f func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -430,4 +397,22 @@ func catalogOf(e *ServerEntry) *upstream.Catalog {
 		return nil
 	}
 	return e.Handle.Catalog()
+}
+
+// removeGone unregisters every registered key that keep rejects, in one
+// call (one list_changed), and forgets it.
+func removeGone(registered map[string]string, keep func(string) bool, remove func(...string)) {
+	var gone []string
+	for k := range registered {
+		if !keep(k) {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	remove(gone...)
+	for _, k := range gone {
+		delete(registered, k)
+	}
 }

@@ -136,25 +136,13 @@ func (v *view) rebuild() {
 	v.computePrompts(snap, spec, next)
 	v.computeResources(snap, spec, next)
 
-	var gone []string
-	for name := range v.registered {
-		if _, ok := next.tools[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
-		sort.Strings(gone)
-		v.server.RemoveTools(gone...)
-		for _, n := range gone {
-			delete(v.registered, n)
-		}
-	}
+	removeGone(v.registered, func(n string) bool { return next.tools[n] != nil }, v.server.RemoveTools)
 	v.state.Store(next)
 	for _, r := range next.list {
 		if v.registered[r.public] == r.defHash {
 			continue
 		}
-		if err := safeAddTool(v.server, r.tool, v.handle); err != nil {
+		if err := safely(func() { v.server.AddTool(r.tool, v.handle) }); err != nil {
 			v.p.log.Warn("tool skipped", "upstream", r.entry.Key, "tool", r.original, "error", err)
 			delete(next.tools, r.public)
 			continue
@@ -185,10 +173,7 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 			byItem[router.Target{Server: e.Key, Name: t.Name}] = src{e, t}
 		}
 	}
-	table, collisions := router.Build(items)
-	for _, c := range collisions {
-		v.p.log.Warn("tool name collision", "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
-	}
+	table := v.buildNames("tool", items)
 	maxDesc := maxDescriptionChars(snap.Config)
 	profile := ""
 	if snap.Config.Sanitize != nil {
@@ -309,18 +294,6 @@ func cloneMap(m map[string]any) map[string]any {
 	return out
 }
 
-// safeAddTool registers t, turning the SDK's panics on bad definitions into
-// errors so one bad upstream tool cannot crash the proxy.
-func safeAddTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("rejected by the MCP server: %v", r)
-		}
-	}()
-	s.AddTool(t, h)
-	return nil
-}
-
 // schemaCache compiles each distinct input schema once; definitions repeat
 // across rebuilds and views.
 type schemaCache struct {
@@ -432,4 +405,14 @@ func levelRank(l mcp.LoggingLevel) int {
 		}
 	}
 	return len(mcpLogLevels)
+}
+
+// buildNames builds the public names of one kind (tools or prompts) and logs
+// every collision the router settled.
+func (v *view) buildNames(kind string, items []router.Item) *router.Table {
+	table, collisions := router.Build(items)
+	for _, c := range collisions {
+		v.p.log.Warn("name collision", "reason", kind, "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
+	}
+	return table
 }
