@@ -178,3 +178,45 @@ func TestInspectorCLI(t *testing.T) {
 		t.Errorf("note from the inspector not found: %q", got)
 	}
 }
+
+// TestReferenceServersFilesystemAndMemory aggregates the npm reference
+// servers @modelcontextprotocol/server-filesystem and -memory (stdio, via
+// npx from the npm cache) behind one endpoint and uses a tool of each.
+func TestReferenceServersFilesystemAndMemory(t *testing.T) {
+	dir := npmDir(t)
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello from the filesystem server"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{
+		"fs": map[string]any{"command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-filesystem", root}},
+		"memory": map[string]any{"command": "npx", "args": []string{"-y", "@modelcontextprotocol/server-memory"},
+			"env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(root, "memory.jsonl")}},
+	}}
+	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, npmEnv(t))
+	cs := s.client(t, nil)
+	eventually(t, 60*time.Second, "both reference servers listed", func() bool {
+		tools := listTools(t, cs)
+		return tools["mcp_fs_read_text_file"] != nil && tools["mcp_memory_create_entities"] != nil
+	})
+	res := mustCall(t, cs, "mcp_fs_read_text_file", map[string]any{"path": filepath.Join(root, "hello.txt")})
+	if res.IsError || !strings.Contains(unwrap(textOf(res)), "hello from the filesystem server") {
+		t.Errorf("filesystem read: %s", js(res))
+	}
+	res = mustCall(t, cs, "mcp_memory_create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "switchboard", "entityType": "project", "observations": []string{"aggregates MCP servers"}},
+	}})
+	if res.IsError {
+		t.Fatalf("memory create_entities: %s", js(res))
+	}
+	res = mustCall(t, cs, "mcp_memory_read_graph", map[string]any{})
+	if res.IsError || !strings.Contains(textOf(res), "aggregates MCP servers") {
+		t.Errorf("memory read_graph: %s", js(res))
+	}
+	// A path outside the allowed directory is the filesystem server's own
+	// tool error, passed through.
+	res = mustCall(t, cs, "mcp_fs_read_text_file", map[string]any{"path": "/etc/hostname"})
+	if !res.IsError {
+		t.Errorf("read outside the allowed directory succeeded: %s", js(res))
+	}
+}
