@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -677,7 +678,23 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 				}()
 			}
 			s.waitServer(t, "work", 10*time.Second, "calls in flight", func(st serverState) bool { return st.InFlight == n })
-			code, took := s.terminate(t, 30*time.Second)
+			start := time.Now()
+			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantOK {
+				// While the calls drain, readiness fails so no new traffic comes.
+				eventually(t, 5*time.Second, "readyz 503 while draining", func() bool {
+					resp, err := http.Get("http://" + s.admin + "/readyz")
+					if err != nil {
+						return false
+					}
+					resp.Body.Close()
+					return resp.StatusCode == http.StatusServiceUnavailable
+				})
+			}
+			code := s.wait(t, 30*time.Second)
+			took := time.Since(start)
 			if code != 0 {
 				t.Errorf("exit code %d, want 0", code)
 			}

@@ -83,11 +83,14 @@ func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	sort.Strings(waiting)
+	// While shutting down, take the pod out of the Service at once.
+	stopping := p.stopping.Load()
+	ready := snap != nil && len(waiting) == 0 && !stopping
 	w.Header().Set("Content-Type", "application/json")
-	if snap == nil || len(waiting) > 0 {
+	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"ready": snap != nil && len(waiting) == 0, "waiting": waiting})
+	_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "waiting": waiting, "stopping": stopping})
 }
 
 // StatusReport is the JSON of GET /status.

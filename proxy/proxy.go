@@ -73,6 +73,7 @@ type Proxy struct {
 	views   atomic.Pointer[map[string]*view]
 
 	inflight requestGate    // downstream requests, for graceful shutdown
+	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
 	bg       sync.WaitGroup // background work (retiring handles, reload loop)
 
 	reloadReq  chan string
@@ -230,6 +231,7 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	case serveErr = <-errc:
 	}
 	p.log.Info("shutting down")
+	p.stopping.Store(true)
 	// Stop accepting new requests, let in-flight tool calls finish (bounded),
 	// then drop the long-lived streams.
 	stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
