@@ -377,7 +377,8 @@ func (v *validator) listenAddr(path, addr string) {
 	if addr == "" {
 		return
 	}
-	host, port, err := net.SplitHostPort(addr)
+	// An empty host means every interface, which is allowed.
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		v.add(path, fmt.Sprintf("want host:port, got %q", addr))
 		return
@@ -385,7 +386,6 @@ func (v *validator) listenAddr(path, addr string) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		v.add(path, fmt.Sprintf("port %q is not a number from 0 to 65535", port))
 	}
-	_ = host // an empty host means every interface, which is allowed
 }
 
 func (v *validator) positiveMS(path string, ms *int) {
