@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	dto "github.com/prometheus/client_model/go"
@@ -140,5 +139,9 @@ func ms(sec float64) string {
 	if math.IsNaN(sec) {
 		return "-"
 	}
-	return strings.TrimSuffix(fmt.Sprintf("%.1fms", sec*1000), ".0ms")
+	v := sec * 1000
+	if v >= 10 {
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
 }

@@ -21,3 +21,20 @@ func TestCallStatsQuantile(t *testing.T) {
 		t.Errorf("empty quantile = %v", got)
 	}
 }
+
+func TestMillis(t *testing.T) {
+	for _, c := range []struct {
+		sec  float64
+		want string
+	}{
+		{0.0029, "2.9ms"},
+		{0.005, "5.0ms"},
+		{0.0125, "12ms"},
+		{2, "2000ms"},
+		{math.NaN(), "-"},
+	} {
+		if got := ms(c.sec); got != c.want {
+			t.Errorf("ms(%v) = %q, want %q", c.sec, got, c.want)
+		}
+	}
+}
