@@ -29,14 +29,16 @@ func testBackoffScale(getenv func(string) string) float64 {
 	return f
 }
 
-// lazyListMiddleware runs before every tools/list of the view's server: it
+// lazyListMiddleware answers every tools/list of the view's server. It
 // starts the view's lazy servers that have not started yet (lazyList
-// "start" waits for them, bounded by their timeout and the request), then
-// brings the view in line so the answer includes what they listed.
+// "start" waits for them, bounded by their timeout and the request) and
+// brings the view in line, then lists from the view state, so a list never
+// mixes two catalogs while a rebuild registers tools one by one.
 func (v *view) lazyListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "tools/list" {
+		if r, ok := req.(*mcp.ListToolsRequest); ok {
 			v.warmLazy(ctx)
+			return v.state.Load().listTools(r.Params)
 		}
 		return next(ctx, method, req)
 	}

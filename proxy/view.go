@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/router"
@@ -41,7 +43,8 @@ type view struct {
 type viewState struct {
 	snap      *Snapshot
 	tools     map[string]*route
-	list      []*route // sorted by public name, for the tools command and status
+	list      []*route    // sorted by public name, for the tools command and status
+	listed    []*mcp.Tool // the same tools as published, for tools/list
 	prompts   map[string]*promptRoute
 	resources map[string]*resourceRoute // by URI
 	templates []*templateRoute          // servers in key order
@@ -118,9 +121,10 @@ func (v *view) policyMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // rebuild recomputes the view's tools from the current snapshot and the
-// upstreams' catalogs, then brings the SDK server in line: removals before
-// the new state is published, additions after, so a handler never finds a
-// registered tool without a route for longer than the swap.
+// upstreams' catalogs, brings the SDK server in line, then publishes the new
+// state. tools/list is answered from the state, so clients see a tool only
+// once it is registered; a call to a registered tool the published state does
+// not route yet is refused by policyMiddleware as unknown.
 func (v *view) rebuild() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -137,18 +141,24 @@ func (v *view) rebuild() {
 	v.computeResources(snap, spec, next)
 
 	removeGone(v.registered, func(n string) bool { return next.tools[n] != nil }, v.server.RemoveTools)
-	v.state.Store(next)
+	kept := next.list[:0]
 	for _, r := range next.list {
-		if v.registered[r.public] == r.defHash {
-			continue
+		if v.registered[r.public] != r.defHash {
+			if err := safely(func() { v.server.AddTool(r.tool, v.handle) }); err != nil {
+				v.p.log.Warn("tool skipped", "upstream", r.entry.Key, "tool", r.original, "error", err)
+				delete(next.tools, r.public)
+				continue
+			}
+			v.registered[r.public] = r.defHash
 		}
-		if err := safely(func() { v.server.AddTool(r.tool, v.handle) }); err != nil {
-			v.p.log.Warn("tool skipped", "upstream", r.entry.Key, "tool", r.original, "error", err)
-			delete(next.tools, r.public)
-			continue
-		}
-		v.registered[r.public] = r.defHash
+		kept = append(kept, r)
 	}
+	next.list = kept
+	next.listed = make([]*mcp.Tool, len(kept))
+	for i, r := range kept {
+		next.listed[i] = r.tool
+	}
+	v.state.Store(next)
 	v.syncCatalog(next)
 }
 
@@ -234,12 +244,26 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 	if len(findings) > 0 {
 		p.log.Warn("suspicious description", "upstream", e.Key, "tool", t.Name, "reason", findingIDs(findings))
 	}
+	// Schemas are published pre-encoded: every tools/list re-encodes every
+	// tool, and a decoded schema map costs a sorted-map encoding each time.
+	inRaw, err := json.Marshal(published)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var outRaw any
+	if t.OutputSchema != nil {
+		b, err := json.Marshal(t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+		outRaw = json.RawMessage(b)
+	}
 	pub := &mcp.Tool{
 		Meta:         t.Meta,
 		Annotations:  t.Annotations,
 		Description:  desc,
-		InputSchema:  published,
-		OutputSchema: t.OutputSchema,
+		InputSchema:  json.RawMessage(inRaw),
+		OutputSchema: outRaw,
 		Name:         public,
 		Title:        sanitize.Text(t.Title),
 		Icons:        t.Icons,
@@ -415,4 +439,31 @@ func (v *view) buildNames(kind string, items []router.Item) *router.Table {
 		v.p.log.Warn("name collision", "reason", kind, "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
 	}
 	return table
+}
+
+// listPageSize is the most tools one tools/list page carries, as the SDK's
+// own default.
+const listPageSize = mcp.DefaultPageSize
+
+// listTools answers tools/list from the state: pages of listPageSize in
+// public-name order, the cursor being the last name of the previous page.
+func (st *viewState) listTools(params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	tools := st.listed
+	if params != nil && params.Cursor != "" {
+		after, err := base64.RawURLEncoding.DecodeString(params.Cursor)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		i := sort.Search(len(tools), func(i int) bool { return tools[i].Name > string(after) })
+		tools = tools[i:]
+	}
+	res := &mcp.ListToolsResult{Cacheable: mcp.Cacheable{CacheScope: "public"}, Tools: tools}
+	if len(tools) > listPageSize {
+		res.Tools = tools[:listPageSize:listPageSize]
+		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Tools[listPageSize-1].Name))
+	}
+	if res.Tools == nil {
+		res.Tools = []*mcp.Tool{}
+	}
+	return res, nil
 }
