@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -128,6 +129,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
+	tuneGC(os.Getenv)
 	if err := Run(ctx, o); err != nil {
 		return configError(stderr, err)
 	}

@@ -49,6 +49,7 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *mcp.ServerSession) *upstream.Handl
 		Expander:   p.resolver,
 		Peer:       p.peer,
 		ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+		Dial:       testDial,
 	})
 	if c.handles == nil {
 		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*mcp.ServerSession{}

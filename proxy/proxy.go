@@ -188,10 +188,12 @@ func Run(ctx context.Context, o Options) error {
 
 // Serve starts the upstreams of c and serves until ctx is done.
 func (p *Proxy) Serve(ctx context.Context, c *Config) error {
-	p.log.Info("starting", "version", Version, "servers", len(c.serverNames()))
+	gogc, memlimit := gcSettings()
+	p.log.Info("starting", "version", Version, "servers", len(c.serverNames()), "gogc", gogc, "memlimit", memlimit)
 	if err := p.apply(ctx, c, false); err != nil {
 		return err
 	}
+	go releaseStartupMemory(ctx, p.handleList())
 	// Calls still running when the shutdown deadline passes were cut off
 	// from their callers; the upstreams are stopped without a further drain.
 	var stopBy time.Time
@@ -309,6 +311,7 @@ func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 			OnChange:   p.onUpstreamChange,
 			Peer:       p.peer,
 			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+			Dial:       testDial,
 
 			BackoffScale: testBackoffScale(p.opts.Getenv),
 		})
@@ -413,6 +416,17 @@ func waitFirstAttempts(ctx context.Context, hs []*upstream.Handle) {
 	}
 }
 
+// handleList returns the shared handles of the current config.
+func (p *Proxy) handleList() []*upstream.Handle {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hs := make([]*upstream.Handle, 0, len(p.handles))
+	for _, h := range p.handles {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
 // rebuildAll brings every view in line with the current snapshot.
 func (p *Proxy) rebuildAll() {
 	for _, v := range *p.views.Load() {
@@ -455,12 +469,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	}
 	p.bg.Wait()
 	p.closeClients(func(clientKey) bool { return true })
-	p.mu.Lock()
-	hs := make([]*upstream.Handle, 0, len(p.handles))
-	for _, h := range p.handles {
-		hs = append(hs, h)
-	}
-	p.mu.Unlock()
+	hs := p.handleList()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -548,3 +557,7 @@ func resolverOptions(redactor *secrets.Set) secrets.Options {
 	}
 	return o
 }
+
+// testDial replaces the upstream transports in this package's benchmarks,
+// which run whole proxies on in-process servers.
+var testDial func(upstream.Spec) (mcp.Transport, error)

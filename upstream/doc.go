@@ -5,8 +5,7 @@
 //
 // Supervision: a Handle moves through idle (lazy, not started) → starting →
 // ready → restarting → failed or stopped. A failed start or a lost session
-// (the child exited, wrote something that is not JSON-RPC, the HTTP session
-// vanished) is retried after 1, 2, 4, 8, 16, then 30 s (±10 %), up to
+// (the child exited, wrote a line over 16 MiB, the HTTP session vanished) is retried after 1, 2, 4, 8, 16, then 30 s (±10 %), up to
 // maxRestarts consecutive failures; a session that stayed up five minutes
 // starts the count over. Each attempt initializes afresh and lists the
 // catalog again. While restarting, the last catalog stays listed and calls
@@ -17,6 +16,11 @@
 // Calls go through a circuit breaker per Handle that counts transport
 // failures and timeouts, never answers (isError results, JSON-RPC errors) or
 // callers that went away.
+//
+// A stdio child speaks newline-delimited JSON-RPC through lineConn, which
+// parses each line once in place (the SDK's ioConn decodes a message up to
+// three times, with a fresh 32 KiB buffer each) and skips, with a warning,
+// lines that are not JSON-RPC, such as banners some servers print to stdout.
 //
 // Children run in their own process group. Stopping one closes its stdin,
 // waits a second, sends SIGTERM to the group, waits five seconds, sends

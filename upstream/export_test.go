@@ -31,6 +31,13 @@ func SetTestTransport(f func(Spec) (mcp.Transport, error)) (reset func()) {
 	return func() { testTransport = old }
 }
 
+// SetMaxLine lowers the longest stdout line a stdio connection accepts.
+func SetMaxLine(n int) (reset func()) {
+	old := maxLine
+	maxLine = n
+	return func() { maxLine = old }
+}
+
 // BackoffDelay is the unscaled delay before attempt n, with jitter.
 func BackoffDelay(n int) time.Duration { return backoffDelay(n) }
 

@@ -60,6 +60,10 @@ type Options struct {
 	// can run hundreds of restart cycles; production leaves it zero, which
 	// means 1.
 	BackoffScale float64
+	// Dial, when set, replaces the real transports: the Handle connects to
+	// whatever transport it returns (in-process servers in benchmarks and
+	// tests). References are still resolved, and no process is started.
+	Dial func(Spec) (mcp.Transport, error)
 }
 
 // Catalog is what an upstream offers, listed through all pages. It is
@@ -582,16 +586,21 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		t   mcp.Transport
 		err error
 	)
+	dial := testTransport
+	if h.opt.Dial != nil {
+		dial = h.opt.Dial
+	}
 	switch h.spec.Transport {
 	case TransportStdio:
 		env, args, err := h.expandStdio(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		if testTransport != nil {
-			t, err = testTransport(h.spec)
+		if dial != nil {
+			t, err = dial(h.spec)
 		} else {
-			t, s.proc, err = stdioTransport(h.spec, env, args, s.stderr)
+			noise := newNoiseWriter(h.log)
+			t, s.proc, err = stdioTransport(h.spec, env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
 		}
 		if err != nil {
 			return nil, nil, err
@@ -601,8 +610,8 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if testTransport != nil {
-			t, err = testTransport(h.spec)
+		if dial != nil {
+			t, err = dial(h.spec)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -612,7 +621,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	}
 
 	switch {
-	case h.spec.Transport == TransportSSE && testTransport == nil:
+	case h.spec.Transport == TransportSSE && dial == nil:
 		s.cs, err = connectDetached(ctx, client, t, opts)
 	case s.proc != nil:
 		release := s.proc.guard(ctx)

@@ -96,10 +96,17 @@ func runTestServer(name string) int {
 		})
 	s.AddTool(&mcp.Tool{Name: "garble", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			// A line that is not JSON-RPC, then no answer at all.
-			fmt.Fprintln(os.Stdout, "{not json")
+			// A line longer than the connection accepts, then no answer.
+			fmt.Fprintln(os.Stdout, strings.Repeat("x", 2<<20))
 			sleepForever()
 			return nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "noisy", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// Log lines on stdout, as some servers print them, then answer.
+			fmt.Fprintln(os.Stdout, "server ready on stdio")
+			fmt.Fprintln(os.Stdout, `{"level":"info","msg":"not a JSON-RPC message"}`)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "still here"}}}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

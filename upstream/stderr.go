@@ -22,7 +22,8 @@ const (
 // Go panic. Lines are capped in length and rate; dropped lines are counted and
 // reported. It never passes bytes through unparsed. Safe for concurrent use.
 type lineWriter struct {
-	log hclog.Logger
+	log          hclog.Logger
+	msg, dropMsg string
 
 	mu       sync.Mutex
 	buf      []byte
@@ -33,7 +34,20 @@ type lineWriter struct {
 }
 
 func newLineWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, tokens: stderrBurst}
+	return &lineWriter{log: log, msg: "stderr", dropMsg: "stderr lines dropped", tokens: stderrBurst}
+}
+
+// newNoiseWriter logs, with the same caps, the lines a child wrote to stdout
+// that are not JSON-RPC messages (the stdio connection skips them).
+func newNoiseWriter(log hclog.Logger) *lineWriter {
+	return &lineWriter{log: log, msg: "stdout line skipped: not JSON-RPC", dropMsg: "skipped stdout lines dropped", tokens: stderrBurst}
+}
+
+// Line logs one whole line.
+func (w *lineWriter) Line(line []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.emitLocked(line)
 }
 
 // Write implements io.Writer.
@@ -105,16 +119,16 @@ func (w *lineWriter) emitLocked(line []byte) {
 		level = hclog.Error
 	}
 	if truncated {
-		w.log.Log(level, "stderr", "line", s, "truncated", true)
+		w.log.Log(level, w.msg, "line", s, "truncated", true)
 		return
 	}
-	w.log.Log(level, "stderr", "line", s)
+	w.log.Log(level, w.msg, "line", s)
 }
 
 // reportDroppedLocked requires w.mu.
 func (w *lineWriter) reportDroppedLocked() {
 	if w.dropped > 0 {
-		w.log.Warn("stderr lines dropped", "count", w.dropped)
+		w.log.Warn(w.dropMsg, "count", w.dropped)
 		w.dropped = 0
 	}
 }

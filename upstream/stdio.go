@@ -2,11 +2,13 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"sort"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -63,25 +65,72 @@ type stdioConn struct {
 	pidv atomic.Int64
 }
 
-// commandTransport is mcp.CommandTransport that records the child's PID as
-// soon as it started.
-type commandTransport struct {
-	*mcp.CommandTransport
-	conn *stdioConn
+// childTransport starts a child and speaks newline-delimited JSON-RPC on
+// its stdin and stdout through a lineConn.
+type childTransport struct {
+	cmd   *exec.Cmd
+	conn  *stdioConn
+	noise func(line []byte, err error)
+	// terminate is how long Close waits for the child after closing its
+	// stdin before it sends SIGTERM, and again before SIGKILL. escalate
+	// reaches the whole process group earlier.
+	terminate time.Duration
 }
 
-func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.CommandTransport.Connect(ctx)
-	if err == nil {
-		t.conn.pidv.Store(int64(t.Command.Process.Pid))
+func (t *childTransport) Connect(context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
 	}
-	return c, err
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	t.conn.pidv.Store(int64(t.cmd.Process.Pid))
+	return newLineConn(stdout, stdin, t.wait, t.noise), nil
 }
 
-// stdioTransport prepares a child process for mcp.CommandTransport. The
-// command is not bound to a context: exec.CommandContext would kill the child
-// when the connect deadline passes.
-func stdioTransport(spec Spec, env map[string]string, args []string, stderr *lineWriter) (mcp.Transport, *stdioConn, error) {
+// wait runs once stdin is closed: the MCP spec's stdio shutdown (wait for
+// the server to exit, then SIGTERM, then SIGKILL) for the direct child, and
+// the one Wait that reaps it.
+func (t *childTransport) wait() error {
+	res := make(chan error, 1)
+	go func() { res <- t.cmd.Wait() }()
+	timer := time.NewTimer(t.terminate)
+	defer timer.Stop()
+	waitFor := func() (error, bool) {
+		timer.Reset(t.terminate)
+		select {
+		case err := <-res:
+			return err, true
+		case <-timer.C:
+			return nil, false
+		}
+	}
+	if err, ok := waitFor(); ok {
+		return err
+	}
+	if t.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := waitFor(); ok {
+			return err
+		}
+	}
+	if err := t.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	if err, ok := waitFor(); ok {
+		return err
+	}
+	return errors.New("child did not exit after SIGKILL")
+}
+
+// stdioTransport prepares a child process. The command is not bound to a
+// context: exec.CommandContext would kill the child when the connect
+// deadline passes. Lines on stdout that are not JSON-RPC go to noise.
+func stdioTransport(spec Spec, env map[string]string, args []string, stderr *lineWriter, noise func([]byte, error)) (mcp.Transport, *stdioConn, error) {
 	path, err := exec.LookPath(spec.Command)
 	if err != nil {
 		return nil, nil, fmt.Errorf("command %q: %w", spec.Command, err)
@@ -94,10 +143,8 @@ func stdioTransport(spec Spec, env map[string]string, args []string, stderr *lin
 	cmd.WaitDelay = 2 * time.Second
 	setProcAttr(cmd)
 	c := &stdioConn{cmd: cmd}
-	// The SDK's own escalation (after TerminateDuration) only reaches the
-	// direct child; escalate reaches the group first.
-	t := &mcp.CommandTransport{Command: cmd, TerminateDuration: stopTimings.grace + stopTimings.term + time.Second}
-	return &commandTransport{CommandTransport: t, conn: c}, c, nil
+	t := &childTransport{cmd: cmd, conn: c, noise: noise, terminate: stopTimings.grace + stopTimings.term + time.Second}
+	return t, c, nil
 }
 
 // pid returns the child's PID once started, else 0.
@@ -108,7 +155,7 @@ func (c *stdioConn) pid() int {
 	return int(c.pidv.Load())
 }
 
-// escalate runs beside the SDK's own close (which closes stdin and waits):
+// escalate runs beside the connection's close (which closes stdin and waits):
 // after the grace period it sends SIGTERM to the whole process group, then
 // SIGKILL. It returns when done is closed or the group was killed.
 func (c *stdioConn) escalate(done <-chan struct{}) {
@@ -137,7 +184,7 @@ func (c *stdioConn) escalate(done <-chan struct{}) {
 // guard stops the child if ctx ends while the session is being set up. A
 // failed initialize makes the SDK close the session and wait for the
 // process; a child that ignores stdin EOF would stretch that to
-// TerminateDuration. The returned release must be called once the setup
+// the transport's terminate wait. The returned release must be called once the setup
 // returned; it waits for the guard to finish.
 func (c *stdioConn) guard(ctx context.Context) (release func()) {
 	done := make(chan struct{})

@@ -87,7 +87,7 @@ func TestStdioLifecycle(t *testing.T) {
 	if got := callText(t, h, "pid"); got != strconv.Itoa(st.PID) {
 		t.Errorf("pid tool says %s, status says %d", got, st.PID)
 	}
-	if c := h.Catalog(); c == nil || len(c.Tools) != 5 {
+	if c := h.Catalog(); c == nil || len(c.Tools) != 6 {
 		t.Errorf("catalog: %+v", c)
 	}
 	select {
@@ -285,14 +285,34 @@ func TestStdioCallTimeoutCancelsUpstream(t *testing.T) {
 	})
 }
 
-// TestStdioBrokenConnectionStopsChildPromptly: a child writes a line that
-// is not JSON-RPC (as one beyond the SDK's 16 MiB frame limit would be) and
-// then neither answers nor exits. The call fails with a connection error
-// that is not EOF; the supervisor confirms the connection is dead and stops
-// the child with its own sequence, instead of waiting out the SDK's
-// stdin-EOF wait first.
+// TestStdioNoiseOnStdoutSkipped: lines on stdout that are not JSON-RPC
+// (banners, log lines) are logged and skipped; the session goes on.
+func TestStdioNoiseOnStdoutSkipped(t *testing.T) {
+	checkGoroutines(t)
+	log, out := testLogger(t)
+	h := startHandle(t, childSpec(t, "noisy", nil), upstream.Options{Logger: log})
+	first := waitState(t, h, 20*time.Second, upstream.StateReady)
+	for range 3 {
+		if got := callText(t, h, "noisy"); got != "still here" {
+			t.Fatalf("noisy call answered %q", got)
+		}
+	}
+	if st := h.Status(); st.PID != first.PID || st.Restarts != 0 {
+		t.Errorf("the session did not survive the noise: %+v", st)
+	}
+	for _, want := range []string{`stdout line skipped: not JSON-RPC: line="server ready on stdio"`, `line="{\"level\":\"info\"`} {
+		waitFor(t, 5*time.Second, "log line "+want, func() bool { return strings.Contains(out.String(), want) })
+	}
+}
+
+// TestStdioBrokenConnectionStopsChildPromptly: a child writes a line longer
+// than the connection accepts and then neither answers nor exits. The call
+// fails with a connection error that is not EOF; the supervisor confirms the
+// connection is dead and stops the child with its own sequence, instead of
+// waiting out the stdin-EOF wait first.
 func TestStdioBrokenConnectionStopsChildPromptly(t *testing.T) {
 	checkGoroutines(t)
+	t.Cleanup(upstream.SetMaxLine(1 << 20))
 	t.Cleanup(upstream.SetStopTimings(100*time.Millisecond, 300*time.Millisecond)) // after the handle closed
 	spec := childSpec(t, "garbler", map[string]string{"UPSTREAM_TEST_IGNORE_TERM": "1"})
 	spec.RestartOnCrash = false

@@ -1,0 +1,213 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// The benchmarks in this file run a whole proxy in the test process: the
+// downstream client speaks newline-delimited JSON over in-process pipes (the
+// stdio downstream), and each upstream is an in-process go-sdk server on
+// in-memory transports. allocs/op counts the whole process: client, proxy
+// and upstream server. BenchmarkDirectCall measures the same client and echo
+// server with no proxy between them, so the difference is switchboard's.
+
+// echoServer answers tool "echo" with its "text" argument. With extra > 0 it
+// also offers tools pad-0 … pad-(extra-1).
+func echoServer(extra int) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
+	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echo text.", InputSchema: schema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil
+		})
+	for i := range extra {
+		s.AddTool(&mcp.Tool{
+			Name:        "pad-" + strconv.Itoa(i),
+			Description: fmt.Sprintf("Padding tool number %d, with a description of typical length for a real server.", i),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"An identifier."},"limit":{"type":"integer","minimum":1}},"required":["id"]}`),
+		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	}
+	return s
+}
+
+// pipeTransports returns a connected client/server pair of stdio-framed
+// transports over in-process pipes.
+func pipeTransports() (client, server mcp.Transport) {
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	return &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.IOTransport{Reader: sr, Writer: sw}
+}
+
+// benchProxy serves config through a proxy in stdio mode whose upstreams
+// are the given in-process servers, and returns a downstream session once
+// tool wantTool is listed.
+func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wantTool string) *mcp.ClientSession {
+	b.Helper()
+	testDial = func(spec upstream.Spec) (mcp.Transport, error) {
+		s := servers[spec.Name]
+		if s == nil {
+			return nil, fmt.Errorf("no in-process server %q", spec.Name)
+		}
+		ct, st := mcp.NewInMemoryTransports()
+		if _, err := s.Connect(context.Background(), st, nil); err != nil {
+			return nil, err
+		}
+		return ct, nil
+	}
+	b.Cleanup(func() { testDial = nil })
+
+	path := filepath.Join(b.TempDir(), "switchboard.json")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	ct, st := pipeTransports()
+	sio := st.(*mcp.IOTransport)
+	p, c, err := New(Options{
+		ConfigPath: path, Stdio: true,
+		Stdin: sio.Reader, Stdout: sio.Writer, Stderr: io.Discard,
+		Getenv: func(string) string { return "" },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, c) }()
+
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cs.Close()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			b.Error("proxy did not stop")
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range res.Tools {
+			if t.Name == wantTool {
+				return cs
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s not listed after 10 s", wantTool)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+const (
+	benchPlain = `{"mcpServers": {"echo": {"command": "in-process"}}, "sanitize": {"wrapResults": false}}`
+	benchFull  = `{"mcpServers": {"echo": {"command": "in-process"}},
+		"sanitize": {"wrapResults": true},
+		"tools": {"allow": ["mcp_*"], "deny": ["mcp_*_nothing*"]}}`
+)
+
+func benchCalls(b *testing.B, cs *mcp.ClientSession, tool string) {
+	b.Helper()
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			want := "msg-" + strconv.FormatInt(n.Add(1), 10)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": want}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.IsError || len(res.Content) == 0 {
+				b.Fatalf("call failed: %+v", res)
+			}
+			if text := res.Content[0].(*mcp.TextContent).Text; !containsWord(text, want) {
+				b.Fatalf("result %q lacks %q", text, want)
+			}
+		}
+	})
+}
+
+// containsWord reports whether want occurs in text followed by a non-digit
+// (so msg-1 does not match msg-12).
+func containsWord(text, want string) bool {
+	for i := 0; i+len(want) <= len(text); i++ {
+		if text[i:i+len(want)] == want && (i+len(want) == len(text) || text[i+len(want)] < '0' || text[i+len(want)] > '9') {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkDirectCall is the floor: the same client and echo server, no proxy.
+func BenchmarkDirectCall(b *testing.B) {
+	ct, st := pipeTransports()
+	ss, err := echoServer(0).Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close(); ss.Wait() })
+	benchCalls(b, cs, "echo")
+}
+
+// BenchmarkForwardCall is one tools/call through switchboard.
+func BenchmarkForwardCall(b *testing.B) {
+	for _, c := range []struct{ name, config string }{
+		{"plain", benchPlain},
+		{"wrap+policy", benchFull},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cs := benchProxy(b, c.config, map[string]*mcp.Server{"echo": echoServer(0)}, "mcp_echo_echo")
+			benchCalls(b, cs, "mcp_echo_echo")
+		})
+	}
+}
+
+// BenchmarkToolsList500 lists 501 tools through switchboard.
+func BenchmarkToolsList500(b *testing.B) {
+	cs := benchProxy(b, benchFull, map[string]*mcp.Server{"echo": echoServer(500)}, "mcp_echo_echo")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Tools) != 501 {
+			b.Fatalf("listed %d tools, want 501", len(res.Tools))
+		}
+	}
+}
