@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,10 +62,11 @@ func pipeTransports() (client, server mcp.Transport) {
 	return &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.IOTransport{Reader: sr, Writer: sw}
 }
 
-// benchProxy serves config through a proxy in stdio mode whose upstreams
-// are the given in-process servers, and returns a downstream session once
-// tool wantTool is listed.
-func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wantTool string) *mcp.ClientSession {
+// benchProxy serves config through a proxy whose upstreams are the given
+// in-process servers, and returns a downstream session once tool wantTool is
+// listed. The downstream is the proxy's stdio mode on in-process pipes, or
+// with http its streamable HTTP endpoint on 127.0.0.1.
+func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wantTool string, http bool) *mcp.ClientSession {
 	b.Helper()
 	testDial = func(spec upstream.Spec) (mcp.Transport, error) {
 		s := servers[spec.Name]
@@ -77,23 +81,36 @@ func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wan
 	}
 	b.Cleanup(func() { testDial = nil })
 
-	path := filepath.Join(b.TempDir(), "switchboard.json")
+	dir := b.TempDir()
+	path := filepath.Join(dir, "switchboard.json")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	ct, st := pipeTransports()
-	sio := st.(*mcp.IOTransport)
-	p, c, err := New(Options{
-		ConfigPath: path, Stdio: true,
-		Stdin: sio.Reader, Stdout: sio.Writer, Stderr: io.Discard,
+	o := Options{
+		ConfigPath: path, Stderr: io.Discard,
 		Getenv: func(string) string { return "" },
-	})
+	}
+	var ct mcp.Transport
+	if http {
+		o.Listen, o.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+		o.ReadyFile = filepath.Join(dir, "ready")
+	} else {
+		var st mcp.Transport
+		ct, st = pipeTransports()
+		sio := st.(*mcp.IOTransport)
+		o.Stdio, o.Stdin, o.Stdout = true, sio.Reader, sio.Writer
+	}
+	p, c, err := New(o)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, c) }()
+	if http {
+		addr := waitReady(b, o.ReadyFile)
+		ct = &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: benchHTTPClient}
+	}
 
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
@@ -136,6 +153,10 @@ const (
 
 func benchCalls(b *testing.B, cs *mcp.ClientSession, tool string) {
 	b.Helper()
+	// As serve does: the collector target switchboard runs with.
+	old := debug.SetGCPercent(100)
+	tuneGC(os.Getenv)
+	b.Cleanup(func() { debug.SetGCPercent(old) })
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -183,22 +204,43 @@ func BenchmarkDirectCall(b *testing.B) {
 	benchCalls(b, cs, "echo")
 }
 
-// BenchmarkForwardCall is one tools/call through switchboard.
+// BenchmarkForwardCall is one tools/call through switchboard, from a
+// stdio or a streamable HTTP downstream.
 func BenchmarkForwardCall(b *testing.B) {
-	for _, c := range []struct{ name, config string }{
-		{"plain", benchPlain},
-		{"wrap+policy", benchFull},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			cs := benchProxy(b, c.config, map[string]*mcp.Server{"echo": echoServer(0)}, "mcp_echo_echo")
-			benchCalls(b, cs, "mcp_echo_echo")
-		})
+	for _, down := range []string{"stdio", "http"} {
+		for _, c := range []struct{ name, config string }{
+			{"plain", benchPlain},
+			{"wrap+policy", benchFull},
+		} {
+			b.Run(down+"/"+c.name, func(b *testing.B) {
+				cs := benchProxy(b, c.config, map[string]*mcp.Server{"echo": echoServer(0)}, "mcp_echo_echo", down == "http")
+				benchCalls(b, cs, "mcp_echo_echo")
+			})
+		}
 	}
+}
+
+var benchHTTPClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// waitReady returns the listen address from the proxy's ready file.
+func waitReady(b *testing.B, path string) string {
+	b.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if data, err := os.ReadFile(path); err == nil {
+			if addr, _, ok := strings.Cut(string(data), "\n"); ok {
+				return addr
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Fatal("no ready file after 10 s")
+	return ""
 }
 
 // BenchmarkToolsList500 lists 501 tools through switchboard.
 func BenchmarkToolsList500(b *testing.B) {
-	cs := benchProxy(b, benchFull, map[string]*mcp.Server{"echo": echoServer(500)}, "mcp_echo_echo")
+	cs := benchProxy(b, benchFull, map[string]*mcp.Server{"echo": echoServer(500)}, "mcp_echo_echo", false)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
