@@ -54,8 +54,10 @@ func readCPU(pid int) (time.Duration, error) {
 	return time.Duration((ut + st) * int64(time.Second) / clockTicks), nil
 }
 
-// mem is a process's resident set size, now and at its peak, in KiB.
-type mem struct{ rss, hwm int64 }
+// mem is a process's resident set size, now and at its peak, in KiB, and
+// the two parts of the current one: anonymous memory (heap, stacks) and
+// file-backed pages (the mapped binary).
+type mem struct{ rss, hwm, anon, file int64 }
 
 func readMem(pid int) (mem, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -74,6 +76,10 @@ func readMem(pid int) (mem, error) {
 			dst = &m.rss
 		case "VmHWM":
 			dst = &m.hwm
+		case "RssAnon":
+			dst = &m.anon
+		case "RssFile":
+			dst = &m.file
 		default:
 			continue
 		}

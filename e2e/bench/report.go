@@ -241,7 +241,8 @@ func (r *results) markdown() string {
 		p("- Start-up measurement failed: %s\n", firstLine(r.startup.err))
 	}
 	if u := r.upstreams; u.mem.rss > 0 {
-		p("- RSS idle with %d stdio upstreams, children excluded: **%s** (VmHWM %s).\n", u.n, mib(u.mem.rss), mib(u.mem.hwm))
+		p("- RSS idle with %d stdio upstreams, children excluded: **%s** (VmHWM %s): %s anonymous (heap, stacks), %s file-backed (pages of the mapped binary).\n",
+			u.n, mib(u.mem.rss), mib(u.mem.hwm), mib(u.mem.anon), mib(u.mem.file))
 	}
 	if r.upstreams.err != "" {
 		p("- %d-upstream measurement failed: %s\n", r.upstreams.n, firstLine(r.upstreams.err))
@@ -250,8 +251,8 @@ func (r *results) markdown() string {
 	case s.skipped != "":
 		p("- %s\n", s.skipped)
 	case s.held.rss > 0:
-		p("- RSS holding %d idle downstream sessions: **%s** (idle before %s, ≈ %.1f KiB per session; VmHWM %s; /status counted %d sessions; opened in %.1f s).\n",
-			s.n, mib(s.held.rss), mib(s.idle.rss), float64(s.held.rss-s.idle.rss)/float64(s.n), mib(s.held.hwm), s.reported, s.openTime.Seconds())
+		p("- RSS holding %d idle downstream sessions: **%s**, %s of it anonymous (idle before %s, ≈ %.1f KiB per session; VmHWM %s; /status counted %d sessions; opened in %.1f s).\n",
+			s.n, mib(s.held.rss), mib(s.held.anon), mib(s.idle.rss), float64(s.held.rss-s.idle.rss)/float64(s.n), mib(s.held.hwm), s.reported, s.openTime.Seconds())
 	}
 	if r.sessions.err != "" {
 		p("- Session measurement: %s\n", firstLine(r.sessions.err))
