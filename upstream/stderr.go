@@ -22,8 +22,8 @@ const (
 // Go panic. Lines are capped in length and rate; dropped lines are counted and
 // reported. It never passes bytes through unparsed. Safe for concurrent use.
 type lineWriter struct {
-	log          hclog.Logger
-	msg, dropMsg string
+	log    hclog.Logger
+	stdout bool // skipped stdout noise rather than stderr
 
 	mu       sync.Mutex
 	buf      []byte
@@ -34,13 +34,13 @@ type lineWriter struct {
 }
 
 func newLineWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, msg: "stderr", dropMsg: "stderr lines dropped", tokens: stderrBurst}
+	return &lineWriter{log: log, tokens: stderrBurst}
 }
 
 // newNoiseWriter logs, with the same caps, the lines a child wrote to stdout
 // that are not JSON-RPC messages (the stdio connection skips them).
 func newNoiseWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, msg: "stdout line skipped: not JSON-RPC", dropMsg: "skipped stdout lines dropped", tokens: stderrBurst}
+	return &lineWriter{log: log, stdout: true, tokens: stderrBurst}
 }
 
 // Line logs one whole line.
@@ -118,17 +118,26 @@ func (w *lineWriter) emitLocked(line []byte) {
 	if w.panicked || hasLevelPrefix(s, "ERROR") || hasLevelPrefix(s, "FATAL") {
 		level = hclog.Error
 	}
-	if truncated {
-		w.log.Log(level, w.msg, "line", s, "truncated", true)
-		return
+	switch {
+	case w.stdout && truncated:
+		w.log.Warn("stdout line skipped: not JSON-RPC", "line", s, "truncated", true)
+	case w.stdout:
+		w.log.Warn("stdout line skipped: not JSON-RPC", "line", s)
+	case truncated:
+		w.log.Log(level, "stderr", "line", s, "truncated", true)
+	default:
+		w.log.Log(level, "stderr", "line", s)
 	}
-	w.log.Log(level, w.msg, "line", s)
 }
 
 // reportDroppedLocked requires w.mu.
 func (w *lineWriter) reportDroppedLocked() {
 	if w.dropped > 0 {
-		w.log.Warn(w.dropMsg, "count", w.dropped)
+		if w.stdout {
+			w.log.Warn("skipped stdout lines dropped", "count", w.dropped)
+		} else {
+			w.log.Warn("stderr lines dropped", "count", w.dropped)
+		}
 		w.dropped = 0
 	}
 }
