@@ -46,9 +46,11 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		if err != nil && rec.Outcome == "ok" {
 			rec.Outcome = "error"
 		}
-		p.tel.record(ctx, r.entry.Key, r.public, rec.Outcome, d)
+		p.tel.record(ctx, r.metrics, rec.Outcome, d)
 		p.audit.write(rec, raw)
-		p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", rec.Outcome, "duration", d)
+		if p.log.IsDebug() {
+			p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", rec.Outcome, "duration", d)
+		}
 	}()
 
 	if lim := snap.Limiters[viewID]; lim != nil {

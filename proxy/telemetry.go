@@ -44,6 +44,7 @@ const (
 // kept for /metrics, and also exported over OTLP when asked.
 type telemetry struct {
 	tracer   trace.Tracer
+	tracing  bool // spans are recorded; else tracer is a no-op that only carries context
 	registry *promclient.Registry
 	shutdown []func(context.Context) error
 
@@ -87,6 +88,7 @@ func newTelemetry(ctx context.Context, c *Config, p *Proxy) (*telemetry, error) 
 		// The sampler comes from OTEL_TRACES_SAMPLER (the SDK reads it).
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		t.tracer = tp.Tracer("switchboard")
+		t.tracing = true
 		otel.SetTracerProvider(tp)
 		t.shutdown = append(t.shutdown, tp.Shutdown)
 	}
@@ -210,6 +212,15 @@ func (t *telemetry) close(ctx context.Context) {
 func (p *Proxy) traceMiddleware(viewID string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ct, _ := req.(*mcp.CallToolRequest)
+			if carrier := incomingTraceContext(req, ct); carrier != nil {
+				ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
+			}
+			if !p.tel.tracing {
+				// Nothing is recorded; an incoming trace context still
+				// reaches the upstream through ctx (callSpan).
+				return next(ctx, method, req)
+			}
 			name := method
 			attrs := []attribute.KeyValue{attrMethod.String(method)}
 			if viewID != "" {
@@ -220,25 +231,9 @@ func (p *Proxy) traceMiddleware(viewID string) mcp.Middleware {
 					attrs = append(attrs, attrSession.String(id))
 				}
 			}
-			carrier := propagation.MapCarrier{}
-			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-				for _, k := range []string{"traceparent", "tracestate", "baggage"} {
-					if v := ex.Header.Get(k); v != "" {
-						carrier[k] = v
-					}
-				}
-			}
-			if ct, ok := req.(*mcp.CallToolRequest); ok && ct.Params != nil {
+			if ct != nil && ct.Params != nil {
 				name += " " + ct.Params.Name
 				attrs = append(attrs, attrTool.String(ct.Params.Name))
-				for _, k := range []string{"traceparent", "tracestate"} {
-					if v, ok := ct.Params.Meta[k].(string); ok && carrier[k] == "" {
-						carrier[k] = v
-					}
-				}
-			}
-			if len(carrier) > 0 {
-				ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
 			}
 			ctx, span := p.tel.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 			defer span.End()
@@ -255,6 +250,33 @@ func (p *Proxy) traceMiddleware(viewID string) mcp.Middleware {
 	}
 }
 
+// incomingTraceContext collects the W3C trace context of a request: HTTP
+// headers first, then a tools/call's _meta. It is nil when there is none.
+func incomingTraceContext(req mcp.Request, ct *mcp.CallToolRequest) propagation.MapCarrier {
+	var carrier propagation.MapCarrier
+	set := func(k, v string) {
+		if carrier == nil {
+			carrier = propagation.MapCarrier{}
+		}
+		carrier[k] = v
+	}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		for _, k := range []string{"traceparent", "tracestate", "baggage"} {
+			if v := ex.Header.Get(k); v != "" {
+				set(k, v)
+			}
+		}
+	}
+	if ct != nil && ct.Params != nil && len(ct.Params.Meta) > 0 {
+		for _, k := range []string{"traceparent", "tracestate"} {
+			if v, ok := ct.Params.Meta[k].(string); ok && carrier[k] == "" {
+				set(k, v)
+			}
+		}
+	}
+	return carrier
+}
+
 func errorType(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -268,8 +290,13 @@ func errorType(err error) string {
 // callSpan starts the child span of one upstream call and returns the _meta
 // that carries its trace context to the upstream.
 func (p *Proxy) callSpan(ctx context.Context, r *route, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
-	ctx, span := p.tel.tracer.Start(ctx, "tools/call "+r.original, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrMethod.String("tools/call"), attrTool.String(r.original), attrServer.String(r.entry.Key)))
+	var span trace.Span
+	if p.tel.tracing {
+		ctx, span = p.tel.tracer.Start(ctx, "tools/call "+r.original, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attrMethod.String("tools/call"), attrTool.String(r.original), attrServer.String(r.entry.Key)))
+	} else {
+		ctx, span = p.tel.tracer.Start(ctx, "")
+	}
 	if span.SpanContext().IsValid() {
 		carrier := propagation.MapCarrier{}
 		otel.GetTextMapPropagator().Inject(ctx, carrier)
@@ -283,11 +310,29 @@ func (p *Proxy) callSpan(ctx context.Context, r *route, meta mcp.Meta) (context.
 	return ctx, span, meta
 }
 
+// callAttrs are the metric attribute sets of one public tool, built once
+// per route: the duration's, and the call counter's for the usual outcome.
+type callAttrs struct {
+	server, tool string
+	duration, ok metric.MeasurementOption
+}
+
+func newCallAttrs(server, tool string) *callAttrs {
+	return &callAttrs{
+		server: server, tool: tool,
+		duration: metric.WithAttributeSet(attribute.NewSet(attribute.String("server", server), attribute.String("tool", tool))),
+		ok:       metric.WithAttributeSet(attribute.NewSet(attribute.String("server", server), attribute.String("tool", tool), attribute.String("outcome", "ok"))),
+	}
+}
+
 // record counts one finished tool call.
-func (t *telemetry) record(ctx context.Context, server, tool, outcome string, d time.Duration) {
-	attrs := metric.WithAttributes(attribute.String("server", server), attribute.String("tool", tool), attribute.String("outcome", outcome))
-	t.calls.Add(ctx, 1, attrs)
-	t.duration.Record(ctx, d.Seconds(), metric.WithAttributes(attribute.String("server", server), attribute.String("tool", tool)))
+func (t *telemetry) record(ctx context.Context, a *callAttrs, outcome string, d time.Duration) {
+	calls := a.ok
+	if outcome != "ok" {
+		calls = metric.WithAttributes(attribute.String("server", a.server), attribute.String("tool", a.tool), attribute.String("outcome", outcome))
+	}
+	t.calls.Add(ctx, 1, calls)
+	t.duration.Record(ctx, d.Seconds(), a.duration)
 }
 
 func (t *telemetry) countSuspicious(ctx context.Context, server, pattern string) {

@@ -58,6 +58,7 @@ type route struct {
 	tool     *mcp.Tool            // as published downstream
 	schema   *jsonschema.Resolved // nil: arguments are not validated
 	defHash  string
+	metrics  *callAttrs
 }
 
 func newView(p *Proxy, id string) *view {
@@ -268,7 +269,7 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 		Title:        sanitize.Text(t.Title),
 		Icons:        t.Icons,
 	}
-	r := &route{public: public, entry: e, original: t.Name, tool: pub}
+	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: newCallAttrs(e.Key, public)}
 	r.schema = p.schemas.resolve(in, p.log, e.Key, t.Name)
 	def, err := json.Marshal(pub)
 	if err != nil {
