@@ -757,38 +757,59 @@ func listCatalog(ctx context.Context, cs *mcp.ClientSession) (*Catalog, error) {
 	if ir := cs.InitializeResult(); ir != nil {
 		caps = ir.Capabilities
 	}
+	// The lists are independent: ask for them at once, so a remote server's
+	// catalog costs one round trip per page rather than one per list.
 	cat := &Catalog{}
+	var (
+		wg   sync.WaitGroup
+		errs [3]error
+	)
 	if caps == nil || caps.Tools != nil {
-		for t, err := range cs.Tools(ctx, nil) {
-			if err != nil {
-				return nil, fmt.Errorf("tools/list: %w", err)
+		wg.Go(func() {
+			for t, err := range cs.Tools(ctx, nil) {
+				if err != nil {
+					errs[0] = fmt.Errorf("tools/list: %w", err)
+					return
+				}
+				cat.Tools = append(cat.Tools, t)
 			}
-			cat.Tools = append(cat.Tools, t)
-		}
+		})
 	}
 	if caps != nil && caps.Prompts != nil {
-		for p, err := range cs.Prompts(ctx, nil) {
-			if err != nil {
-				return nil, fmt.Errorf("prompts/list: %w", err)
+		wg.Go(func() {
+			for p, err := range cs.Prompts(ctx, nil) {
+				if err != nil {
+					errs[1] = fmt.Errorf("prompts/list: %w", err)
+					return
+				}
+				cat.Prompts = append(cat.Prompts, p)
 			}
-			cat.Prompts = append(cat.Prompts, p)
-		}
+		})
 	}
 	if caps != nil && caps.Resources != nil {
-		for r, err := range cs.Resources(ctx, nil) {
-			if err != nil {
-				return nil, fmt.Errorf("resources/list: %w", err)
+		wg.Go(func() {
+			for r, err := range cs.Resources(ctx, nil) {
+				if err != nil {
+					errs[2] = fmt.Errorf("resources/list: %w", err)
+					return
+				}
+				cat.Resources = append(cat.Resources, r)
 			}
-			cat.Resources = append(cat.Resources, r)
-		}
-		for r, err := range cs.ResourceTemplates(ctx, nil) {
-			if err != nil {
-				// Templates are optional in practice; some servers answer
-				// method-not-found.
-				break
+		})
+		wg.Go(func() {
+			for r, err := range cs.ResourceTemplates(ctx, nil) {
+				if err != nil {
+					// Templates are optional in practice; some servers
+					// answer method-not-found.
+					return
+				}
+				cat.Templates = append(cat.Templates, r)
 			}
-			cat.Templates = append(cat.Templates, r)
-		}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
 	}
 	return cat, nil
 }
