@@ -42,6 +42,7 @@ type options struct {
 	sessions  int
 	upstreams int
 	sbEnv     []string
+	gcCompare string // extra environment of the comparison scenario; "" skips it
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -57,6 +58,7 @@ func parseFlags(args []string) (*options, error) {
 	concFlag := fs.String("conc", "", "comma-separated concurrencies (default 1,8,32; 1,8 with --quick)")
 	fs.IntVar(&o.sessions, "sessions", 1000, "idle downstream sessions to hold for the memory measurement (0 = skip)")
 	fs.IntVar(&o.upstreams, "upstreams", 10, "stdio upstreams for the idle-memory measurement")
+	fs.StringVar(&o.gcCompare, "gc-compare", "GOGC=100", "`KEY=VALUE,…`: also run switchboard → stdio, wrap+policy with this environment added, to show its effect in the same run (\"\" = skip)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -201,6 +203,10 @@ func measure(ctx context.Context, o *options, work string) (*results, error) {
 	if o.sessions > 0 {
 		progress("memory with %d idle sessions", o.sessions)
 		res.sessions = measureSessions(ctx, e, o.sessions)
+		if o.gcCompare != "" {
+			progress("memory with %d idle sessions, %s", o.sessions, o.gcCompare)
+			res.sessionsCmp = measureSessions(ctx, e, o.sessions, strings.Split(o.gcCompare, ",")...)
+		}
 	} else {
 		res.sessions.skipped = "Many-sessions memory: skipped (--quick or --sessions 0)."
 	}

@@ -379,9 +379,9 @@ type sessionsResult struct {
 	skipped  string
 }
 
-func measureSessions(ctx context.Context, e *env, n int) sessionsResult {
+func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) sessionsResult {
 	r := sessionsResult{n: n}
-	s, err := e.startSwitchboard(ctx, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true))
+	s, err := e.startSwitchboard(ctx, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true), extraEnv...)
 	if err != nil {
 		r.err = err.Error()
 		return r

@@ -15,17 +15,18 @@ type cellKey struct {
 
 // results is everything one invocation measured.
 type results struct {
-	opts      *options
-	machine   machine
-	scenarios []*scenario
-	runs      map[cellKey][]runResult
-	startup   startupResult
-	upstreams upstreamsResult
-	sessions  sessionsResult
-	peak      map[string]mem // through scenarios, read at the end
-	repsDone  int
-	notes     []string
-	took      time.Duration
+	opts        *options
+	machine     machine
+	scenarios   []*scenario
+	runs        map[cellKey][]runResult
+	startup     startupResult
+	upstreams   upstreamsResult
+	sessions    sessionsResult
+	sessionsCmp sessionsResult // the same with --gc-compare's environment
+	peak        map[string]mem // through scenarios, read at the end
+	repsDone    int
+	notes       []string
+	took        time.Duration
 }
 
 func (r *results) add(sc *scenario, c int, run runResult) {
@@ -334,6 +335,54 @@ func (r *results) ratios(b *strings.Builder) {
 		}
 	}
 	p("\nAdded p50 is the through median minus the direct median. p99 / p50 here is the ratio of the medians; the target row below uses the same.\n\n")
+	r.comparison(b)
+}
+
+// comparison renders the same-run comparison of switchboard's own settings
+// (serve's defaults) against the --gc-compare environment.
+func (r *results) comparison(b *strings.Builder) {
+	var cmp *scenario
+	for _, sc := range r.scenarios {
+		if sc.id == gcCompareID {
+			cmp = sc
+		}
+	}
+	if cmp == nil {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	with := strings.Join(cmp.env, " ")
+	def := "serve's defaults"
+	if len(r.opts.sbEnv) > 0 {
+		def = strings.Join(r.opts.sbEnv, " ")
+	}
+	p("## Switchboard with %s, same run\n\n", with)
+	p("switchboard → stdio, wrap+policy, two processes side by side: one with %s, one with %s added.\n\n", def, with)
+	p("| c | CPU µs/call | | p50 ms | | p99 ms | | calls/s | |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| | %s | %s | %s | %s | %s | %s | %s | %s |\n", def, with, def, with, def, with, def, with)
+	for _, c := range r.opts.conc {
+		a, x := r.summary("sb-stdio-policy", c), r.summary(gcCompareID, c)
+		if a == nil || x == nil {
+			continue
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", c, num(a.cpu, "%.0f"), num(x.cpu, "%.0f"),
+			num(a.p50, "%.3f"), num(x.p50, "%.3f"), num(a.p99, "%.3f"), num(x.p99, "%.3f"), num(a.rate, "%.0f"), num(x.rate, "%.0f"))
+	}
+	p("\nIdle RSS: %s with %s, %s with %s. Peak (VmHWM): %s and %s.",
+		mib(r.scenarioIdle("sb-stdio-policy")), def, mib(cmp.idleRSS), with, mib(r.peak["sb-stdio-policy"].hwm), mib(r.peak[gcCompareID].hwm))
+	if a, x := r.sessions, r.sessionsCmp; a.held.rss > 0 && x.held.rss > 0 {
+		p(" Holding %d idle sessions: %s with %s, %s with %s.", a.n, mib(a.held.rss), def, mib(x.held.rss), with)
+	}
+	p("\n\n")
+}
+
+func (r *results) scenarioIdle(id string) int64 {
+	for _, sc := range r.scenarios {
+		if sc.id == id {
+			return sc.idleRSS
+		}
+	}
+	return 0
 }
 
 func joinInts(xs []int) string {

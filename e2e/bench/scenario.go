@@ -134,7 +134,7 @@ func (s *sbProc) url() string { return "http://" + s.addr + "/mcp" }
 // startSwitchboard writes cfg and runs `switchboard serve` on loopback port
 // 0. It returns once the ready file names both listeners; upstreams may
 // still be starting.
-func (e *env) startSwitchboard(ctx context.Context, cfg map[string]any) (*sbProc, error) {
+func (e *env) startSwitchboard(ctx context.Context, cfg map[string]any, extraEnv ...string) (*sbProc, error) {
 	base := e.nextName("switchboard")
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -144,7 +144,7 @@ func (e *env) startSwitchboard(ctx context.Context, cfg map[string]any) (*sbProc
 	if err := os.WriteFile(config, b, 0o644); err != nil {
 		return nil, err
 	}
-	p, err := startProc(e.sbEnv, e.switchboard, "serve", "--config", config,
+	p, err := startProc(append(slices.Clone(e.sbEnv), extraEnv...), e.switchboard, "serve", "--config", config,
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready)
 	if err != nil {
 		return nil, err
@@ -285,6 +285,7 @@ type scenario struct {
 	through  bool
 	policy   bool // through only: wrapping and policy on
 	tool     string
+	env      []string // through only: added to switchboard's environment
 
 	shared *mcp.ClientSession // stdio direct: one session for all workers
 	url    string             // HTTP: one new session per worker
@@ -361,14 +362,26 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 			}
 			out = append(out, sc)
 		}
+		if up == "stdio" && e.opts.gcCompare != "" {
+			extra := strings.Split(e.opts.gcCompare, ",")
+			sc := &scenario{id: gcCompareID, name: "switchboard → stdio, wrap+policy, " + strings.Join(extra, " "),
+				upstream: up, through: true, policy: true, tool: "mcp_echo_echo", env: extra}
+			if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true)); err != nil {
+				return nil, fmt.Errorf("%s: %w", sc.id, err)
+			}
+			out = append(out, sc)
+		}
 	}
 	return out, nil
 }
 
+// gcCompareID is the scenario that runs with --gc-compare's environment.
+const gcCompareID = "sb-stdio-policy-cmp"
+
 // startThrough starts the switchboard of a through scenario, waits for the
 // echo tool, and records the negotiated protocol and the idle RSS.
 func (e *env) startThrough(ctx context.Context, sc *scenario, cfg map[string]any) error {
-	s, err := e.startSwitchboard(ctx, cfg)
+	s, err := e.startSwitchboard(ctx, cfg, sc.env...)
 	if err != nil {
 		return err
 	}
