@@ -155,8 +155,9 @@ func benchCalls(b *testing.B, cs *mcp.ClientSession, tool string) {
 	b.Helper()
 	// As serve does: the collector target switchboard runs with.
 	old := debug.SetGCPercent(100)
-	tuneGC(os.Getenv)
-	b.Cleanup(func() { debug.SetGCPercent(old) })
+	ctx, cancel := context.WithCancel(context.Background())
+	tuneGC(ctx, os.Getenv)
+	b.Cleanup(func() { cancel(); debug.SetGCPercent(old) })
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -129,7 +129,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
-	tuneGC(os.Getenv)
+	tuneGC(ctx, os.Getenv)
 	if err := Run(ctx, o); err != nil {
 		return configError(stderr, err)
 	}
