@@ -3,10 +3,10 @@ package proxy
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
-	"time"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -22,10 +22,7 @@ const DefaultGOGC = 400
 // live heap. A sidecar's live heap is a few MiB, so it runs at DefaultGOGC;
 // a gateway holding thousands of sessions has a large live heap, and its
 // target falls towards Go's 100 instead of multiplying its memory.
-const gcHeadroom = 64 << 20
-
-// gcTunePeriod is how often the live heap is sampled.
-const gcTunePeriod = 500 * time.Millisecond
+const gcHeadroom = 32 << 20
 
 // gcPercentFor is the GOGC for a live heap of live bytes: DefaultGOGC while
 // the headroom it gives stays under gcHeadroom, less above, never below 100.
@@ -36,35 +33,47 @@ func gcPercentFor(live uint64) int {
 	return int(max(100, min(DefaultGOGC, uint64(gcHeadroom)*100/live)))
 }
 
-// tuneGC keeps the collector's target at gcPercentFor(live heap) until ctx
-// ends, unless the operator set GOGC, which always wins. GOMEMLIMIT, when
-// set, caps the heap as usual.
+// tuneGC keeps the collector's target at gcPercentFor(live heap), updated
+// after every collection, until ctx ends, unless the operator set GOGC,
+// which always wins. GOMEMLIMIT, when set, caps the heap as usual.
 func tuneGC(ctx context.Context, getenv func(string) string) {
 	if getenv("GOGC") != "" {
 		return
 	}
 	debug.SetGCPercent(DefaultGOGC)
-	cur := DefaultGOGC
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	go func() {
-		tick := time.NewTicker(gcTunePeriod)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			metrics.Read(sample)
-			if sample[0].Value.Kind() != metrics.KindUint64 {
-				return
-			}
-			if pct := gcPercentFor(sample[0].Value.Uint64()); pct != cur {
-				debug.SetGCPercent(pct)
-				cur = pct
-			}
+	t := &gcTuner{ctx: ctx, cur: DefaultGOGC, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	t.arm()
+}
+
+// gcTuner re-derives GOGC once per collection: a sentinel object is made
+// unreachable at once, so its cleanup runs after the next collection, reads
+// the live heap that collection left, and arms a new sentinel.
+type gcTuner struct {
+	ctx    context.Context
+	cur    int              // only the cleanup goroutine touches it after arm
+	sample []metrics.Sample // likewise
+}
+
+// gcSentinel is large enough not to be batched by the tiny allocator, whose
+// objects may never be collected individually.
+type gcSentinel [4]uint64
+
+func (t *gcTuner) arm() {
+	runtime.AddCleanup(new(gcSentinel), func(t *gcTuner) { t.collected() }, t)
+}
+
+func (t *gcTuner) collected() {
+	if t.ctx.Err() != nil {
+		return
+	}
+	metrics.Read(t.sample)
+	if t.sample[0].Value.Kind() == metrics.KindUint64 {
+		if pct := gcPercentFor(t.sample[0].Value.Uint64()); pct != t.cur {
+			debug.SetGCPercent(pct)
+			t.cur = pct
 		}
-	}()
+	}
+	t.arm()
 }
 
 // gcSettings describes the collector's settings for the start-up log line.
