@@ -12,7 +12,8 @@ import (
 )
 
 // lineColors are the series colours, in scenario order: direct stdio,
-// through stdio (policy, plain), direct HTTP, through HTTP (policy, plain).
+// through stdio (policy, plain, the GC comparison), direct HTTP, through
+// HTTP (policy, plain).
 var lineColors = []color.RGBA{
 	{0x1f, 0x4e, 0xb4, 0xff},
 	{0xd6, 0x27, 0x28, 0xff},
@@ -20,6 +21,7 @@ var lineColors = []color.RGBA{
 	{0x2c, 0xa0, 0x2c, 0xff},
 	{0x94, 0x3c, 0xc4, 0xff},
 	{0x8c, 0x56, 0x4b, 0xff},
+	{0x17, 0xbe, 0xcf, 0xff},
 }
 
 // writePlot draws p50 latency against concurrency, one line per scenario,
