@@ -203,7 +203,7 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	p.startReloading(rctx)
 
 	if p.opts.Stdio {
-		return p.serveStdio(ctx, c)
+		return p.serveStdio(ctx, &stopBy)
 	}
 
 	ln, err := net.Listen("tcp", orDefault(c.Listen, DefaultListen))
@@ -249,7 +249,10 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	return nil
 }
 
-func (p *Proxy) serveStdio(ctx context.Context, c *Config) error {
+// serveStdio serves the one client on stdin/stdout. When it ends, calls in
+// flight get shutdownTimeout to finish; *stopBy is set to that deadline for
+// stopping the upstreams.
+func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	v := p.viewFor("")
 	stdin, stdout := p.opts.Stdin, p.opts.Stdout
 	var t mcp.Transport = &mcp.StdioTransport{}
@@ -263,7 +266,9 @@ func (p *Proxy) serveStdio(ctx context.Context, c *Config) error {
 		t = &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
 	}
 	err := v.server.Run(ctx, t)
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout(c))
+	p.stopping.Store(true)
+	*stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
+	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
 	p.inflight.drain(sctx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
