@@ -78,15 +78,14 @@ func (t *gcTuner) collected() {
 
 // gcSettings describes the collector's settings for the start-up log line.
 func gcSettings() (gogc, memlimit string) {
-	pct := debug.SetGCPercent(-1)
-	debug.SetGCPercent(pct)
-	gogc = strconv.Itoa(pct)
-	if pct < 0 {
-		gogc = "off"
+	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(sample)
+	gogc, memlimit = "off", "none"
+	if pct := sample[0].Value.Uint64(); pct != math.MaxUint64 { // GOGC=off reads as -1
+		gogc = strconv.FormatUint(pct, 10)
 	}
-	memlimit = "none"
-	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
-		memlimit = strconv.FormatInt(l>>20, 10) + "MiB"
+	if l := sample[1].Value.Uint64(); l != math.MaxInt64 {
+		memlimit = strconv.FormatUint(l>>20, 10) + "MiB"
 	}
 	return gogc, memlimit
 }
