@@ -266,7 +266,6 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 		t = &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
 	}
 	err := v.server.Run(ctx, t)
-	p.stopping.Store(true)
 	*stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()

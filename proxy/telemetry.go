@@ -290,12 +290,12 @@ func errorType(err error) string {
 // callSpan starts the child span of one upstream call and returns the _meta
 // that carries its trace context to the upstream.
 func (p *Proxy) callSpan(ctx context.Context, r *route, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
-	var span trace.Span
+	// With tracing off there is no span of our own; an incoming trace
+	// context still travels on as the context's span.
+	span := trace.SpanFromContext(ctx)
 	if p.tel.tracing {
 		ctx, span = p.tel.tracer.Start(ctx, "tools/call "+r.original, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attrMethod.String("tools/call"), attrTool.String(r.original), attrServer.String(r.entry.Key)))
-	} else {
-		ctx, span = p.tel.tracer.Start(ctx, "")
 	}
 	if span.SpanContext().IsValid() {
 		carrier := propagation.MapCarrier{}

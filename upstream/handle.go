@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -765,51 +766,32 @@ func listCatalog(ctx context.Context, cs *mcp.ClientSession) (*Catalog, error) {
 		errs [3]error
 	)
 	if caps == nil || caps.Tools != nil {
-		wg.Go(func() {
-			for t, err := range cs.Tools(ctx, nil) {
-				if err != nil {
-					errs[0] = fmt.Errorf("tools/list: %w", err)
-					return
-				}
-				cat.Tools = append(cat.Tools, t)
-			}
-		})
+		wg.Go(func() { errs[0] = collect("tools/list", cs.Tools(ctx, nil), &cat.Tools) })
 	}
 	if caps != nil && caps.Prompts != nil {
-		wg.Go(func() {
-			for p, err := range cs.Prompts(ctx, nil) {
-				if err != nil {
-					errs[1] = fmt.Errorf("prompts/list: %w", err)
-					return
-				}
-				cat.Prompts = append(cat.Prompts, p)
-			}
-		})
+		wg.Go(func() { errs[1] = collect("prompts/list", cs.Prompts(ctx, nil), &cat.Prompts) })
 	}
 	if caps != nil && caps.Resources != nil {
-		wg.Go(func() {
-			for r, err := range cs.Resources(ctx, nil) {
-				if err != nil {
-					errs[2] = fmt.Errorf("resources/list: %w", err)
-					return
-				}
-				cat.Resources = append(cat.Resources, r)
-			}
-		})
-		wg.Go(func() {
-			for r, err := range cs.ResourceTemplates(ctx, nil) {
-				if err != nil {
-					// Templates are optional in practice; some servers
-					// answer method-not-found.
-					return
-				}
-				cat.Templates = append(cat.Templates, r)
-			}
-		})
+		wg.Go(func() { errs[2] = collect("resources/list", cs.Resources(ctx, nil), &cat.Resources) })
+		// Templates are optional in practice: some servers answer
+		// method-not-found, which leaves the list as far as it got.
+		wg.Go(func() { _ = collect("resources/templates/list", cs.ResourceTemplates(ctx, nil), &cat.Templates) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	return cat, nil
+}
+
+// collect appends every item of a paginated list to dst, stopping at the
+// first error, which it names after method.
+func collect[T any](method string, seq iter.Seq2[T, error], dst *[]T) error {
+	for item, err := range seq {
+		if err != nil {
+			return fmt.Errorf("%s: %w", method, err)
+		}
+		*dst = append(*dst, item)
+	}
+	return nil
 }

@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// TestTraceContextCrossesWithTracingOff: with no exporter configured,
+// nothing is recorded, but a caller's trace context (HTTP header or _meta)
+// still reaches the upstream call's _meta unchanged.
+func TestTraceContextCrossesWithTracingOff(t *testing.T) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	p := &Proxy{tel: &telemetry{tracer: noop.NewTracerProvider().Tracer("test")}}
+	r := &route{original: "echo", entry: &ServerEntry{Key: "s"}}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+	for name, req := range map[string]*mcp.CallToolRequest{
+		"header": {Params: &mcp.CallToolParamsRaw{Name: "mcp_s_echo"}, Extra: &mcp.RequestExtra{Header: http.Header{"Traceparent": {tp}}}},
+		"_meta":  {Params: &mcp.CallToolParamsRaw{Name: "mcp_s_echo", Meta: mcp.Meta{"traceparent": tp}}},
+	} {
+		var meta mcp.Meta
+		next := func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+			_, span, m := p.callSpan(ctx, r, nil)
+			span.End()
+			meta = m
+			return &mcp.CallToolResult{}, nil
+		}
+		if _, err := p.traceMiddleware("")(next)(context.Background(), "tools/call", req); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := meta["traceparent"].(string); !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") {
+			t.Errorf("%s: upstream _meta traceparent %q, want the caller's trace", name, got)
+		}
+	}
+
+	var meta mcp.Meta
+	next := func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+		_, _, meta = p.callSpan(ctx, r, nil)
+		return &mcp.CallToolResult{}, nil
+	}
+	if _, err := p.traceMiddleware("")(next)(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp_s_echo"}}); err != nil {
+		t.Fatal(err)
+	}
+	if meta != nil {
+		t.Errorf("no incoming trace context, yet upstream _meta %v", meta)
+	}
+}
