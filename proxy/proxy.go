@@ -74,7 +74,7 @@ type Proxy struct {
 
 	inflight requestGate    // downstream requests, for graceful shutdown
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
-	bg       sync.WaitGroup // background work (retiring handles, reload loop)
+	bg       sync.WaitGroup // background work (retiring handles, reload loop, start-up memory release)
 
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
@@ -193,7 +193,6 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	if err := p.apply(ctx, c, false); err != nil {
 		return err
 	}
-	go releaseStartupMemory(ctx, p.handleList())
 	// Calls still running when the shutdown deadline passes were cut off
 	// from their callers; the upstreams are stopped without a further drain.
 	var stopBy time.Time
@@ -201,6 +200,8 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	rctx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
 	p.startReloading(rctx)
+	hs := p.handleList()
+	p.bg.Go(func() { releaseStartupMemory(rctx, hs) })
 
 	if p.opts.Stdio {
 		return p.serveStdio(ctx, &stopBy)
