@@ -13,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 )
 
@@ -511,6 +513,61 @@ func TestListenOverrides(t *testing.T) {
 	}
 	if u, _ := envValue(container(spec.Containers, "app"), "MCP_SERVER_URL"); u != "http://127.0.0.1:9000/mcp" {
 		t.Errorf("MCP_SERVER_URL = %q", u)
+	}
+}
+
+// TestGoMaxProcsFromCPULimit: the switchboard container gets GOMAXPROCS from
+// its CPU limit through the downward API, before the user's env, unless it
+// is turned off, there is no CPU limit, or env sets GOMAXPROCS itself.
+func TestGoMaxProcsFromCPULimit(t *testing.T) {
+	fromLimit := corev1.EnvVar{Name: "GOMAXPROCS", ValueFrom: &corev1.EnvVarSource{
+		ResourceFieldRef: &corev1.ResourceFieldSelector{
+			ContainerName: "switchboard",
+			Resource:      "limits.cpu",
+			Divisor:       resource.MustParse("1"),
+		},
+	}}
+	userA := corev1.EnvVar{Name: "A", Value: "b"}
+	user4 := corev1.EnvVar{Name: "GOMAXPROCS", Value: "4"}
+	// goMaxProcsEnv returns the entries of GOMAXPROCS and A, in order.
+	goMaxProcsEnv := func(sb *corev1.Container) []corev1.EnvVar {
+		var out []corev1.EnvVar
+		for _, e := range sb.Env {
+			if e.Name == "GOMAXPROCS" || e.Name == "A" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		vals   string
+		native bool
+		want   []corev1.EnvVar
+	}{
+		{`{}`, false, []corev1.EnvVar{fromLimit}},
+		{`{mode: gateway}`, false, []corev1.EnvVar{fromLimit}},
+		{`{nativeSidecar: true, app: {image: {repository: acme/web}}}`, true, []corev1.EnvVar{fromLimit}},
+		{`{mode: gateway, resources: {limits: {cpu: 2500m}}}`, false, []corev1.EnvVar{fromLimit}},
+		{`{env: [{name: A, value: b}]}`, false, []corev1.EnvVar{fromLimit, userA}},
+		{`{goMaxProcsFromCPULimit: false}`, false, nil},
+		{`{mode: gateway, goMaxProcsFromCPULimit: false}`, false, nil},
+		// Helm merges maps, so a null removes the default CPU limit.
+		{`{resources: {limits: {cpu: null, memory: 512Mi}}}`, false, nil},
+		{`{mode: gateway, resources: null}`, false, nil},
+		{`{env: [{name: GOMAXPROCS, value: "4"}]}`, false, []corev1.EnvVar{user4}},
+		{`{mode: gateway, env: [{name: A, value: b}, {name: GOMAXPROCS, value: "4"}]}`, false, []corev1.EnvVar{userA, user4}},
+	} {
+		d := deployment(t, render(t, parseValues(t, c.vals)))
+		sb := switchboardContainer(t, &d.Spec.Template.Spec, c.native)
+		if got := goMaxProcsEnv(sb); !equality.Semantic.DeepEqual(got, c.want) {
+			t.Errorf("%s: GOMAXPROCS and A entries = %+v, want %+v", c.vals, got, c.want)
+		}
+	}
+
+	// The named template does the same in another chart's pod.
+	sb := switchboardContainer(t, &deployment(t, renderEmbed(t, nil)).Spec.Template.Spec, false)
+	if got, want := goMaxProcsEnv(sb), []corev1.EnvVar{fromLimit}; !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("embed chart: GOMAXPROCS entries = %+v, want %+v", got, want)
 	}
 }
 

@@ -44,6 +44,7 @@ func TestSchemaRejects(t *testing.T) {
 		{`config: {sanitize: {pinTools: always}}`, []string{"at '/config/sanitize/pinTools'"}},
 		{`config: {shutdownTimeout: "10s"}`, []string{"at '/config/shutdownTimeout'", "integer"}},
 		{`ports: {mcp: http}`, []string{"at '/ports/mcp'", "integer"}},
+		{`goMaxProcsFromCPULimit: "yes"`, []string{"at '/goMaxProcsFromCPULimit'", "boolean"}},
 		{`replicaCount: -1`, []string{"at '/replicaCount'"}},
 		{`secretMounts: [{name: a, secretName: b}]`, []string{"at '/secretMounts/0'", "mountPath"}},
 		{`config: {mcpServers: {a: {toolPrefix: "a_b"}}}`, []string{"at '/config/mcpServers/a/toolPrefix'"}},

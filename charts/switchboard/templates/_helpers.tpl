@@ -75,6 +75,25 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 {{- end -}}
 {{- end -}}
 
+{{/* "true" or nothing: whether the switchboard container gets GOMAXPROCS
+from its CPU limit (goMaxProcsFromCPULimit, resources.limits.cpu set, no
+GOMAXPROCS in env). Go's own default is never below 2, so a 1-CPU limit
+would run 2 threads of Go code on a CFS quota of one CPU. */}}
+{{- define "switchboard.goMaxProcsFromCPULimit" -}}
+{{- $limits := (.values.resources | default dict).limits | default dict -}}
+{{- if and .values.goMaxProcsFromCPULimit $limits.cpu -}}
+{{- $set := false -}}
+{{- range .values.env -}}
+{{- if eq (toString .name) "GOMAXPROCS" -}}
+{{- $set = true -}}
+{{- end -}}
+{{- end -}}
+{{- if not $set -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The host the MCP listener binds. */}}
 {{- define "switchboard.listenHost" -}}
 {{- if .values.listenHost -}}

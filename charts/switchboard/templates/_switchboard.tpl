@@ -46,6 +46,14 @@ existingConfigMap is set).
       value: {{ $v.writableDirs.home | quote }}
     - name: TMPDIR
       value: /tmp
+    {{- if include "switchboard.goMaxProcsFromCPULimit" . }}
+    - name: GOMAXPROCS
+      valueFrom:
+        resourceFieldRef:
+          containerName: switchboard
+          resource: limits.cpu
+          divisor: "1"
+    {{- end }}
     {{- if $v.vault.enabled }}
     - name: VAULT_ADDR
       value: {{ $v.vault.address | quote }}
