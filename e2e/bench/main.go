@@ -42,7 +42,7 @@ type options struct {
 	sessions  int
 	upstreams int
 	sbEnv     []string
-	gcCompare string // extra environment of the comparison scenario; "" skips it
+	compare   [][]string // extra environments of the comparison scenarios
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -58,7 +58,7 @@ func parseFlags(args []string) (*options, error) {
 	concFlag := fs.String("conc", "", "comma-separated concurrencies (default 1,8,32; 1,8 with --quick)")
 	fs.IntVar(&o.sessions, "sessions", 1000, "idle downstream sessions to hold for the memory measurement (0 = skip)")
 	fs.IntVar(&o.upstreams, "upstreams", 10, "stdio upstreams for the idle-memory measurement")
-	fs.StringVar(&o.gcCompare, "gc-compare", "GOGC=100", "`KEY=VALUE,…`: also run switchboard → stdio, wrap+policy with this environment added, to show its effect in the same run (\"\" = skip)")
+	compare := fs.String("compare", "GOGC=100;GOMAXPROCS=1", "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → stdio, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -102,6 +102,18 @@ func parseFlags(args []string) (*options, error) {
 				return nil, fmt.Errorf("--sb-env: %q is not KEY=VALUE", kv)
 			}
 			o.sbEnv = append(o.sbEnv, strings.TrimSpace(kv))
+		}
+	}
+	if *compare != "" {
+		for _, envs := range strings.Split(*compare, ";") {
+			var extra []string
+			for _, kv := range strings.Split(envs, ",") {
+				if !strings.Contains(kv, "=") {
+					return nil, fmt.Errorf("--compare: %q is not KEY=VALUE", kv)
+				}
+				extra = append(extra, strings.TrimSpace(kv))
+			}
+			o.compare = append(o.compare, extra)
 		}
 	}
 	switch {
@@ -203,9 +215,9 @@ func measure(ctx context.Context, o *options, work string) (*results, error) {
 	if o.sessions > 0 {
 		progress("memory with %d idle sessions", o.sessions)
 		res.sessions = measureSessions(ctx, e, o.sessions)
-		if o.gcCompare != "" {
-			progress("memory with %d idle sessions, %s", o.sessions, o.gcCompare)
-			res.sessionsCmp = measureSessions(ctx, e, o.sessions, strings.Split(o.gcCompare, ",")...)
+		for _, extra := range o.compare {
+			progress("memory with %d idle sessions, %s", o.sessions, strings.Join(extra, " "))
+			res.sessionsCmp = append(res.sessionsCmp, measureSessions(ctx, e, o.sessions, extra...))
 		}
 	} else {
 		res.sessions.skipped = "Many-sessions memory: skipped (--quick or --sessions 0)."

@@ -22,8 +22,8 @@ type results struct {
 	startup     startupResult
 	upstreams   upstreamsResult
 	sessions    sessionsResult
-	sessionsCmp sessionsResult // the same with --gc-compare's environment
-	peak        map[string]mem // through scenarios, read at the end
+	sessionsCmp []sessionsResult // the same with each --compare environment
+	peak        map[string]mem   // through scenarios, read at the end
 	repsDone    int
 	notes       []string
 	took        time.Duration
@@ -338,18 +338,28 @@ func (r *results) ratios(b *strings.Builder) {
 	r.comparison(b)
 }
 
-// comparison renders the same-run comparison of switchboard's own settings
-// (serve's defaults) against the --gc-compare environment.
+// comparison renders, for each --compare environment, the same-run
+// comparison of switchboard with serve's defaults against it.
 func (r *results) comparison(b *strings.Builder) {
-	var cmp *scenario
-	for _, sc := range r.scenarios {
-		if sc.id == gcCompareID {
-			cmp = sc
+	for i := range r.opts.compare {
+		var cmp *scenario
+		for _, sc := range r.scenarios {
+			if sc.id == compareID(i) {
+				cmp = sc
+			}
 		}
+		if cmp == nil {
+			continue
+		}
+		var sessions sessionsResult
+		if i < len(r.sessionsCmp) {
+			sessions = r.sessionsCmp[i]
+		}
+		r.compareOne(b, cmp, sessions)
 	}
-	if cmp == nil {
-		return
-	}
+}
+
+func (r *results) compareOne(b *strings.Builder, cmp *scenario, sessions sessionsResult) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	with := strings.Join(cmp.env, " ")
 	def := "serve's defaults"
@@ -361,7 +371,7 @@ func (r *results) comparison(b *strings.Builder) {
 	p("| c | CPU µs/call | | p50 ms | | p99 ms | | calls/s | |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	p("| | %s | %s | %s | %s | %s | %s | %s | %s |\n", def, with, def, with, def, with, def, with)
 	for _, c := range r.opts.conc {
-		a, x := r.summary("sb-stdio-policy", c), r.summary(gcCompareID, c)
+		a, x := r.summary("sb-stdio-policy", c), r.summary(cmp.id, c)
 		if a == nil || x == nil {
 			continue
 		}
@@ -369,8 +379,8 @@ func (r *results) comparison(b *strings.Builder) {
 			num(a.p50, "%.3f"), num(x.p50, "%.3f"), num(a.p99, "%.3f"), num(x.p99, "%.3f"), num(a.rate, "%.0f"), num(x.rate, "%.0f"))
 	}
 	p("\nIdle RSS: %s with %s, %s with %s. Peak (VmHWM): %s and %s.",
-		mib(r.scenarioIdle("sb-stdio-policy")), def, mib(cmp.idleRSS), with, mib(r.peak["sb-stdio-policy"].hwm), mib(r.peak[gcCompareID].hwm))
-	if a, x := r.sessions, r.sessionsCmp; a.held.rss > 0 && x.held.rss > 0 {
+		mib(r.scenarioIdle("sb-stdio-policy")), def, mib(cmp.idleRSS), with, mib(r.peak["sb-stdio-policy"].hwm), mib(r.peak[cmp.id].hwm))
+	if a, x := r.sessions, sessions; a.held.rss > 0 && x.held.rss > 0 {
 		p(" Holding %d idle sessions: %s with %s, %s with %s.", a.n, mib(a.held.rss), def, mib(x.held.rss), with)
 	}
 	p("\n\n")

@@ -362,9 +362,11 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 			}
 			out = append(out, sc)
 		}
-		if up == "stdio" && e.opts.gcCompare != "" {
-			extra := strings.Split(e.opts.gcCompare, ",")
-			sc := &scenario{id: gcCompareID, name: "switchboard → stdio, wrap+policy, " + strings.Join(extra, " "),
+		if up != "stdio" {
+			continue
+		}
+		for i, extra := range e.opts.compare {
+			sc := &scenario{id: compareID(i), name: "switchboard → stdio, wrap+policy, " + strings.Join(extra, " "),
 				upstream: up, through: true, policy: true, tool: "mcp_echo_echo", env: extra}
 			if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true)); err != nil {
 				return nil, fmt.Errorf("%s: %w", sc.id, err)
@@ -375,8 +377,8 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 	return out, nil
 }
 
-// gcCompareID is the scenario that runs with --gc-compare's environment.
-const gcCompareID = "sb-stdio-policy-cmp"
+// compareID names the scenario that runs with --compare's i-th environment.
+func compareID(i int) string { return fmt.Sprintf("sb-stdio-policy-cmp%d", i+1) }
 
 // startThrough starts the switchboard of a through scenario, waits for the
 // echo tool, and records the negotiated protocol and the idle RSS.
