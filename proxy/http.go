@@ -115,7 +115,7 @@ type ViewStatus struct {
 }
 
 func (p *Proxy) statusReport() StatusReport {
-	snap := p.cur.Load()
+	snap := p.applied.Load()
 	rep := StatusReport{Version: Version, Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine()}
 	if snap == nil {
 		return rep

@@ -66,6 +66,9 @@ type Proxy struct {
 	schemas  schemaCache
 
 	cur atomic.Pointer[Snapshot]
+	// applied is cur once every view was rebuilt from it: what /status
+	// reports, so a generation it shows is already what clients get.
+	applied atomic.Pointer[Snapshot]
 
 	mu      sync.Mutex // guards gen, handles, views during apply
 	gen     int64
@@ -369,6 +372,7 @@ func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 			v.rebuild() // its spec is gone: removes every tool
 		}
 	}
+	p.applied.Store(snap)
 	if len(retired) > 0 {
 		p.retire(retired, drainTimeout(c))
 	}
