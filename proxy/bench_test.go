@@ -22,8 +22,8 @@ import (
 
 // The benchmarks in this file run a whole proxy in the test process: the
 // downstream client speaks newline-delimited JSON over in-process pipes (the
-// stdio downstream), and each upstream is an in-process go-sdk server on
-// in-memory transports. allocs/op counts the whole process: client, proxy
+// stdio downstream), and each upstream is an in-process go-sdk server
+// reached over pipes on switchboard's own stdio connection. allocs/op counts the whole process: client, proxy
 // and upstream server. BenchmarkDirectCall measures the same client and echo
 // server with no proxy between them, so the difference is switchboard's.
 
@@ -73,11 +73,13 @@ func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wan
 		if s == nil {
 			return nil, fmt.Errorf("no in-process server %q", spec.Name)
 		}
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := s.Connect(context.Background(), st, nil); err != nil {
+		// The upstream is reached as a stdio child is, over pipes.
+		cr, sw := io.Pipe()
+		sr, cw := io.Pipe()
+		if _, err := s.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil); err != nil {
 			return nil, err
 		}
-		return ct, nil
+		return upstream.PipeTransport(cr, cw), nil
 	}
 	b.Cleanup(func() { testDial = nil })
 

@@ -165,7 +165,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 // do runs one request against the live session, with the in-flight count,
 // the timeout and the breaker. Timeouts and transport failures count against
 // the breaker; answers (even errors) and callers going away do not.
-func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(context.Context, *mcp.ClientSession) (T, error)) (T, error) {
+func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (T, error)) (T, error) {
 	var zero T
 	s, err := h.live(ctx)
 	if err != nil {
@@ -181,7 +181,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	// upstream hears of it and the session can close.
 	defer context.AfterFunc(h.ctx, cancel)()
 	res, err := h.breaker.Execute(func() (any, error) {
-		r, err := fn(cctx, s.cs)
+		r, err := fn(cctx, s)
 		if err != nil && (ctx.Err() != nil || h.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
 		}
@@ -245,30 +245,34 @@ func (h *Handle) connectionLost(s *session, err error) bool {
 }
 
 // CallTool forwards one tools/call. The caller's context reaches the
-// upstream, so a downstream cancel cancels the upstream call.
+// upstream, so a downstream cancel cancels the upstream call. On a stdio
+// session the call bypasses the SDK's request machinery (lineConn.call).
 func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
-		return cs.CallTool(ctx, p)
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.CallToolResult, error) {
+		if s.raw != nil {
+			return s.raw.callTool(ctx, p)
+		}
+		return s.cs.CallTool(ctx, p)
 	})
 }
 
 // GetPrompt forwards one prompts/get.
 func (h *Handle) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.GetPromptResult, error) {
-		return cs.GetPrompt(ctx, p)
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.GetPromptResult, error) {
+		return s.cs.GetPrompt(ctx, p)
 	})
 }
 
 // ReadResource forwards one resources/read.
 func (h *Handle) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.ReadResourceResult, error) {
-		return cs.ReadResource(ctx, p)
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.ReadResourceResult, error) {
+		return s.cs.ReadResource(ctx, p)
 	})
 }
 
 // Complete forwards one completion/complete.
 func (h *Handle) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CompleteResult, error) {
-		return cs.Complete(ctx, p)
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.CompleteResult, error) {
+		return s.cs.Complete(ctx, p)
 	})
 }

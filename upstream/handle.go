@@ -159,6 +159,7 @@ type Handle struct {
 type session struct {
 	cs     *mcp.ClientSession
 	proc   *stdioConn // nil for remote servers
+	raw    *lineConn  // stdio before protocol 2026-07-28: tools/call bypasses cs
 	stderr *lineWriter
 
 	lost     chan struct{} // closed when a call saw the connection break
@@ -585,6 +586,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 
 	var (
 		t   mcp.Transport
+		rec *connRecorder // stdio: to reach the lineConn
 		err error
 	)
 	dial := testTransport
@@ -606,6 +608,8 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		rec = &connRecorder{Transport: t}
+		t = rec
 	default:
 		url, headers, err := h.expandRemote(ctx)
 		if err != nil {
@@ -621,6 +625,9 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		}
 	}
 
+	if rec != nil {
+		client.AddReceivingMiddleware(rec.orderMiddleware)
+	}
 	switch {
 	case h.spec.Transport == TransportSSE && dial == nil:
 		s.cs, err = connectDetached(ctx, client, t, opts)
@@ -641,6 +648,9 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		s.stderr.Flush()
 		return nil, nil, fmt.Errorf("connect: %w", timeoutCause(ctx, err))
 	}
+	if lc, ok := rec.connection().(*lineConn); ok && legacyProtocol(s.cs) {
+		s.raw = lc
+	}
 	cat, err := listCatalog(ctx, s.cs)
 	if err != nil {
 		s.close()
@@ -648,6 +658,48 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	}
 	h.restore(ctx, s.cs)
 	return s, cat, nil
+}
+
+// connRecorder keeps the connection its transport made.
+type connRecorder struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (t *connRecorder) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	t.conn = c
+	return c, err
+}
+
+// orderMiddleware tells a lineConn when the session finished handling a
+// call-related notification (see lineConn.waitHandled).
+func (t *connRecorder) orderMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if callNotification(method) {
+			if lc, ok := t.conn.(*lineConn); ok {
+				lc.noteHandled()
+			}
+		}
+		return res, err
+	}
+}
+
+func (t *connRecorder) connection() mcp.Connection {
+	if t == nil {
+		return nil
+	}
+	return t.conn
+}
+
+// legacyProtocol reports whether the session speaks a protocol before
+// 2026-07-28, whose tools/call is one plain request and response. Later
+// ones add request metadata and multi-round-trip results, which only the
+// SDK's session handles.
+func legacyProtocol(cs *mcp.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion != "" && ir.ProtocolVersion < "2026-07-28"
 }
 
 // connectDetached connects an SSE transport. The SDK binds the SSE stream to

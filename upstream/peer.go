@@ -118,8 +118,8 @@ func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) er
 	if caps := serverCaps(s.cs); caps == nil || caps.Logging == nil {
 		return nil
 	}
-	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
-		return struct{}{}, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
+	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, us *session) (struct{}, error) {
+		return struct{}{}, us.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
 	})
 	return err
 }
@@ -132,8 +132,8 @@ func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 	}
 	h.sstate.subs[uri] = true
 	h.sstate.mu.Unlock()
-	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
-		return struct{}{}, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, us *session) (struct{}, error) {
+		return struct{}{}, us.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
 	return err
 }
@@ -143,8 +143,8 @@ func (h *Handle) Unsubscribe(ctx context.Context, uri string) error {
 	h.sstate.mu.Lock()
 	delete(h.sstate.subs, uri)
 	h.sstate.mu.Unlock()
-	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, cs *mcp.ClientSession) (struct{}, error) {
-		return struct{}{}, cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, us *session) (struct{}, error) {
+		return struct{}{}, us.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 	return err
 }
