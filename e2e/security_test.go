@@ -316,7 +316,9 @@ func TestRugPullWarnAndBlock(t *testing.T) {
 		s := startSwitchboardIn(t, dir, dir, cfg, nil)
 		cs, changed := listChangedClient(t, s, "/mcp")
 		eventually(t, 20*time.Second, "echo withheld after the rug pull", func() bool {
-			return listTools(t, cs)["mcp_rug_echo"] == nil && listTools(t, cs)["mcp_rug_add"] != nil
+			// One listing: two could straddle the first catalog's arrival.
+			tools := listTools(t, cs)
+			return tools["mcp_rug_echo"] == nil && tools["mcp_rug_add"] != nil
 		})
 		if changed.Load() == 0 {
 			t.Error("no list_changed when the tool was withheld")
