@@ -23,9 +23,10 @@ import (
 // The benchmarks in this file run a whole proxy in the test process: the
 // downstream client speaks newline-delimited JSON over in-process pipes (the
 // stdio downstream), and each upstream is an in-process go-sdk server
-// reached over pipes on switchboard's own stdio connection. allocs/op counts the whole process: client, proxy
-// and upstream server. BenchmarkDirectCall measures the same client and echo
-// server with no proxy between them, so the difference is switchboard's.
+// reached over pipes on switchboard's own stdio connection. allocs/op counts
+// the whole process: client, proxy and upstream server. BenchmarkDirectCall
+// measures the same client and echo server with no proxy between them, so
+// the difference is switchboard's.
 
 // echoServer answers tool "echo" with its "text" argument. With extra > 0 it
 // also offers tools pad-0 … pad-(extra-1).

@@ -21,6 +21,10 @@
 // parses each line once in place (the SDK's ioConn decodes a message up to
 // three times, with a fresh 32 KiB buffer each) and skips, with a warning,
 // lines that are not JSON-RPC, such as banners some servers print to stdout.
+// A tools/call on such a session (protocol before 2026-07-28) goes straight
+// over the line with an ID of its own and takes its response from the read
+// loop, past the SDK session's request machinery; everything else, and the
+// notifications and server requests about a call, go through the session.
 //
 // Children run in their own process group. Stopping one closes its stdin,
 // waits a second, sends SIGTERM to the group, waits five seconds, sends
