@@ -64,6 +64,7 @@ type lineConn struct {
 	// A call returns only once what came before its response was handled.
 	handedOff atomic.Uint64
 	handled   atomic.Uint64
+	late      atomic.Int64 // waits that ran out (orderWait)
 	hmu       sync.Mutex
 	hsig      chan struct{} // closed and replaced when handled grows
 
@@ -232,6 +233,7 @@ func (c *lineConn) waitHandled(n uint64) {
 		case <-c.closed:
 			return
 		case <-timer.C:
+			c.late.Add(1)
 			for {
 				h := c.handled.Load()
 				if h >= n || c.handled.CompareAndSwap(h, n) {
