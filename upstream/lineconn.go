@@ -158,16 +158,32 @@ const rawIDPrefix = "sb-"
 
 // split takes the responses to call's requests out of msgs.
 func (c *lineConn) split(msgs []jsonrpc.Message) (rest []jsonrpc.Message, mine []*jsonrpc.Response) {
-	for _, m := range msgs {
-		if r, ok := m.(*jsonrpc.Response); ok {
-			if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, rawIDPrefix) {
-				mine = append(mine, r)
-				continue
+	for i, m := range msgs {
+		if r := rawResponse(m); r != nil {
+			if mine == nil {
+				rest = append(rest, msgs[:i]...)
 			}
+			mine = append(mine, r)
+		} else if mine != nil {
+			rest = append(rest, m)
 		}
-		rest = append(rest, m)
+	}
+	if mine == nil {
+		return msgs, nil // the common case: nothing of call's, nothing copied
 	}
 	return rest, mine
+}
+
+// rawResponse returns m if it is a response to one of call's requests.
+func rawResponse(m jsonrpc.Message) *jsonrpc.Response {
+	r, ok := m.(*jsonrpc.Response)
+	if !ok {
+		return nil
+	}
+	if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, rawIDPrefix) {
+		return r
+	}
+	return nil
 }
 
 // answer is a response for call, with the count of call-related

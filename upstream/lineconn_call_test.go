@@ -285,3 +285,36 @@ func TestLineConnCallAfterNotifications(t *testing.T) {
 		t.Fatal("a later call still waits for the notification that was never handled")
 	}
 }
+
+func TestSplit(t *testing.T) {
+	mk := func(id any, method string) jsonrpc.Message {
+		mid, _ := jsonrpc.MakeID(id)
+		if method != "" {
+			return &jsonrpc.Request{ID: mid, Method: method}
+		}
+		return &jsonrpc.Response{ID: mid}
+	}
+	note, other, mine1, mine2 := mk(nil, "notifications/progress"), mk(float64(3), ""), mk("sb-1", ""), mk("sb-2", "")
+	for _, tc := range []struct {
+		in         []jsonrpc.Message
+		rest, mine int
+	}{
+		{[]jsonrpc.Message{note}, 1, 0},
+		{[]jsonrpc.Message{other, note}, 2, 0},
+		{[]jsonrpc.Message{mine1}, 0, 1},
+		{[]jsonrpc.Message{note, mine1, other, mine2}, 2, 2},
+		{[]jsonrpc.Message{mine1, note}, 1, 1},
+		{[]jsonrpc.Message{mk("other-1", "")}, 1, 0},
+	} {
+		c := &lineConn{}
+		rest, mine := c.split(tc.in)
+		if len(rest) != tc.rest || len(mine) != tc.mine {
+			t.Errorf("%d messages: %d rest, %d mine; want %d, %d", len(tc.in), len(rest), len(mine), tc.rest, tc.mine)
+		}
+		for _, m := range rest {
+			if rawResponse(m) != nil {
+				t.Errorf("a response of call's left in rest")
+			}
+		}
+	}
+}
