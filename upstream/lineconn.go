@@ -130,11 +130,8 @@ func (c *lineConn) readLoop(br *bufio.Reader) {
 		// that what the server sent before a response is never handed on
 		// after it.
 		if len(m.msgs) > 0 || m.err != nil {
-			select {
-			case c.incoming <- m:
-			case <-c.closed:
-				return
-			}
+			// Counted before the hand-off, so that the session's count of
+			// handled notifications never runs ahead of this one.
 			var n uint64
 			for _, msg := range m.msgs {
 				if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() && callNotification(r.Method) {
@@ -142,6 +139,11 @@ func (c *lineConn) readLoop(br *bufio.Reader) {
 				}
 			}
 			c.handedOff.Add(n)
+			select {
+			case c.incoming <- m:
+			case <-c.closed:
+				return
+			}
 		}
 		for _, r := range mine {
 			c.deliver(r)
