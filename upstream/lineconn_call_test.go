@@ -318,3 +318,72 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+type discardCloser struct{}
+
+func (discardCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (discardCloser) Close() error                { return nil }
+
+// FuzzLineConnCall: whatever a child writes while a call is in flight, the
+// call ends (answered, or failed when stdout ends), the session never sees
+// an answer meant for a call, and nothing panics.
+func FuzzLineConnCall(f *testing.F) {
+	for _, s := range lineSamples {
+		f.Add([]byte(s + "\n"))
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"sb-1","result":{"content":[]}}` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}` + "\n" +
+		`{"jsonrpc":"2.0","id":"sb-1","error":{"code":-1,"message":"x"}}`))
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":"sb-1","result":{}},{"jsonrpc":"2.0","method":"notifications/message","params":{}}]` + "\n"))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"sb-2","result":{}}` + "\nnot json\n" + `{"jsonrpc":"2.0","id":"sb-1"}`))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		childOut, toConn := io.Pipe()
+		c := newLineConn(childOut, discardCloser{}, nil, nil)
+		defer c.Close()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.call(context.Background(), "tools/call", map[string]any{})
+			errc <- err
+		}()
+		// The call's request is written before anything is read back.
+		for {
+			c.pmu.Lock()
+			n := len(c.pending)
+			c.pmu.Unlock()
+			if n == 1 {
+				break
+			}
+			select {
+			case err := <-errc:
+				t.Fatalf("call ended before any answer: %v", err)
+			default:
+				time.Sleep(time.Millisecond)
+			}
+		}
+		go func() {
+			toConn.Write(out)
+			toConn.Close()
+		}()
+		for {
+			m, err := c.Read(context.Background())
+			if err != nil {
+				break
+			}
+			if rawResponse(m) != nil {
+				t.Fatalf("the session got an answer meant for a call: %#v", m)
+			}
+			if r, ok := m.(*jsonrpc.Request); ok && !r.IsCall() && callNotification(r.Method) {
+				c.noteHandled() // as the session's middleware does
+			}
+		}
+		select {
+		case err := <-errc:
+			var we *jsonrpc.Error
+			if err != nil && !errors.As(err, &we) && !errors.Is(err, mcp.ErrConnectionClosed) {
+				t.Fatalf("call ended with %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("call still waiting after stdout ended")
+		}
+	})
+}
