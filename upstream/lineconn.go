@@ -68,6 +68,14 @@ type lineConn struct {
 	hmu       sync.Mutex
 	hsig      chan struct{} // closed and replaced when handled grows
 
+	// The server side (ServerTransport): batch replies, and the protocol
+	// version the session negotiated, read from its initialize response.
+	server  bool
+	bmu     sync.Mutex
+	batches map[jsonrpc.ID]*batchReply
+	initID  jsonrpc.ID
+	proto   string
+
 	wmu       sync.Mutex
 	closeOnce sync.Once
 	closeErr  error
@@ -75,12 +83,27 @@ type lineConn struct {
 }
 
 type lineMsg struct {
-	msgs []jsonrpc.Message
-	err  error
+	msgs  []jsonrpc.Message
+	batch bool
+	err   error
+}
+
+// batchReply collects the responses to one batch of requests, written as
+// one batch when the last is in.
+type batchReply struct {
+	index     map[jsonrpc.ID]int
+	responses []*jsonrpc.Response
+	left      int
 }
 
 func newLineConn(r io.Reader, w io.WriteCloser, closeFn func() error, noise func([]byte, error)) *lineConn {
-	c := &lineConn{
+	c := makeLineConn(w, closeFn, noise)
+	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
+	return c
+}
+
+func makeLineConn(w io.WriteCloser, closeFn func() error, noise func([]byte, error)) *lineConn {
+	return &lineConn{
 		w: w, close: closeFn, noise: noise,
 		incoming: make(chan lineMsg),
 		pending:  map[string]chan answer{},
@@ -88,8 +111,6 @@ func newLineConn(r io.Reader, w io.WriteCloser, closeFn func() error, noise func
 		hsig:     make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
-	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
-	return c
 }
 
 func (c *lineConn) readLoop(br *bufio.Reader) {
@@ -125,6 +146,7 @@ func (c *lineConn) readLoop(br *bufio.Reader) {
 				continue
 			}
 			m.msgs, mine = c.split(msgs)
+			m.batch = line[0] == '['
 		}
 		// The SDK's session takes the other messages of the line first, so
 		// that what the server sent before a response is never handed on
@@ -508,28 +530,44 @@ func checkDepth(data []byte) error {
 }
 
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	if len(c.queue) > 0 {
-		m := c.queue[0]
-		c.queue = c.queue[1:]
-		return m, nil
-	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case m := <-c.incoming:
-		if m.err != nil {
-			return nil, m.err
+	for {
+		if len(c.queue) > 0 {
+			m := c.queue[0]
+			c.queue = c.queue[1:]
+			return m, nil
 		}
-		c.queue = m.msgs[1:]
-		return m.msgs[0], nil
-	case <-c.closed:
-		return nil, io.EOF
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case m := <-c.incoming:
+			if m.err != nil {
+				return nil, m.err
+			}
+			if c.server && !c.admit(m) {
+				continue
+			}
+			if len(m.msgs) == 0 {
+				continue
+			}
+			c.queue = m.msgs[1:]
+			return m.msgs[0], nil
+		case <-c.closed:
+			return nil, io.EOF
+		}
 	}
 }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && c.server {
+		if batch, held := c.reply(r); held {
+			if batch == nil {
+				return nil // more of its batch to come
+			}
+			return c.writeBatch(batch)
+		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -581,4 +619,136 @@ type pipeTransport struct {
 
 func (t pipeTransport) Connect(context.Context) (mcp.Connection, error) {
 	return newLineConn(t.r, t.w, nil, nil), nil
+}
+
+// ServerTransport serves MCP over newline-delimited JSON-RPC on r and w
+// (switchboard's own stdio mode) on the line connection, which parses each
+// line once. Unlike the SDK's stdio connection, a line that is not a
+// JSON-RPC message does not end the session: it is answered with a
+// JSON-RPC error (parse error, or invalid request; id null) as JSON-RPC 2.0
+// prescribes, and reported through noise. A batch is answered with one
+// batch under protocol versions before 2025-06-18, and refused with an
+// error from 2025-06-18 on, which has no batches. Close closes w.
+func ServerTransport(r io.Reader, w io.WriteCloser, noise func(line []byte, err error)) mcp.Transport {
+	return serverTransport{r, w, noise}
+}
+
+type serverTransport struct {
+	r     io.Reader
+	w     io.WriteCloser
+	noise func([]byte, error)
+}
+
+func (t serverTransport) Connect(context.Context) (mcp.Connection, error) {
+	var c *lineConn
+	c = makeLineConn(t.w, nil, func(line []byte, err error) {
+		c.refuse(line, err)
+		if t.noise != nil {
+			t.noise(line, err)
+		}
+	})
+	c.server = true
+	c.batches = map[jsonrpc.ID]*batchReply{}
+	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10))
+	return c, nil
+}
+
+// batchesUntil is the first protocol version without JSON-RPC batches.
+const batchesUntil = "2025-06-18"
+
+// refuse answers a line that is not a JSON-RPC message.
+func (c *lineConn) refuse(line []byte, err error) {
+	code, msg := int64(jsonrpc.CodeParseError), "parse error"
+	if json.Valid(line) {
+		code, msg = jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()
+	}
+	_ = c.writeError(code, msg)
+}
+
+func (c *lineConn) writeError(code int64, msg string) error {
+	e, err := json.Marshal(&jsonrpc.Error{Code: code, Message: msg})
+	if err != nil {
+		return err
+	}
+	line := append([]byte(`{"jsonrpc":"2.0","id":null,"error":`), e...)
+	return c.writeLine(append(line, "}\n"...))
+}
+
+// admit notes an initialize request (its response names the protocol
+// version) and registers a batch's requests, or refuses the batch.
+func (c *lineConn) admit(m lineMsg) bool {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	for _, msg := range m.msgs {
+		if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() && r.Method == "initialize" {
+			c.initID = r.ID
+		}
+	}
+	if !m.batch {
+		return true
+	}
+	if c.proto >= batchesUntil {
+		_ = c.writeError(jsonrpc.CodeInvalidRequest, fmt.Sprintf("JSON-RPC batches are not supported in protocol version %s and later (session: %s)", batchesUntil, c.proto))
+		return false
+	}
+	b := &batchReply{index: map[jsonrpc.ID]int{}}
+	for _, msg := range m.msgs {
+		r, ok := msg.(*jsonrpc.Request)
+		if !ok || !r.IsCall() {
+			continue
+		}
+		if _, dup := b.index[r.ID]; dup || c.batches[r.ID] != nil {
+			_ = c.writeError(jsonrpc.CodeInvalidRequest, fmt.Sprintf("request ID %v is already in use", r.ID.Raw()))
+			return false
+		}
+		b.index[r.ID] = len(b.responses)
+		b.responses = append(b.responses, nil)
+	}
+	b.left = len(b.responses)
+	for id := range b.index {
+		c.batches[id] = b
+	}
+	return true
+}
+
+// reply notes the protocol version from the initialize response, and holds
+// a response that belongs to a batch: held reports whether it did, and
+// batch is the whole batch once its last response is in.
+func (c *lineConn) reply(r *jsonrpc.Response) (batch []*jsonrpc.Response, held bool) {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if c.initID.IsValid() && r.ID == c.initID {
+		c.initID = jsonrpc.ID{}
+		var ir struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		if r.Error == nil && json.Unmarshal(r.Result, &ir) == nil {
+			c.proto = ir.ProtocolVersion
+		}
+	}
+	b := c.batches[r.ID]
+	if b == nil {
+		return nil, false
+	}
+	delete(c.batches, r.ID)
+	b.responses[b.index[r.ID]] = r
+	if b.left--; b.left > 0 {
+		return nil, true
+	}
+	return b.responses, true
+}
+
+func (c *lineConn) writeBatch(rs []*jsonrpc.Response) error {
+	line := []byte{'['}
+	for i, r := range rs {
+		data, err := jsonrpc.EncodeMessage(r)
+		if err != nil {
+			return fmt.Errorf("encoding message: %w", err)
+		}
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = append(line, data...)
+	}
+	return c.writeLine(append(line, "]\n"...))
 }
