@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -360,6 +362,68 @@ func TestStdioDownstream(t *testing.T) {
 	if res := mustCall(t, cs, "mcp_clock_unix", map[string]any{}); res.IsError {
 		t.Errorf("stdio call failed: %s", textOf(res))
 	}
+}
+
+// TestStdioDownstreamBadLine: a stdin line that is not JSON-RPC gets a
+// JSON-RPC parse error (id null) and the session goes on.
+func TestStdioDownstreamBadLine(t *testing.T) {
+	cmd := newCmd(switchboard, "serve", "--stdio")
+	stderr := &proc{t: t}
+	cmd.Stderr = lockedWriter{stderr}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("switchboard --stdio: %v\n%s", err, stderr.Stderr())
+		}
+	})
+	out := bufio.NewReader(stdout)
+	type reply struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	exchange := func(line string) reply {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("after %q: %v\n%s", line, err, stderr.Stderr())
+		}
+		var r reply
+		if err := json.Unmarshal([]byte(got), &r); err != nil {
+			t.Fatalf("reply %q: %v", got, err)
+		}
+		return r
+	}
+	if r := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`); r.Error != nil {
+		t.Fatalf("initialize: %v", r.Error)
+	}
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if r := exchange(`Content-Length: 52`); r.Error == nil || r.Error.Code != jsonrpc.CodeParseError || r.ID != nil {
+		t.Errorf("a line that is not JSON: %+v, want a parse error with id null", r)
+	}
+	if r := exchange(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); r.Error != nil || r.ID != float64(2) {
+		t.Errorf("ping after the bad line: %+v", r)
+	}
+	// stderr is copied by another goroutine: give it a moment.
+	eventually(t, 5*time.Second, "the refused line logged", func() bool {
+		return strings.Contains(stderr.Stderr(), "stdin line refused: not JSON-RPC")
+	})
 }
 
 // unwrap returns the content inside an untrusted-content boundary, or s.

@@ -259,16 +259,19 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	v := p.viewFor("")
 	stdin, stdout := p.opts.Stdin, p.opts.Stdout
-	var t mcp.Transport = &mcp.StdioTransport{}
-	if stdin != nil || stdout != nil {
-		if stdin == nil {
-			stdin = os.Stdin
-		}
-		if stdout == nil {
-			stdout = os.Stdout
-		}
-		t = &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}
+	if stdin == nil {
+		stdin = os.Stdin
 	}
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	t := upstream.ServerTransport(stdin, nopWriteCloser{stdout}, func(line []byte, _ error) {
+		if len(line) > maxLoggedLine {
+			p.log.Warn("stdin line refused: not JSON-RPC", "line", string(line[:maxLoggedLine]), "truncated", true)
+			return
+		}
+		p.log.Warn("stdin line refused: not JSON-RPC", "line", string(line))
+	})
 	err := v.server.Run(ctx, t)
 	*stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
@@ -279,6 +282,9 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	}
 	return nil
 }
+
+// maxLoggedLine bounds how much of a refused stdin line is logged.
+const maxLoggedLine = 256
 
 type nopWriteCloser struct{ io.Writer }
 
