@@ -25,6 +25,8 @@
 // over the line with an ID of its own and takes its response from the read
 // loop, past the SDK session's request machinery; everything else, and the
 // notifications and server requests about a call, go through the session.
+// ServerTransport puts a server on the same connection (switchboard's own
+// --stdio mode).
 //
 // Children run in their own process group. Stopping one closes its stdin,
 // waits a second, sends SIGTERM to the group, waits five seconds, sends
