@@ -265,14 +265,7 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	t := upstream.ServerTransport(stdin, nopWriteCloser{stdout}, func(line []byte, _ error) {
-		if len(line) > maxLoggedLine {
-			p.log.Warn("stdin line refused: not JSON-RPC", "line", string(line[:maxLoggedLine]), "truncated", true)
-			return
-		}
-		p.log.Warn("stdin line refused: not JSON-RPC", "line", string(line))
-	})
-	err := v.server.Run(ctx, t)
+	err := v.server.Run(ctx, upstream.ServerTransport(stdin, nopWriteCloser{stdout}, p.log))
 	*stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
@@ -282,9 +275,6 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	}
 	return nil
 }
-
-// maxLoggedLine bounds how much of a refused stdin line is logged.
-const maxLoggedLine = 256
 
 type nopWriteCloser struct{ io.Writer }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
@@ -154,13 +155,7 @@ func (c *lineConn) readLoop(br *bufio.Reader) {
 		if len(m.msgs) > 0 || m.err != nil {
 			// Counted before the hand-off, so that the session's count of
 			// handled notifications never runs ahead of this one.
-			var n uint64
-			for _, msg := range m.msgs {
-				if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() && callNotification(r.Method) {
-					n++
-				}
-			}
-			c.handedOff.Add(n)
+			c.handedOff.Add(c.callNotifications(m.msgs))
 			select {
 			case c.incoming <- m:
 			case <-c.closed:
@@ -180,8 +175,12 @@ func (c *lineConn) readLoop(br *bufio.Reader) {
 // requests, so a string ID with this prefix is never one of the session's.
 const rawIDPrefix = "sb-"
 
-// split takes the responses to call's requests out of msgs.
+// split takes the responses to call's requests out of msgs. A server
+// makes no calls: its connection hands every message on.
 func (c *lineConn) split(msgs []jsonrpc.Message) (rest []jsonrpc.Message, mine []*jsonrpc.Response) {
+	if c.server {
+		return msgs, nil
+	}
 	for i, m := range msgs {
 		if r := rawResponse(m); r != nil {
 			if mine == nil {
@@ -235,6 +234,21 @@ func (c *lineConn) deliver(r *jsonrpc.Response) {
 // handled before the call's response is returned.
 func callNotification(method string) bool {
 	return method == "notifications/progress" || method == "notifications/message"
+}
+
+// callNotifications counts the call-related notifications in msgs (none
+// on a server's connection, which makes no calls).
+func (c *lineConn) callNotifications(msgs []jsonrpc.Message) uint64 {
+	if c.server {
+		return 0
+	}
+	var n uint64
+	for _, msg := range msgs {
+		if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() && callNotification(r.Method) {
+			n++
+		}
+	}
+	return n
 }
 
 // noteHandled records that the session's handler finished one call-related
@@ -626,11 +640,13 @@ func (t pipeTransport) Connect(context.Context) (mcp.Connection, error) {
 // line once. Unlike the SDK's stdio connection, a line that is not a
 // JSON-RPC message does not end the session: it is answered with a
 // JSON-RPC error (parse error, or invalid request; id null) as JSON-RPC 2.0
-// prescribes, and reported through noise. A batch is answered with one
-// batch under protocol versions before 2025-06-18, and refused with an
-// error from 2025-06-18 on, which has no batches. Close closes w.
-func ServerTransport(r io.Reader, w io.WriteCloser, noise func(line []byte, err error)) mcp.Transport {
-	return serverTransport{r, w, noise}
+// prescribes, and logged at warn with the caps of child stderr. A batch is
+// answered with one batch under protocol versions before 2025-06-18, and
+// refused with an error from 2025-06-18 on, which has no batches. Close
+// closes w.
+func ServerTransport(r io.Reader, w io.WriteCloser, log hclog.Logger) mcp.Transport {
+	refused := newRefusedWriter(log)
+	return serverTransport{r, w, func(line []byte, _ error) { refused.Line(line) }}
 }
 
 type serverTransport struct {
@@ -643,9 +659,7 @@ func (t serverTransport) Connect(context.Context) (mcp.Connection, error) {
 	var c *lineConn
 	c = makeLineConn(t.w, nil, func(line []byte, err error) {
 		c.refuse(line, err)
-		if t.noise != nil {
-			t.noise(line, err)
-		}
+		t.noise(line, err)
 	})
 	c.server = true
 	c.batches = map[jsonrpc.ID]*batchReply{}

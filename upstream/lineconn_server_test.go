@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,11 +38,11 @@ func newStdioServer(t *testing.T) *stdioClient {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- srv.Run(ctx, ServerTransport(stdinR, stdoutW, func(line []byte, _ error) {
+		done <- srv.Run(ctx, serverTransport{stdinR, stdoutW, func(line []byte, _ error) {
 			c.mu.Lock()
 			c.noise = append(c.noise, string(line))
 			c.mu.Unlock()
-		}))
+		}})
 	}()
 	t.Cleanup(func() {
 		stdinW.Close()
@@ -186,7 +187,7 @@ func FuzzServerTransport(f *testing.F) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := srv.Run(ctx, ServerTransport(bytes.NewReader(in), stdoutW, nil))
+		err := srv.Run(ctx, ServerTransport(bytes.NewReader(in), stdoutW, hclog.NewNullLogger()))
 		stdoutW.Close()
 		if ctx.Err() != nil {
 			t.Fatalf("the session did not end with its input: %v", err)

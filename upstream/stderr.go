@@ -22,8 +22,8 @@ const (
 // Go panic. Lines are capped in length and rate; dropped lines are counted and
 // reported. It never passes bytes through unparsed. Safe for concurrent use.
 type lineWriter struct {
-	log    hclog.Logger
-	stdout bool // skipped stdout noise rather than stderr
+	log  hclog.Logger
+	kind lineKind
 
 	mu       sync.Mutex
 	buf      []byte
@@ -33,6 +33,15 @@ type lineWriter struct {
 	dropped  int
 }
 
+// lineKind is what a lineWriter logs.
+type lineKind int
+
+const (
+	childStderr lineKind = iota
+	skippedStdout
+	refusedStdin
+)
+
 func newLineWriter(log hclog.Logger) *lineWriter {
 	return &lineWriter{log: log, tokens: stderrBurst}
 }
@@ -40,7 +49,13 @@ func newLineWriter(log hclog.Logger) *lineWriter {
 // newNoiseWriter logs, with the same caps, the lines a child wrote to stdout
 // that are not JSON-RPC messages (the stdio connection skips them).
 func newNoiseWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, stdout: true, tokens: stderrBurst}
+	return &lineWriter{log: log, kind: skippedStdout, tokens: stderrBurst}
+}
+
+// newRefusedWriter logs, with the same caps, the lines a client wrote to a
+// ServerTransport's stdin that are not JSON-RPC messages.
+func newRefusedWriter(log hclog.Logger) *lineWriter {
+	return &lineWriter{log: log, kind: refusedStdin, tokens: stderrBurst}
 }
 
 // Line logs one whole line.
@@ -119,10 +134,14 @@ func (w *lineWriter) emitLocked(line []byte) {
 		level = hclog.Error
 	}
 	switch {
-	case w.stdout && truncated:
+	case w.kind == skippedStdout && truncated:
 		w.log.Warn("stdout line skipped: not JSON-RPC", "line", s, "truncated", true)
-	case w.stdout:
+	case w.kind == skippedStdout:
 		w.log.Warn("stdout line skipped: not JSON-RPC", "line", s)
+	case w.kind == refusedStdin && truncated:
+		w.log.Warn("stdin line refused: not JSON-RPC", "line", s, "truncated", true)
+	case w.kind == refusedStdin:
+		w.log.Warn("stdin line refused: not JSON-RPC", "line", s)
 	case truncated:
 		w.log.Log(level, "stderr", "line", s, "truncated", true)
 	default:
@@ -133,9 +152,12 @@ func (w *lineWriter) emitLocked(line []byte) {
 // reportDroppedLocked requires w.mu.
 func (w *lineWriter) reportDroppedLocked() {
 	if w.dropped > 0 {
-		if w.stdout {
+		switch w.kind {
+		case skippedStdout:
 			w.log.Warn("skipped stdout lines dropped", "count", w.dropped)
-		} else {
+		case refusedStdin:
+			w.log.Warn("refused stdin lines dropped", "count", w.dropped)
+		default:
 			w.log.Warn("stderr lines dropped", "count", w.dropped)
 		}
 		w.dropped = 0
