@@ -96,22 +96,15 @@ func parseFlags(args []string) (*options, error) {
 		slices.Sort(o.conc)
 		o.conc = slices.Compact(o.conc)
 	}
-	if *sbEnv != "" {
-		for _, kv := range strings.Split(*sbEnv, ",") {
-			if !strings.Contains(kv, "=") {
-				return nil, fmt.Errorf("--sb-env: %q is not KEY=VALUE", kv)
-			}
-			o.sbEnv = append(o.sbEnv, strings.TrimSpace(kv))
-		}
+	var err error
+	if o.sbEnv, err = parseEnv("--sb-env", *sbEnv); err != nil {
+		return nil, err
 	}
 	if *compare != "" {
 		for _, envs := range strings.Split(*compare, ";") {
-			var extra []string
-			for _, kv := range strings.Split(envs, ",") {
-				if !strings.Contains(kv, "=") {
-					return nil, fmt.Errorf("--compare: %q is not KEY=VALUE", kv)
-				}
-				extra = append(extra, strings.TrimSpace(kv))
+			extra, err := parseEnv("--compare", envs)
+			if err != nil {
+				return nil, err
 			}
 			o.compare = append(o.compare, extra)
 		}
@@ -125,6 +118,21 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("--upstreams must be at least 1")
 	}
 	return o, nil
+}
+
+// parseEnv reads comma-separated KEY=VALUE pairs ("" is none).
+func parseEnv(flagName, s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var env []string
+	for _, kv := range strings.Split(s, ",") {
+		if !strings.Contains(kv, "=") {
+			return nil, fmt.Errorf("%s: %q is not KEY=VALUE", flagName, kv)
+		}
+		env = append(env, strings.TrimSpace(kv))
+	}
+	return env, nil
 }
 
 func main() {
