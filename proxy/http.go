@@ -10,13 +10,14 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // routes is the downstream mux on listen.
 func (p *Proxy) routes() http.Handler {
 	r := mux.NewRouter()
-	streamable := mcp.NewStreamableHTTPHandler(p.serverFor, &mcp.StreamableHTTPOptions{})
+	streamable := streamhttp.New(p.serverFor, p.log)
 	sse := mcp.NewSSEHandler(p.serverFor, &mcp.SSEOptions{})
 	// Order: host check, then authentication (which picks the view), then
 	// the MCP transport.

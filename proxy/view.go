@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
@@ -86,6 +87,9 @@ func newView(p *Proxy, id string) *view {
 	})
 	v.server.AddReceivingMiddleware(v.lazyListMiddleware)
 	v.server.AddReceivingMiddleware(p.traceMiddleware(id), v.policyMiddleware)
+	// Outermost: the streamable HTTP transport finds a call's stream through
+	// the context every handler below derives its own from.
+	v.server.AddReceivingMiddleware(streamhttp.Related)
 	v.state.Store(&viewState{tools: map[string]*route{}, prompts: map[string]*promptRoute{}, resources: map[string]*resourceRoute{}})
 	return v
 }

@@ -480,6 +480,19 @@ func decodeLine(line []byte) ([]jsonrpc.Message, error) {
 	return []jsonrpc.Message{m}, nil
 }
 
+// DecodeMessages decodes one JSON-RPC message, or a batch of them, as the
+// line connection decodes a line: one pass, no decoder buffer, strings and
+// raw values aliasing data (which the messages then keep). A streamable
+// HTTP POST body is the same thing as a line.
+func DecodeMessages(data []byte) (msgs []jsonrpc.Message, batch bool, err error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, false, errors.New("empty message")
+	}
+	msgs, err = decodeLine(data)
+	return msgs, data[0] == '[', err
+}
+
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	var w wireMsg
 	rest, err := sjson.Parse(data, &w, parseFlags)

@@ -1,0 +1,237 @@
+package streamhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// conn is one session's connection: what its ServerSession reads and
+// writes. Incoming messages come from POSTs; each write goes to the stream
+// of the call it answers or belongs to, else to the standalone GET stream.
+type conn struct {
+	h        *Handler
+	id       string
+	userID   string // the token that opened the session, if any
+	session  *mcp.ServerSession
+	incoming chan jsonrpc.Message
+	done     chan struct{}
+	once     sync.Once
+
+	mu         sync.Mutex
+	calls      map[jsonrpc.ID]*call
+	related    map[*mcp.RequestExtra]*call
+	standalone *stream
+}
+
+// call is a request in flight and the stream its answer goes to.
+type call struct {
+	id    jsonrpc.ID
+	extra *mcp.RequestExtra
+	s     *stream
+}
+
+// stream is one hanging response: a POST's SSE stream or the GET stream.
+type stream struct {
+	mu   sync.Mutex
+	w    http.ResponseWriter // nil once its request is over
+	rc   *http.ResponseController
+	left int           // a POST stream's unanswered calls
+	done chan struct{} // a POST stream: closed with the last answer
+}
+
+// transport hands the connection to Server.Connect.
+type transport struct{ c *conn }
+
+func (t transport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+// SupportsProtocolVersion: a stateful server serves the versions before
+// 2026-07-28 (server/discover lists only those).
+func (transport) SupportsProtocolVersion(v string) bool {
+	for _, l := range legacy {
+		if l == v {
+			return true
+		}
+	}
+	return false
+}
+
+// serve delivers one checked POST body to the session and, when it holds
+// calls, streams their answers back.
+func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
+	if len(in.calls) == 0 {
+		for _, m := range in.msgs {
+			select {
+			case c.incoming <- m:
+			case <-c.done:
+				http.Error(w, "session is closing", http.StatusNotFound)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+
+	s := &stream{w: w, rc: http.NewResponseController(w), left: len(in.calls), done: make(chan struct{})}
+	c.mu.Lock()
+	seen := make(map[jsonrpc.ID]bool, len(in.calls))
+	for _, req := range in.calls {
+		if _, busy := c.calls[req.ID]; busy || seen[req.ID] {
+			c.mu.Unlock()
+			writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
+				Code:    jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("duplicate in-flight request ID %v", req.ID.Raw()),
+			})
+			return
+		}
+		seen[req.ID] = true
+	}
+	for _, req := range in.calls {
+		cl := &call{id: req.ID, extra: req.Extra.(*mcp.RequestExtra), s: s}
+		c.calls[req.ID] = cl
+		c.related[cl.extra] = cl
+	}
+	c.mu.Unlock()
+
+	hdr := w.Header()
+	sseHeaders(hdr)
+	if in.init {
+		hdr.Set(sessionIDHeader, c.id)
+	}
+	for _, m := range in.msgs {
+		select {
+		case c.incoming <- m:
+		case <-c.done:
+			s.release()
+			return
+		}
+	}
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
+	case <-c.done:
+	}
+	s.release()
+}
+
+// release ends the stream's hold on its response writer.
+func (s *stream) release() {
+	s.mu.Lock()
+	s.w = nil
+	s.mu.Unlock()
+}
+
+// deliver writes one SSE event; answer counts it against the stream's
+// calls, and the last answer ends a POST stream.
+func (s *stream) deliver(event []byte, answer bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if answer {
+		s.left--
+	}
+	if s.w == nil {
+		return fmt.Errorf("%w: stream closed", errRejected)
+	}
+	_, err := s.w.Write(event)
+	if err == nil {
+		err = s.rc.Flush()
+	}
+	if answer && s.left == 0 {
+		s.w = nil
+		close(s.done)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", errRejected, err)
+	}
+	return nil
+}
+
+// Read implements mcp.Connection.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case m := <-c.incoming:
+		return m, nil
+	case <-c.done:
+		return nil, io.EOF
+	}
+}
+
+// Write implements mcp.Connection. A message that has nowhere to go is
+// rejected without breaking the session, as in the SDK's transport.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	var (
+		s      *stream
+		answer bool
+	)
+	c.mu.Lock()
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		if cl := c.calls[m.ID]; cl != nil {
+			delete(c.calls, m.ID)
+			delete(c.related, cl.extra)
+			s, answer = cl.s, true
+		}
+	default:
+		if ex, ok := ctx.Value(relatedKey{}).(*mcp.RequestExtra); ok {
+			// About a call: on its stream while it is open, nowhere after.
+			if cl := c.related[ex]; cl != nil {
+				s = cl.s
+			}
+		} else {
+			s = c.standalone
+		}
+	}
+	select {
+	case <-c.done:
+		c.mu.Unlock()
+		return errors.New("session is closed")
+	default:
+	}
+	c.mu.Unlock()
+	if s == nil {
+		return fmt.Errorf("%w: no open stream for the message", errRejected)
+	}
+	event, err := encodeEvent(msg)
+	if err != nil {
+		return err
+	}
+	return s.deliver(event, answer)
+}
+
+// encodeEvent is msg as one SSE message event.
+func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return nil, err
+	}
+	const head, tail = "event: message\ndata: ", "\n\n"
+	event := make([]byte, 0, len(head)+len(data)+len(tail))
+	event = append(event, head...)
+	event = append(event, data...)
+	return append(event, tail...), nil
+}
+
+// Close implements mcp.Connection: it ends every stream of the session and
+// forgets it.
+func (c *conn) Close() error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		close(c.done)
+		c.mu.Unlock()
+		c.h.mu.Lock()
+		delete(c.h.sessions, c.id)
+		c.h.mu.Unlock()
+	})
+	return nil
+}
+
+// SessionID implements mcp.Connection.
+func (c *conn) SessionID() string { return c.id }

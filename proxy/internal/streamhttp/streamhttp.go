@@ -1,0 +1,492 @@
+// Package streamhttp serves MCP's streamable HTTP transport, stateful, for
+// switchboard's downstream endpoint.
+//
+// It replaces the go-sdk's StreamableHTTPHandler on the hot path. Each POST
+// body is decoded once, by the same decoder switchboard's stdio connection
+// uses (the SDK's handler decodes it three times, once more for _meta, each
+// time with a fresh 32 KiB buffer), and a call's answer is written as one
+// SSE event without the SDK's per-stream bookkeeping. What a client sees is
+// the SDK's handler's behaviour: the same status codes and checks, one
+// session per Mcp-Session-Id bound to the token that opened it, a
+// standalone GET stream, DELETE, batches before 2025-06-18, and the
+// SEP-2575 rejection of 2026-07-28 requests that a stateful server owes.
+// Two departures, both towards JSON-RPC: a body that is not JSON-RPC is
+// answered with a JSON-RPC parse error (HTTP 400) instead of plain text, and
+// an unknown method reaches the session, which answers it with
+// method-not-found on the call's stream. No event store: streams are not
+// resumable, as with the SDK's handler without one.
+//
+// Notifications and requests the server sends while handling a call go on
+// that call's stream. The SDK tells its own transport which call a write
+// belongs to through an unexported context key, so here the server must
+// carry the call itself: install [Related] as the outermost receiving
+// middleware of every server this handler serves.
+package streamhttp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// Header names and protocol versions this transport acts on.
+const (
+	sessionIDHeader       = "Mcp-Session-Id"
+	protocolVersionHeader = "Mcp-Protocol-Version"
+	lastEventIDHeader     = "Last-Event-ID"
+	methodHeader          = "Mcp-Method"
+
+	v20250326 = "2025-03-26"
+	v20250618 = "2025-06-18"
+	v20260728 = "2026-07-28"
+
+	methodInitialize = "initialize"
+	methodDiscover   = "server/discover"
+)
+
+// MaxBodyBytes bounds a POST body, as the SDK's DefaultMaxRequestBodyBytes.
+const MaxBodyBytes = 4 << 20
+
+// errRejected marks a write that could not be delivered and must not break
+// the session: it matches the SDK's internal jsonrpc2.ErrRejected, which
+// errors.Is compares by code.
+var errRejected error = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+
+// Handler serves one MCP endpoint. Its zero value is not usable; see New.
+type Handler struct {
+	getServer func(*http.Request) *mcp.Server
+	log       hclog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*conn
+}
+
+// New returns a Handler that opens each new session on the server getServer
+// picks for the request (nil: 400).
+func New(getServer func(*http.Request) *mcp.Server, log hclog.Logger) *Handler {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Handler{getServer: getServer, log: log, sessions: map[string]*conn{}}
+}
+
+// Sessions is the number of open sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// DNS rebinding: on a loopback listener only a loopback Host is served.
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
+		if isLoopback(la.String()) && !isLoopback(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+	}
+	if v := r.Header.Get(protocolVersionHeader); v != "" && v < v20260728 && !slices.Contains(supported, v) {
+		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(legacy, ",")), http.StatusBadRequest)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r)
+	case http.MethodGet:
+		h.get(w, r)
+	case http.MethodDelete:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// lookup finds the request's session; it writes the error response when
+// there is none or it belongs to another token.
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *conn {
+	h.mu.Lock()
+	c := h.sessions[id]
+	h.mu.Unlock()
+	if c == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil
+	}
+	if c.userID != "" {
+		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != c.userID {
+			http.Error(w, "session user mismatch", http.StatusForbidden)
+			return nil
+		}
+	}
+	return c
+}
+
+// session is the session a GET or DELETE names; it writes the error
+// response when there is none.
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) *conn {
+	id := r.Header.Get(sessionIDHeader)
+	if id == "" {
+		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return nil
+	}
+	return h.lookup(w, r, id)
+}
+
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
+	c := h.session(w, r)
+	if c == nil {
+		return
+	}
+	_ = c.session.Close()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
+		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+		return
+	}
+	c := h.session(w, r)
+	if c == nil {
+		return
+	}
+	if len(r.Header.Values(lastEventIDHeader)) > 0 {
+		http.Error(w, "stream replay unsupported", http.StatusBadRequest)
+		return
+	}
+	s := &stream{w: w, rc: http.NewResponseController(w)}
+	c.mu.Lock()
+	if c.standalone != nil {
+		c.mu.Unlock()
+		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
+		return
+	}
+	c.standalone = s
+	// Headers and a comment go out at once: a standalone stream may stay
+	// silent for long, and proxies hold back headers without a body.
+	s.mu.Lock()
+	c.mu.Unlock()
+	sseHeaders(w.Header())
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, ": ok\n\n")
+	_ = s.rc.Flush()
+	s.mu.Unlock()
+
+	select {
+	case <-r.Context().Done():
+	case <-c.done:
+	}
+	s.release()
+	c.mu.Lock()
+	if c.standalone == s {
+		c.standalone = nil
+	}
+	c.mu.Unlock()
+}
+
+// incoming is one decoded POST body, checked.
+type incoming struct {
+	msgs    []jsonrpc.Message
+	calls   []*jsonrpc.Request
+	init    bool
+	version string // the version the stream speaks: the header's, or initialize's
+}
+
+func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+		return
+	}
+	if jsonOK, streamOK := accepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
+		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		return
+	}
+	if len(r.Header.Values(lastEventIDHeader)) > 0 {
+		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
+		return
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+		return
+	}
+	in, ok := check(w, r, body)
+	if !ok {
+		return
+	}
+
+	var c *conn
+	fresh := false
+	if id := r.Header.Get(sessionIDHeader); id != "" {
+		if c = h.lookup(w, r, id); c == nil {
+			return
+		}
+	} else {
+		if c = h.open(w, r); c == nil {
+			return
+		}
+		fresh = true
+	}
+	c.serve(w, r, in)
+	// A session whose first POST did not initialize it is of no use to
+	// anyone: nobody learnt its ID.
+	if fresh && c.session.InitializeParams() == nil {
+		_ = c.session.Close()
+	}
+}
+
+// readBody reads the body, bounded by MaxBodyBytes, in one allocation when
+// the length is known.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
+}
+
+// check decodes and vets a POST body; on refusal it has written the
+// response.
+func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool) {
+	msgs, batch, err := upstream.DecodeMessages(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "malformed payload: " + err.Error()})
+		return incoming{}, false
+	}
+	header := r.Header.Get(protocolVersionHeader)
+	version := header
+	if version == "" {
+		version = v20250326
+	}
+	if batch && version >= v20250618 {
+		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", v20250618, version), http.StatusBadRequest)
+		return incoming{}, false
+	}
+	in := incoming{msgs: msgs, version: version}
+	ti := auth.TokenInfoFromContext(r.Context())
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		if req.Method == methodInitialize {
+			in.init = true
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if _, err := sjson.Parse(req.Params, &p, 0); err == nil && p.ProtocolVersion != "" {
+				in.version = p.ProtocolVersion
+			}
+		}
+		if !checkNewProtocol(w, req, header, version) {
+			return incoming{}, false
+		}
+		req.Extra = &mcp.RequestExtra{TokenInfo: ti, Header: r.Header}
+		if req.IsCall() {
+			in.calls = append(in.calls, req)
+		}
+	}
+	// SEP-2575 headers: Mcp-Method must name a lone message's method.
+	if header >= v20260728 && len(msgs) == 1 {
+		if req, ok := msgs[0].(*jsonrpc.Request); ok {
+			if got := r.Header.Get(methodHeader); got != req.Method {
+				msg := "missing required Mcp-Method header"
+				if got != "" {
+					msg = fmt.Sprintf("header mismatch: Mcp-Method header value '%s' does not match body value '%s'", got, req.Method)
+				}
+				writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
+				return incoming{}, false
+			}
+		}
+	}
+	return in, true
+}
+
+// checkNewProtocol applies SEP-2575 to one request: a stateful server
+// refuses requests of protocol 2026-07-28 and later (but server/discover,
+// from which the client learns the versions it may use), and a request
+// carrying _meta's protocol version must match the header.
+func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, version string) bool {
+	metaVersion := metaProtocolVersion(req.Params)
+	if !(req.IsCall() && version >= v20260728) && metaVersion == "" {
+		return true
+	}
+	switch {
+	case req.Method != methodDiscover:
+		requested := header
+		if requested == "" {
+			requested = metaVersion
+		}
+		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: legacy, Requested: requested})
+		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
+			Code:    mcp.CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("protocol version %q is not supported by this server", requested),
+			Data:    data,
+		})
+	case header == "":
+		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+			Message: fmt.Sprintf("%s header is required for requests carrying %q", protocolVersionHeader, mcp.MetaKeyProtocolVersion)})
+	case metaVersion == "":
+		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)})
+	case header != metaVersion:
+		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+			Message: fmt.Sprintf("%s header %q does not match request %s %q", protocolVersionHeader, header, mcp.MetaKeyProtocolVersion, metaVersion)})
+	default:
+		return true
+	}
+	return false
+}
+
+// metaProtocolVersion is params._meta's protocol version, if it is a string.
+// Params are decoded only when the key is in them at all.
+func metaProtocolVersion(params json.RawMessage) string {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return ""
+	}
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if _, err := sjson.Parse(params, &p, 0); err != nil {
+		return ""
+	}
+	v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v
+}
+
+// supported are the SDK's protocol versions; legacy those a stateful server
+// negotiates, before 2026-07-28.
+var (
+	supported = mcp.SupportedProtocolVersions()
+	legacy    = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= v20260728 })
+)
+
+// open starts a session on the request's server.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
+	srv := h.getServer(r)
+	if srv == nil {
+		http.Error(w, "no server available", http.StatusBadRequest)
+		return nil
+	}
+	c := &conn{
+		h:        h,
+		id:       rand.Text(),
+		incoming: make(chan jsonrpc.Message, 10),
+		done:     make(chan struct{}),
+		calls:    map[jsonrpc.ID]*call{},
+		related:  map[*mcp.RequestExtra]*call{},
+	}
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		c.userID = ti.UserID
+	}
+	h.mu.Lock()
+	h.sessions[c.id] = c
+	h.mu.Unlock()
+	ss, err := srv.Connect(r.Context(), transport{c}, nil)
+	if err != nil {
+		h.mu.Lock()
+		delete(h.sessions, c.id)
+		h.mu.Unlock()
+		h.log.Error("downstream session refused", "error", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return nil
+	}
+	c.session = ss
+	return c
+}
+
+// accepts reports whether Accept admits JSON and an event stream.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	for _, value := range values {
+		for raw := range strings.SplitSeq(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+func sseHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+}
+
+// writeError answers the whole POST with one JSON-RPC error.
+func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
+	if err != nil {
+		http.Error(w, e.Message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+}
+
+// isLoopback reports whether a host, with or without a port, is a loopback
+// name or address.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// relatedKey carries, in a handler's context, the request it handles.
+type relatedKey struct{}
+
+// Related is the receiving middleware that lets a session's writes find the
+// stream of the call they belong to.
+func Related(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ex := req.GetExtra(); ex != nil {
+			ctx = context.WithValue(ctx, relatedKey{}, ex)
+		}
+		return next(ctx, method, req)
+	}
+}
