@@ -182,6 +182,17 @@ func (p *Proxy) serverFor(r *http.Request) *mcp.Server {
 	return v.server
 }
 
+// directFor is the direct tools/call handler of the view whose server srv
+// is (nil: none; the server answers).
+func (p *Proxy) directFor(srv *mcp.Server) mcp.MethodHandler {
+	for _, v := range *p.views.Load() {
+		if v.server == srv {
+			return v.direct
+		}
+	}
+	return nil
+}
+
 // checkHost enforces allowedHosts when configured (DNS rebinding protection
 // for non-loopback deployments); on loopback the SDK's own check applies.
 func (p *Proxy) checkHost(next http.Handler) http.Handler {

@@ -17,7 +17,7 @@ import (
 // routes is the downstream mux on listen.
 func (p *Proxy) routes() http.Handler {
 	r := mux.NewRouter()
-	streamable := streamhttp.New(p.serverFor, p.log)
+	streamable := streamhttp.New(p.serverFor, p.directFor, p.log)
 	sse := mcp.NewSSEHandler(p.serverFor, &mcp.SSEOptions{})
 	// Order: host check, then authentication (which picks the view), then
 	// the MCP transport.

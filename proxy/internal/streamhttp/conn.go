@@ -1,11 +1,13 @@
 package streamhttp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,6 +25,9 @@ type conn struct {
 	incoming chan jsonrpc.Message
 	done     chan struct{}
 	once     sync.Once
+	direct   mcp.MethodHandler // nil: every call goes to the server
+	ctx      context.Context   // direct calls' parent; ends with the session
+	cancel   context.CancelFunc
 
 	mu         sync.Mutex
 	calls      map[jsonrpc.ID]*call
@@ -32,9 +37,10 @@ type conn struct {
 
 // call is a request in flight and the stream its answer goes to.
 type call struct {
-	id    jsonrpc.ID
-	extra *mcp.RequestExtra
-	s     *stream
+	id     jsonrpc.ID
+	extra  *mcp.RequestExtra
+	s      *stream
+	cancel context.CancelFunc // a direct call's, once it runs
 }
 
 // stream is one hanging response: a POST's SSE stream or the GET stream.
@@ -67,6 +73,9 @@ func (transport) SupportsProtocolVersion(v string) bool {
 func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	if len(in.calls) == 0 {
 		for _, m := range in.msgs {
+			if req, ok := m.(*jsonrpc.Request); ok {
+				c.cancelDirect(req)
+			}
 			select {
 			case c.incoming <- m:
 			case <-c.done:
@@ -92,10 +101,12 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		}
 		seen[req.ID] = true
 	}
+	registered := make(map[jsonrpc.ID]*call, len(in.calls))
 	for _, req := range in.calls {
 		cl := &call{id: req.ID, extra: req.Extra.(*mcp.RequestExtra), s: s}
 		c.calls[req.ID] = cl
 		c.related[cl.extra] = cl
+		registered[req.ID] = cl
 	}
 	c.mu.Unlock()
 
@@ -104,13 +115,31 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	if in.init {
 		hdr.Set(sessionIDHeader, c.id)
 	}
-	for _, m := range in.msgs {
+	// Messages go to the server in order, but direct calls; a lone direct
+	// call runs on this goroutine, others on their own as the server would.
+	var inline func()
+	for i, m := range in.msgs {
+		if req, ok := m.(*jsonrpc.Request); ok {
+			c.cancelDirect(req)
+			if ct := c.directCall(req); ct != nil {
+				cl := registered[req.ID]
+				if i == len(in.msgs)-1 && len(in.calls) == 1 {
+					inline = func() { c.runDirect(cl, ct) }
+				} else {
+					go c.runDirect(cl, ct)
+				}
+				continue
+			}
+		}
 		select {
 		case c.incoming <- m:
 		case <-c.done:
 			s.release()
 			return
 		}
+	}
+	if inline != nil {
+		inline()
 	}
 	select {
 	case <-r.Context().Done():
@@ -208,21 +237,56 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 // encodeEvent is msg as one SSE message event.
 func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
+	const head, tail = "event: message\ndata: ", "\n\n"
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		// 48: the envelope around the result, with an ID of up to 20 bytes.
+		buf := append(make([]byte, 0, len(head)+48+len(r.Result)+len(tail)), head...)
+		if event := appendResponse(buf, r); event != nil {
+			return append(event, tail...), nil
+		}
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return nil, err
 	}
-	const head, tail = "event: message\ndata: ", "\n\n"
 	event := make([]byte, 0, len(head)+len(data)+len(tail))
 	event = append(event, head...)
 	event = append(event, data...)
 	return append(event, tail...), nil
 }
 
+// appendResponse appends a result response to dst as the SDK's encoder
+// writes it, without encoding the result a second time; nil when the
+// response is not that simple (an error, no result, an ID that needs
+// escaping, a result on several lines), for the encoder to write.
+func appendResponse(dst []byte, r *jsonrpc.Response) []byte {
+	if r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
+		return nil
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	switch id := r.ID.Raw().(type) {
+	case int64:
+		dst = strconv.AppendInt(dst, id, 10)
+	case string:
+		for i := 0; i < len(id); i++ {
+			if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return nil
+			}
+		}
+		dst = append(append(append(dst, '"'), id...), '"')
+	default:
+		return nil
+	}
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, r.Result...)
+	return append(dst, '}')
+}
+
 // Close implements mcp.Connection: it ends every stream of the session and
 // forgets it.
 func (c *conn) Close() error {
 	c.once.Do(func() {
+		c.cancel()
 		c.mu.Lock()
 		close(c.done)
 		c.mu.Unlock()

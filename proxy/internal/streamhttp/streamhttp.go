@@ -73,6 +73,7 @@ var errRejected error = &jsonrpc.Error{Code: -32005, Message: "rejected by trans
 // Handler serves one MCP endpoint. Its zero value is not usable; see New.
 type Handler struct {
 	getServer func(*http.Request) *mcp.Server
+	direct    func(*mcp.Server) mcp.MethodHandler
 	log       hclog.Logger
 
 	mu       sync.Mutex
@@ -81,11 +82,33 @@ type Handler struct {
 
 // New returns a Handler that opens each new session on the server getServer
 // picks for the request (nil: 400).
-func New(getServer func(*http.Request) *mcp.Server, log hclog.Logger) *Handler {
+//
+// direct, when not nil, gives for a server the method handler that answers
+// its tools/call requests in place of the server: the same receiving
+// middleware the server runs, around the tool's handler. A session of a
+// protocol before 2026-07-28 then has its initialized tools/call requests
+// answered straight from the POST: the server's session does not decode
+// the parameters twice more (its _meta check and its parameter type), take
+// the server's lock to find the tool, or spawn a handler goroutine. A call
+// the direct path cannot read as the server would goes to the server.
+func New(getServer func(*http.Request) *mcp.Server, direct func(*mcp.Server) mcp.MethodHandler, log hclog.Logger) *Handler {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Handler{getServer: getServer, log: log, sessions: map[string]*conn{}}
+	return &Handler{getServer: getServer, direct: direct, log: log, sessions: map[string]*conn{}}
+}
+
+// Close ends every open session.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	open := make([]*conn, 0, len(h.sessions))
+	for _, c := range h.sessions {
+		open = append(open, c)
+	}
+	h.mu.Unlock()
+	for _, c := range open {
+		_ = c.session.Close()
+	}
 }
 
 // Sessions is the number of open sessions.
@@ -407,6 +430,12 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 		calls:    map[jsonrpc.ID]*call{},
 		related:  map[*mcp.RequestExtra]*call{},
 	}
+	// Direct calls run in a context like the server's handlers get: the
+	// values of the request that opened the session, ended with it.
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	if h.direct != nil {
+		c.direct = h.direct(srv)
+	}
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		c.userID = ti.UserID
 	}
@@ -418,6 +447,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 		h.mu.Lock()
 		delete(h.sessions, c.id)
 		h.mu.Unlock()
+		c.cancel()
 		h.log.Error("downstream session refused", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
 		return nil

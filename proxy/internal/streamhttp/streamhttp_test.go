@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,43 +14,110 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// newServer is an MCP server with the tools the tests call: echo, one that
-// reports progress before answering, and one that asks the client for its
-// roots in the middle of the call.
-func newServer() *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-		Text string `json:"text"`
-	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "progress"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		for i := range 3 {
-			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: 3,
-			}); err != nil {
-				return nil, nil, err
+// testServer is an MCP server with the tools the tests call: echo, one
+// that reports progress before answering, one that asks the client for its
+// roots in the middle of the call, and one that waits for cancellation.
+// direct answers the same tools the way switchboard's views do, counting
+// the calls it answers.
+type testServer struct {
+	srv    *mcp.Server
+	tools  map[string]mcp.ToolHandler
+	direct atomic.Int32
+}
+
+func newTestServer() *testServer {
+	ts := &testServer{srv: mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)}
+	textResult := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	ts.tools = map[string]mcp.ToolHandler{
+		"echo": func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Text string `json:"text"`
 			}
+			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+				return nil, err
+			}
+			return textResult(in.Text), nil
+		},
+		"progress": func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for i := range 3 {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+					ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: 3,
+				}); err != nil {
+					return nil, err
+				}
+			}
+			return textResult("done"), nil
+		},
+		"roots": func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			var names []string
+			for _, r := range res.Roots {
+				names = append(names, r.URI)
+			}
+			return textResult(strings.Join(names, ",")), nil
+		},
+		"wait": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			select {
+			case <-ctx.Done():
+				return textResult("cancelled"), nil
+			case <-time.After(3 * time.Second):
+				return textResult("not cancelled"), nil
+			}
+		},
+		"empty": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		},
+	}
+	for name, h := range ts.tools {
+		ts.srv.AddTool(&mcp.Tool{Name: name, InputSchema: &jsonschema.Schema{Type: "object"}}, h)
+	}
+	ts.srv.AddReceivingMiddleware(Related)
+	return ts
+}
+
+// directHandler answers tools/call as switchboard's views do: the same
+// receiving middleware around the tool's handler.
+func (ts *testServer) directHandler(*mcp.Server) mcp.MethodHandler {
+	return Related(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+		ts.direct.Add(1)
+		ct := req.(*mcp.CallToolRequest)
+		h, ok := ts.tools[ct.Params.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", ct.Params.Name)}
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		return h(ctx, ct)
 	})
-	mcp.AddTool(srv, &mcp.Tool{Name: "roots"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.ListRoots(ctx, nil)
-		if err != nil {
-			return nil, nil, err
-		}
-		var names []string
-		for _, r := range res.Roots {
-			names = append(names, r.URI)
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(names, ",")}}}, nil, nil
-	})
-	srv.AddReceivingMiddleware(Related)
-	return srv
+}
+
+// modes runs a test with tools/call answered by the server and by the
+// direct path.
+func modes(t *testing.T, f func(t *testing.T, ts *testServer, direct func(*mcp.Server) mcp.MethodHandler)) {
+	for _, mode := range []string{"server", "direct"} {
+		t.Run(mode, func(t *testing.T) {
+			ts := newTestServer()
+			var direct func(*mcp.Server) mcp.MethodHandler
+			if mode == "direct" {
+				direct = ts.directHandler
+				t.Cleanup(func() {
+					if ts.direct.Load() == 0 {
+						t.Error("no call took the direct path")
+					}
+				})
+			}
+			f(t, ts, direct)
+		})
+	}
 }
 
 // checkGoroutines fails the test if it leaves goroutines behind.
@@ -69,11 +137,12 @@ func checkGoroutines(t *testing.T) {
 	})
 }
 
-func serve(t *testing.T, srv *mcp.Server) (*Handler, *httptest.Server) {
+func serve(t *testing.T, srv *mcp.Server, direct func(*mcp.Server) mcp.MethodHandler) (*Handler, *httptest.Server) {
 	t.Helper()
-	h := New(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := New(func(*http.Request) *mcp.Server { return srv }, direct, nil)
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
+		h.Close()
 		ts.CloseClientConnections()
 		ts.Close()
 	})
@@ -105,10 +174,12 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 // its discovery and fallback to a stateful version, calls, a call's progress
 // on the call's stream, a server request inside a call, and a notification
 // with no call on the standalone stream.
-func TestClientRoundTrip(t *testing.T) {
+func TestClientRoundTrip(t *testing.T) { modes(t, testClientRoundTrip) }
+
+func testClientRoundTrip(t *testing.T, fx *testServer, direct func(*mcp.Server) mcp.MethodHandler) {
 	checkGoroutines(t)
-	srv := newServer()
-	h, ts := serve(t, srv)
+	srv := fx.srv
+	h, ts := serve(t, srv, direct)
 
 	var progress atomic.Int32
 	changed := make(chan struct{}, 1)
@@ -140,11 +211,13 @@ func TestClientRoundTrip(t *testing.T) {
 	if res, err = cs.CallTool(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	// The progress went out on the call's stream before its answer, so the
-	// client has handled all three by the time the call returns.
-	if got := progress.Load(); got != 3 || text(t, res) != "done" {
-		t.Fatalf("progress notifications before the answer: %d, result %q", got, text(t, res))
+	if got := text(t, res); got != "done" {
+		t.Fatalf("progress result %q", got)
 	}
+	// The go-sdk client may hand the answer to the caller before its
+	// notification handler ran; TestRequestChecks checks the order on the
+	// wire.
+	waitFor(t, func() bool { return progress.Load() == 3 })
 
 	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "roots"}); err != nil {
 		t.Fatal(err)
@@ -171,17 +244,6 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	// The client's DELETE ends the session on the server.
 	waitFor(t, func() bool { return h.Sessions() == 0 })
-}
-
-// snapshot is the open sessions.
-func (h *Handler) snapshot() []*conn {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []*conn
-	for _, c := range h.sessions {
-		out = append(out, c)
-	}
-	return out
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -289,9 +351,11 @@ func status(t *testing.T, resp *http.Response, want int) string {
 }
 
 // TestRequestChecks: what the handler refuses, and how.
-func TestRequestChecks(t *testing.T) {
+func TestRequestChecks(t *testing.T) { modes(t, testRequestChecks) }
+
+func testRequestChecks(t *testing.T, fx *testServer, direct func(*mcp.Server) mcp.MethodHandler) {
 	checkGoroutines(t)
-	h, ts := serve(t, newServer())
+	h, ts := serve(t, fx.srv, direct)
 	id := initialize(t, ts.URL)
 	v := map[string]string{protocolVersionHeader: "2025-11-25"}
 	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
@@ -374,7 +438,7 @@ func TestRequestChecks(t *testing.T) {
 // token.
 func TestSessionBoundToToken(t *testing.T) {
 	checkGoroutines(t)
-	h := New(func(*http.Request) *mcp.Server { return newServer() }, nil)
+	h := New(func(*http.Request) *mcp.Server { return newTestServer().srv }, nil, nil)
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
 	}
@@ -398,7 +462,7 @@ func TestSessionBoundToToken(t *testing.T) {
 // ends with the session.
 func TestStandaloneStream(t *testing.T) {
 	checkGoroutines(t)
-	h, ts := serve(t, newServer())
+	h, ts := serve(t, newTestServer().srv, nil)
 	id := initialize(t, ts.URL)
 	get := func() *http.Response {
 		req, _ := http.NewRequest(http.MethodGet, ts.URL, nil)
@@ -425,12 +489,67 @@ func TestStandaloneStream(t *testing.T) {
 	if second.StatusCode != http.StatusConflict {
 		t.Fatalf("second GET: %s", second.Status)
 	}
-	for _, s := range h.snapshot() {
-		_ = s.session.Close()
-	}
+	h.Close()
 	// The stream ends with the session.
 	if _, err := io.ReadAll(br); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return h.Sessions() == 0 })
+}
+
+// TestDirectMatchesServer: the direct path answers byte for byte as the
+// server does, errors included.
+func TestDirectMatchesServer(t *testing.T) {
+	checkGoroutines(t)
+	fx := newTestServer()
+	_, viaServer := serve(t, newTestServer().srv, nil)
+	_, viaDirect := serve(t, fx.srv, fx.directHandler)
+	sServer, sDirect := initialize(t, viaServer.URL), initialize(t, viaDirect.URL)
+	v := map[string]string{protocolVersionHeader: "2025-11-25"}
+	for _, params := range []string{
+		`{"name":"echo","arguments":{"text":"<a & b>"}}`,
+		`{"name":"echo","arguments":{"text":"x"},"_meta":{"progressToken":7}}`,
+		`{"name":"echo","arguments":"not an object"}`,
+		`{"name":"empty"}`,
+		`{"name":"nope","arguments":{}}`,
+		`{"name":"echo","arguments":{"text":"\u00e9\n"}}`,
+	} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
+		want := events(t, post(t, viaServer.URL, sServer, body, v))
+		got := events(t, post(t, viaDirect.URL, sDirect, body, v))
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s:\ndirect %q\nserver %q", params, got, want)
+		}
+	}
+	if fx.direct.Load() != 6 {
+		t.Fatalf("direct calls: %d, want 6", fx.direct.Load())
+	}
+}
+
+// TestCancel: notifications/cancelled ends the call it names, on either
+// path, and its answer still comes, as the SDK's server sends it: the
+// tool's result, or "context canceled" when the server had not started it.
+func TestCancel(t *testing.T) { modes(t, testCancel) }
+
+func testCancel(t *testing.T, fx *testServer, direct func(*mcp.Server) mcp.MethodHandler) {
+	checkGoroutines(t)
+	_, ts := serve(t, fx.srv, direct)
+	id := initialize(t, ts.URL)
+	v := map[string]string{protocolVersionHeader: "2025-11-25"}
+	answer := make(chan []string, 1)
+	go func() {
+		answer <- events(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`, v))
+	}()
+	// Cancel until the call is in flight and takes it.
+	for {
+		status(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`, v), http.StatusAccepted)
+		select {
+		case got := <-answer:
+			if len(got) != 1 || !strings.Contains(got[0], `"text":"cancelled"`) && !strings.Contains(got[0], `"message":"context canceled"`) {
+				t.Fatalf("cancelled call answered %q", got)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
