@@ -400,11 +400,58 @@ func (c *lineConn) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.Ca
 	if err != nil {
 		return nil, err
 	}
+	if res := decodeTextResult(raw); res != nil {
+		return res, nil
+	}
 	res := new(mcp.CallToolResult)
 	if err := res.UnmarshalJSON(raw); err != nil {
 		return nil, fmt.Errorf("calling %q: decoding the result: %w", "tools/call", err)
 	}
 	return res, nil
+}
+
+// textResult is a tools/call result as the SDK's decoder reads it, for the
+// common case of text content only. Unlike CallToolResult's UnmarshalJSON
+// it needs no decoder (and its 32 KiB buffer) of its own.
+type textResult struct {
+	Meta              mcp.Meta        `json:"_meta"`
+	Content           []textBlock     `json:"content"`
+	StructuredContent any             `json:"structuredContent"`
+	IsError           bool            `json:"isError"`
+	InputRequests     json.RawMessage `json:"inputRequests"`
+	ResultType        json.RawMessage `json:"resultType"`
+}
+
+// textBlock is a content block as the SDK's TextContent takes it from the
+// wire: text, _meta and annotations.
+type textBlock struct {
+	Type        string           `json:"type"`
+	Text        string           `json:"text"`
+	Meta        mcp.Meta         `json:"_meta"`
+	Annotations *mcp.Annotations `json:"annotations"`
+}
+
+// decodeTextResult decodes a result whose content is all text as
+// CallToolResult.UnmarshalJSON would; nil for anything else (other content
+// types, the 2026 protocol's fields, a result it cannot parse), which the
+// SDK then decodes or refuses in its own words.
+func decodeTextResult(raw []byte) *mcp.CallToolResult {
+	var w textResult
+	if rest, err := sjson.Parse(raw, &w, parseFlags); err != nil || len(bytes.TrimSpace(rest)) > 0 {
+		return nil
+	}
+	if len(w.InputRequests) > 0 || len(w.ResultType) > 0 {
+		return nil
+	}
+	content := make([]mcp.Content, 0, len(w.Content))
+	for i := range w.Content {
+		b := &w.Content[i]
+		if b.Type != "text" {
+			return nil
+		}
+		content = append(content, &mcp.TextContent{Text: b.Text, Meta: b.Meta, Annotations: b.Annotations})
+	}
+	return &mcp.CallToolResult{Meta: w.Meta, Content: content, StructuredContent: w.StructuredContent, IsError: w.IsError}
 }
 
 // readLine returns the next line without its newline, in a slice of its
