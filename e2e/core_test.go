@@ -346,21 +346,31 @@ func TestToolsCommand(t *testing.T) {
 	}
 }
 
-// TestStdioDownstream serves one client over stdin/stdout.
+// TestStdioDownstream serves one client over stdin/stdout, with the go-sdk
+// client's default protocol (2026-07-28: calls go through the server
+// session) and with 2025-11-25 (calls answered beside it).
 func TestStdioDownstream(t *testing.T) {
-	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cmd := newCmd(switchboard, "serve", "--stdio")
-	cmd.Stderr = os.Stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	eventually(t, 20*time.Second, "demo tools over stdio", func() bool { return listTools(t, cs)["mcp_clock_now"] != nil })
-	if res := mustCall(t, cs, "mcp_clock_unix", map[string]any{}); res.IsError {
-		t.Errorf("stdio call failed: %s", textOf(res))
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol="+version, func(t *testing.T) {
+			c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+			cmd := newCmd(switchboard, "serve", "--stdio")
+			cmd.Stderr = os.Stderr
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			eventually(t, 20*time.Second, "demo tools over stdio", func() bool { return listTools(t, cs)["mcp_clock_now"] != nil })
+			if res := mustCall(t, cs, "mcp_clock_unix", map[string]any{}); res.IsError {
+				t.Errorf("stdio call failed: %s", textOf(res))
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_clock_nope", Arguments: map[string]any{}})
+			if err == nil || !strings.Contains(err.Error(), "unknown tool") {
+				t.Errorf("unknown tool over stdio: %v, %v", res, err)
+			}
+		})
 	}
 }
 
@@ -420,6 +430,12 @@ func TestStdioDownstreamBadLine(t *testing.T) {
 	if r := exchange(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); r.Error != nil || r.ID != float64(2) {
 		t.Errorf("ping after the bad line: %+v", r)
 	}
+	// A tools/call on a 2025-11-25 session is answered beside the server
+	// session: one line, the same shape.
+	eventually(t, 20*time.Second, "a demo tool answers", func() bool {
+		r := exchange(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"mcp_clock_unix","arguments":{}}}`)
+		return r.ID == "c" && r.Error == nil && strings.Contains(string(r.Result), `"content":[{"type":"text"`)
+	})
 	// stderr is copied by another goroutine: give it a moment.
 	eventually(t, 5*time.Second, "the refused line logged", func() bool {
 		return strings.Contains(stderr.Stderr(), "stdin line refused: not JSON-RPC")

@@ -65,10 +65,13 @@ func pipeTransports() (client, server mcp.Transport) {
 
 // benchProxy serves config through a proxy whose upstreams are the given
 // in-process servers, and returns a downstream session once tool wantTool is
-// listed. The downstream is the proxy's stdio mode on in-process pipes, or
-// with http its streamable HTTP endpoint on 127.0.0.1.
-func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wantTool string, http bool) *mcp.ClientSession {
+// listed. The downstream (down) is the proxy's stdio mode on in-process
+// pipes ("stdio", with the client's default protocol, 2026-07-28;
+// "stdio-2025", pinned to 2025-11-25 as most clients speak today), or its
+// streamable HTTP endpoint on 127.0.0.1 ("http").
+func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wantTool, down string) *mcp.ClientSession {
 	b.Helper()
+	http := down == "http"
 	testDial = func(spec upstream.Spec) (mcp.Transport, error) {
 		s := servers[spec.Name]
 		if s == nil {
@@ -115,7 +118,11 @@ func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wan
 		ct = &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: benchHTTPClient}
 	}
 
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, nil)
+	var copts *mcp.ClientSessionOptions
+	if down == "stdio-2025" {
+		copts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, copts)
 	if err != nil {
 		cancel()
 		b.Fatal(err)
@@ -211,13 +218,13 @@ func BenchmarkDirectCall(b *testing.B) {
 // BenchmarkForwardCall is one tools/call through switchboard, from a
 // stdio or a streamable HTTP downstream.
 func BenchmarkForwardCall(b *testing.B) {
-	for _, down := range []string{"stdio", "http"} {
+	for _, down := range []string{"stdio", "stdio-2025", "http"} {
 		for _, c := range []struct{ name, config string }{
 			{"plain", benchPlain},
 			{"wrap+policy", benchFull},
 		} {
 			b.Run(down+"/"+c.name, func(b *testing.B) {
-				cs := benchProxy(b, c.config, map[string]*mcp.Server{"echo": echoServer(0)}, "mcp_echo_echo", down == "http")
+				cs := benchProxy(b, c.config, map[string]*mcp.Server{"echo": echoServer(0)}, "mcp_echo_echo", down)
 				benchCalls(b, cs, "mcp_echo_echo")
 			})
 		}
@@ -244,7 +251,7 @@ func waitReady(b *testing.B, path string) string {
 
 // BenchmarkToolsList500 lists 501 tools through switchboard.
 func BenchmarkToolsList500(b *testing.B) {
-	cs := benchProxy(b, benchFull, map[string]*mcp.Server{"echo": echoServer(500)}, "mcp_echo_echo", false)
+	cs := benchProxy(b, benchFull, map[string]*mcp.Server{"echo": echoServer(500)}, "mcp_echo_echo", "stdio")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -253,6 +255,25 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	return nil
 }
 
+// runSession is Server.Run that also publishes the session it serves.
+func runSession(ctx context.Context, srv *mcp.Server, t mcp.Transport, session *atomic.Pointer[mcp.ServerSession]) error {
+	ss, err := srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	session.Store(ss)
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return ctx.Err()
+	case err := <-ended:
+		return err
+	}
+}
+
 // serveStdio serves the one client on stdin/stdout. When it ends, calls in
 // flight get shutdownTimeout to finish; *stopBy is set to that deadline for
 // stopping the upstreams.
@@ -265,11 +286,29 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	err := v.server.Run(ctx, upstream.ServerTransport(stdin, nopWriteCloser{stdout}, p.log))
+	// tools/call is answered beside the server session, as on the
+	// streamable HTTP endpoint (package direct); the calls' context keeps
+	// ctx's values and, as the server's handlers, outlives its end by the
+	// shutdown grace below.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer rcancel()
+	runner := direct.New(rctx, v.direct)
+	var session atomic.Pointer[mcp.ServerSession]
+	take := func(conn mcp.Connection, req *jsonrpc.Request) bool {
+		runner.Cancelled(req)
+		dc := runner.Take(session.Load(), req, nil)
+		if dc == nil {
+			return false
+		}
+		go runner.Run(dc, func(ctx context.Context, r *jsonrpc.Response) { _ = conn.Write(ctx, r) })
+		return true
+	}
+	err := runSession(ctx, v.server, upstream.ServerTransport(stdin, nopWriteCloser{stdout}, p.log, take), &session)
 	*stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
 	p.inflight.drain(sctx)
+	runner.Wait(sctx)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
 		return err
 	}

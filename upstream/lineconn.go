@@ -72,6 +72,7 @@ type lineConn struct {
 	// The server side (ServerTransport): batch replies, and the protocol
 	// version the session negotiated, read from its initialize response.
 	server  bool
+	take    func(mcp.Connection, *jsonrpc.Request) bool // server: requests answered beside the session
 	bmu     sync.Mutex
 	batches map[jsonrpc.ID]*batchReply
 	initID  jsonrpc.ID
@@ -527,6 +528,34 @@ func decodeLine(line []byte) ([]jsonrpc.Message, error) {
 	return []jsonrpc.Message{m}, nil
 }
 
+// AppendResponse appends a result response to dst as the SDK's encoder
+// writes it (jsonrpc.EncodeMessage), without encoding the result a second
+// time; nil when the response is not that simple (an error, no result, an
+// ID that needs escaping, a result on several lines), for the encoder to
+// write. The result must be JSON as an encoder wrote it.
+func AppendResponse(dst []byte, r *jsonrpc.Response) []byte {
+	if r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
+		return nil
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	switch id := r.ID.Raw().(type) {
+	case int64:
+		dst = strconv.AppendInt(dst, id, 10)
+	case string:
+		for i := 0; i < len(id); i++ {
+			if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return nil
+			}
+		}
+		dst = append(append(append(dst, '"'), id...), '"')
+	default:
+		return nil
+	}
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, r.Result...)
+	return append(dst, '}')
+}
+
 // DecodeMessages decodes one JSON-RPC message, or a batch of them, as the
 // line connection decodes a line: one pass, no decoder buffer, strings and
 // raw values aliasing data (which the messages then keep). A streamable
@@ -620,6 +649,9 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if c.server && !c.admit(m) {
 				continue
 			}
+			if c.take != nil {
+				m.msgs = c.untaken(m.msgs)
+			}
 			if len(m.msgs) == 0 {
 				continue
 			}
@@ -629,6 +661,26 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.EOF
 		}
 	}
+}
+
+// untaken is msgs without the requests take answers.
+func (c *lineConn) untaken(msgs []jsonrpc.Message) []jsonrpc.Message {
+	var rest []jsonrpc.Message // nil until a message is taken
+	for i, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && c.take(c, req) {
+			if rest == nil {
+				rest = append(make([]jsonrpc.Message, 0, len(msgs)), msgs[:i]...)
+			}
+			continue
+		}
+		if rest != nil {
+			rest = append(rest, m)
+		}
+	}
+	if rest == nil {
+		return msgs
+	}
+	return rest
 }
 
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -641,6 +693,11 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 				return nil // more of its batch to come
 			}
 			return c.writeBatch(batch)
+		}
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		if line := AppendResponse(make([]byte, 0, len(r.Result)+48), r); line != nil {
+			return c.writeLine(append(line, '\n'))
 		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
@@ -704,15 +761,21 @@ func (t pipeTransport) Connect(context.Context) (mcp.Connection, error) {
 // answered with one batch under protocol versions before 2025-06-18, and
 // refused with an error from 2025-06-18 on, which has no batches. Close
 // closes w.
-func ServerTransport(r io.Reader, w io.WriteCloser, log hclog.Logger) mcp.Transport {
+//
+// take, when not nil, sees each request before the server does; one it
+// takes (returns true for) the server never reads, and take must answer it
+// itself, on the connection it is given. It runs on the server's read
+// goroutine, so it must not block.
+func ServerTransport(r io.Reader, w io.WriteCloser, log hclog.Logger, take func(mcp.Connection, *jsonrpc.Request) bool) mcp.Transport {
 	refused := newRefusedWriter(log)
-	return serverTransport{r, w, func(line []byte, _ error) { refused.Line(line) }}
+	return serverTransport{r, w, func(line []byte, _ error) { refused.Line(line) }, take}
 }
 
 type serverTransport struct {
 	r     io.Reader
 	w     io.WriteCloser
 	noise func([]byte, error)
+	take  func(mcp.Connection, *jsonrpc.Request) bool
 }
 
 func (t serverTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -722,6 +785,7 @@ func (t serverTransport) Connect(context.Context) (mcp.Connection, error) {
 		t.noise(line, err)
 	})
 	c.server = true
+	c.take = t.take
 	c.batches = map[jsonrpc.ID]*batchReply{}
 	go c.readLoop(bufio.NewReaderSize(t.r, 64<<10))
 	return c, nil

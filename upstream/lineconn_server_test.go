@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,7 +26,10 @@ type stdioClient struct {
 	noise []string
 }
 
-func newStdioServer(t *testing.T) *stdioClient {
+func newStdioServer(t *testing.T) *stdioClient { return newStdioServerTaking(t, nil) }
+
+// newStdioServerTaking serves with take seeing requests first.
+func newStdioServerTaking(t *testing.T, take func(mcp.Connection, *jsonrpc.Request) bool) *stdioClient {
 	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
@@ -42,7 +46,7 @@ func newStdioServer(t *testing.T) *stdioClient {
 			c.mu.Lock()
 			c.noise = append(c.noise, string(line))
 			c.mu.Unlock()
-		}})
+		}, take})
 	}()
 	t.Cleanup(func() {
 		stdinW.Close()
@@ -187,7 +191,7 @@ func FuzzServerTransport(f *testing.F) {
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := srv.Run(ctx, ServerTransport(bytes.NewReader(in), stdoutW, hclog.NewNullLogger()))
+		err := srv.Run(ctx, ServerTransport(bytes.NewReader(in), stdoutW, hclog.NewNullLogger(), nil))
 		stdoutW.Close()
 		if ctx.Err() != nil {
 			t.Fatalf("the session did not end with its input: %v", err)
@@ -196,4 +200,32 @@ func FuzzServerTransport(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestServerTransportTake: a request take takes never reaches the server;
+// take answers it on the connection, in a batch too.
+func TestServerTransportTake(t *testing.T) {
+	take := func(conn mcp.Connection, req *jsonrpc.Request) bool {
+		if req.Method != "tools/call" || !strings.Contains(string(req.Params), `"taken"`) {
+			return false
+		}
+		go func() {
+			_ = conn.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"content":[{"type":"text","text":"by take"}]}`)})
+		}()
+		return true
+	}
+	c := newStdioServerTaking(t, take)
+	c.initialize("2025-03-26")
+	// The server has no tool "taken": only take can answer it.
+	c.send(`{"jsonrpc":"2.0","id":"t","method":"tools/call","params":{"name":"taken"}}`)
+	var r wireReply
+	if line := c.recv(&r); r.ID != "t" || !strings.Contains(line, "by take") {
+		t.Fatalf("taken call: %s", line)
+	}
+	c.send(`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"taken"}},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}]`)
+	var batch []wireReply
+	line := c.recv(&batch)
+	if len(batch) != 2 || batch[0].ID != float64(2) || batch[1].ID != float64(3) || !strings.Contains(line, "by take") || batch[1].Error != nil {
+		t.Fatalf("batch with a taken call: %s", line)
+	}
 }

@@ -1,17 +1,18 @@
 package streamhttp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
+	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // conn is one session's connection: what its ServerSession reads and
@@ -25,8 +26,7 @@ type conn struct {
 	incoming chan jsonrpc.Message
 	done     chan struct{}
 	once     sync.Once
-	direct   mcp.MethodHandler // nil: every call goes to the server
-	ctx      context.Context   // direct calls' parent; ends with the session
+	direct   *direct.Runner // nil: every call goes to the server
 	cancel   context.CancelFunc
 
 	mu         sync.Mutex
@@ -37,10 +37,9 @@ type conn struct {
 
 // call is a request in flight and the stream its answer goes to.
 type call struct {
-	id     jsonrpc.ID
-	extra  *mcp.RequestExtra
-	s      *stream
-	cancel context.CancelFunc // a direct call's, once it runs
+	id    jsonrpc.ID
+	extra *mcp.RequestExtra
+	s     *stream
 }
 
 // stream is one hanging response: a POST's SSE stream or the GET stream.
@@ -74,7 +73,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	if len(in.calls) == 0 {
 		for _, m := range in.msgs {
 			if req, ok := m.(*jsonrpc.Request); ok {
-				c.cancelDirect(req)
+				c.direct.Cancelled(req)
 			}
 			select {
 			case c.incoming <- m:
@@ -101,12 +100,10 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		}
 		seen[req.ID] = true
 	}
-	registered := make(map[jsonrpc.ID]*call, len(in.calls))
 	for _, req := range in.calls {
 		cl := &call{id: req.ID, extra: req.Extra.(*mcp.RequestExtra), s: s}
 		c.calls[req.ID] = cl
 		c.related[cl.extra] = cl
-		registered[req.ID] = cl
 	}
 	c.mu.Unlock()
 
@@ -117,16 +114,15 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	}
 	// Messages go to the server in order, but direct calls; a lone direct
 	// call runs on this goroutine, others on their own as the server would.
-	var inline func()
+	var inline *direct.Call
 	for i, m := range in.msgs {
 		if req, ok := m.(*jsonrpc.Request); ok {
-			c.cancelDirect(req)
-			if ct := c.directCall(req); ct != nil {
-				cl := registered[req.ID]
+			c.direct.Cancelled(req)
+			if dc := c.direct.Take(c.session, req, req.Extra.(*mcp.RequestExtra)); dc != nil {
 				if i == len(in.msgs)-1 && len(in.calls) == 1 {
-					inline = func() { c.runDirect(cl, ct) }
+					inline = dc
 				} else {
-					go c.runDirect(cl, ct)
+					go c.direct.Run(dc, c.answer)
 				}
 				continue
 			}
@@ -139,7 +135,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		}
 	}
 	if inline != nil {
-		inline()
+		c.direct.Run(inline, c.answer)
 	}
 	select {
 	case <-r.Context().Done():
@@ -148,6 +144,9 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	}
 	s.release()
 }
+
+// answer writes a direct call's answer.
+func (c *conn) answer(ctx context.Context, r *jsonrpc.Response) { _ = c.Write(ctx, r) }
 
 // release ends the stream's hold on its response writer.
 func (s *stream) release() {
@@ -241,7 +240,7 @@ func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		// 48: the envelope around the result, with an ID of up to 20 bytes.
 		buf := append(make([]byte, 0, len(head)+48+len(r.Result)+len(tail)), head...)
-		if event := appendResponse(buf, r); event != nil {
+		if event := upstream.AppendResponse(buf, r); event != nil {
 			return append(event, tail...), nil
 		}
 	}
@@ -253,33 +252,6 @@ func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
 	event = append(event, head...)
 	event = append(event, data...)
 	return append(event, tail...), nil
-}
-
-// appendResponse appends a result response to dst as the SDK's encoder
-// writes it, without encoding the result a second time; nil when the
-// response is not that simple (an error, no result, an ID that needs
-// escaping, a result on several lines), for the encoder to write.
-func appendResponse(dst []byte, r *jsonrpc.Response) []byte {
-	if r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
-		return nil
-	}
-	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	switch id := r.ID.Raw().(type) {
-	case int64:
-		dst = strconv.AppendInt(dst, id, 10)
-	case string:
-		for i := 0; i < len(id); i++ {
-			if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-				return nil
-			}
-		}
-		dst = append(append(append(dst, '"'), id...), '"')
-	default:
-		return nil
-	}
-	dst = append(dst, `,"result":`...)
-	dst = append(dst, r.Result...)
-	return append(dst, '}')
 }
 
 // Close implements mcp.Connection: it ends every stream of the session and

@@ -44,6 +44,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -432,9 +433,12 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 	}
 	// Direct calls run in a context like the server's handlers get: the
 	// values of the request that opened the session, ended with it.
-	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c.cancel = cancel
 	if h.direct != nil {
-		c.direct = h.direct(srv)
+		if handler := h.direct(srv); handler != nil {
+			c.direct = direct.New(ctx, handler)
+		}
 	}
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		c.userID = ti.UserID
