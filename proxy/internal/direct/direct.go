@@ -169,8 +169,14 @@ func (r *Runner) Cancelled(req *jsonrpc.Request) {
 	}
 }
 
-// Marshal encodes a result as the SDK's jsonrpc2 does (no HTML escaping).
+// Marshal encodes a result as the SDK's jsonrpc2 does (an encoder without
+// HTML escaping). A result with its own MarshalJSON (CallToolResult's
+// calls json.Marshal) is taken as that method writes it: the encoder would
+// only compact it again, to the same bytes.
 func Marshal(v any) (json.RawMessage, error) {
+	if m, ok := v.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

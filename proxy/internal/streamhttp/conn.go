@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,14 +59,7 @@ func (t transport) Connect(context.Context) (mcp.Connection, error) { return t.c
 
 // SupportsProtocolVersion: a stateful server serves the versions before
 // 2026-07-28 (server/discover lists only those).
-func (transport) SupportsProtocolVersion(v string) bool {
-	for _, l := range legacy {
-		if l == v {
-			return true
-		}
-	}
-	return false
-}
+func (transport) SupportsProtocolVersion(v string) bool { return slices.Contains(legacy, v) }
 
 // serve delivers one checked POST body to the session and, when it holds
 // calls, streams their answers back.
@@ -88,7 +82,10 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 
 	s := &stream{w: w, rc: http.NewResponseController(w), left: len(in.calls), done: make(chan struct{})}
 	c.mu.Lock()
-	seen := make(map[jsonrpc.ID]bool, len(in.calls))
+	var seen map[jsonrpc.ID]bool // a batch's own IDs
+	if len(in.calls) > 1 {
+		seen = make(map[jsonrpc.ID]bool, len(in.calls))
+	}
 	for _, req := range in.calls {
 		if _, busy := c.calls[req.ID]; busy || seen[req.ID] {
 			c.mu.Unlock()
@@ -98,7 +95,9 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 			})
 			return
 		}
-		seen[req.ID] = true
+		if seen != nil {
+			seen[req.ID] = true
+		}
 	}
 	for _, req := range in.calls {
 		cl := &call{id: req.ID, extra: req.Extra.(*mcp.RequestExtra), s: s}
@@ -166,11 +165,14 @@ func (s *stream) deliver(event []byte, answer bool) error {
 	if s.w == nil {
 		return fmt.Errorf("%w: stream closed", errRejected)
 	}
+	last := answer && s.left == 0
 	_, err := s.w.Write(event)
-	if err == nil {
+	// The last event goes out with the end of the response, in one write
+	// (and, when short, with a Content-Length instead of chunks).
+	if err == nil && !last {
 		err = s.rc.Flush()
 	}
-	if answer && s.left == 0 {
+	if last {
 		s.w = nil
 		close(s.done)
 	}

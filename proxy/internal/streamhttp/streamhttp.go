@@ -443,20 +443,22 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 		c.userID = ti.UserID
 	}
-	h.mu.Lock()
-	h.sessions[c.id] = c
-	h.mu.Unlock()
 	ss, err := srv.Connect(r.Context(), transport{c}, nil)
 	if err != nil {
-		h.mu.Lock()
-		delete(h.sessions, c.id)
-		h.mu.Unlock()
 		c.cancel()
 		h.log.Error("downstream session refused", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
 		return nil
 	}
+	// Published with its session, unless it already ended.
 	c.session = ss
+	h.mu.Lock()
+	select {
+	case <-c.done:
+	default:
+		h.sessions[c.id] = c
+	}
+	h.mu.Unlock()
 	return c
 }
 
