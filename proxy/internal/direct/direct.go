@@ -172,8 +172,14 @@ func (r *Runner) Cancelled(req *jsonrpc.Request) {
 // Marshal encodes a result as the SDK's jsonrpc2 does (an encoder without
 // HTML escaping). A result with its own MarshalJSON (CallToolResult's
 // calls json.Marshal) is taken as that method writes it: the encoder would
-// only compact it again, to the same bytes.
+// only compact it again, to the same bytes. A text-only CallToolResult is
+// written without reflection, to the same bytes again.
 func Marshal(v any) (json.RawMessage, error) {
+	if r, ok := v.(*mcp.CallToolResult); ok {
+		if b := appendTextResult(nil, r); b != nil {
+			return b, nil
+		}
+	}
 	if m, ok := v.(json.Marshaler); ok {
 		return m.MarshalJSON()
 	}

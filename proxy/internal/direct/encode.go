@@ -1,0 +1,102 @@
+package direct
+
+import (
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// appendTextResult appends r as CallToolResult.MarshalJSON writes it, for
+// the common shape of a forwarded answer: text content without _meta or
+// annotations, and no other field but isError. nil for any other result,
+// which MarshalJSON then writes. It spares the reflection of json.Marshal
+// and the copy of every text it makes (FuzzAppendTextResult compares the
+// bytes with MarshalJSON's).
+func appendTextResult(dst []byte, r *mcp.CallToolResult) []byte {
+	if r.Meta != nil || r.StructuredContent != nil || r.InputRequests != nil || r.NeedsInput() || r.Content == nil {
+		return nil
+	}
+	size := 32
+	for _, c := range r.Content {
+		t, ok := c.(*mcp.TextContent)
+		if !ok || t == nil || t.Meta != nil || t.Annotations != nil {
+			return nil
+		}
+		// The envelope, the text, and room for some escapes.
+		size += 32 + len(t.Text) + len(t.Text)/8
+	}
+	if cap(dst)-len(dst) < size {
+		dst = append(make([]byte, 0, len(dst)+size), dst...)
+	}
+	dst = append(dst, `{"content":[`...)
+	for i, c := range r.Content {
+		t := c.(*mcp.TextContent)
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":"text","text":`...)
+		dst = appendString(dst, t.Text)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if r.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	return append(dst, '}')
+}
+
+const hex = "0123456789abcdef"
+
+// appendString appends s as a JSON string as encoding/json writes it with
+// HTML escaping (json.Marshal): <, > and & escaped, invalid UTF-8 replaced
+// by U+FFFD, U+2028 and U+2029 escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
