@@ -39,8 +39,9 @@ type view struct {
 
 	levels sync.Map // *mcp.ServerSession -> mcp.LoggingLevel asked for
 
-	// direct answers tools/call for the streamable HTTP transport: the
-	// server's receiving middleware around callTool.
+	// direct answers tools/call beside the server session, for the
+	// streamable HTTP endpoint and serve --stdio: the server's receiving
+	// middleware around callTool.
 	direct mcp.MethodHandler
 }
 
@@ -366,18 +367,23 @@ func (c *schemaCache) resolve(schema map[string]any, log hclog.Logger, server, t
 	return r
 }
 
-// handle is the one forwarding handler every public tool is registered with.
-// It looks the tool up in the state current at call time.
 // callTool is the method handler at the end of the direct chain: it answers
-// tools/call as the server does with the tool's registered handler.
+// tools/call as the server does, with the handler every tool is registered
+// with.
 func (v *view) callTool(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 	ct, ok := req.(*mcp.CallToolRequest)
 	if !ok || ct.Params == nil {
 		return nil, fmt.Errorf("%s: not a tools/call request", method)
 	}
-	return v.handle(ctx, ct)
+	res, err := v.handle(ctx, ct)
+	if res == nil {
+		return nil, err // no typed nil in the interface
+	}
+	return res, err
 }
 
+// handle is the one forwarding handler every public tool is registered with.
+// It looks the tool up in the state current at call time.
 func (v *view) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	st := v.state.Load()
 	r, ok := st.tools[req.Params.Name]

@@ -531,10 +531,11 @@ func decodeLine(line []byte) ([]jsonrpc.Message, error) {
 // AppendResponse appends a result response to dst as the SDK's encoder
 // writes it (jsonrpc.EncodeMessage), without encoding the result a second
 // time; nil when the response is not that simple (an error, no result, an
-// ID that needs escaping, a result on several lines), for the encoder to
-// write. The result must be JSON as an encoder wrote it.
+// ID that needs escaping, a result with a line break, which would end an
+// SSE data line), for the encoder to write. The result must be JSON as an
+// encoder wrote it.
 func AppendResponse(dst []byte, r *jsonrpc.Response) []byte {
-	if r.Error != nil || len(r.Result) == 0 || bytes.IndexByte(r.Result, '\n') >= 0 {
+	if r.Error != nil || len(r.Result) == 0 || bytes.ContainsAny(r.Result, "\r\n") {
 		return nil
 	}
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)

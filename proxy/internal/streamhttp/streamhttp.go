@@ -16,6 +16,10 @@
 // method-not-found on the call's stream. No event store: streams are not
 // resumable, as with the SDK's handler without one.
 //
+// With a direct handler (see New), an initialized tools/call of a session
+// before 2026-07-28 is answered beside the server session (package
+// direct), on the POST's own goroutine when it is the body's only call.
+//
 // Notifications and requests the server sends while handling a call go on
 // that call's stream. The SDK tells its own transport which call a write
 // belongs to through an unexported context key, so here the server must
