@@ -167,9 +167,10 @@ func (s *stream) deliver(event []byte, answer bool) error {
 	}
 	last := answer && s.left == 0
 	_, err := s.w.Write(event)
-	// The last event goes out with the end of the response, in one write
-	// (and, when short, with a Content-Length instead of chunks).
-	if err == nil && !last {
+	// Flushed even when it is the last: a shutdown that waits for POST
+	// handlers closes the connections once they return, which can be
+	// before net/http wrote what the handler left buffered.
+	if err == nil {
 		err = s.rc.Flush()
 	}
 	if last {
