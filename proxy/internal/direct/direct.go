@@ -120,9 +120,9 @@ func (r *Runner) Run(c *Call, write func(context.Context, *jsonrpc.Response)) {
 		case ctr.Content == nil:
 			cp := *ctr
 			cp.Content = []mcp.Content{}
-			resp.Result, err = Marshal(&cp)
+			resp.Result, err = marshal(&cp)
 		default:
-			resp.Result, err = Marshal(ctr)
+			resp.Result, err = marshal(ctr)
 		}
 	}
 	resp.Error = err
@@ -169,12 +169,12 @@ func (r *Runner) Cancelled(req *jsonrpc.Request) {
 	}
 }
 
-// Marshal encodes a result as the SDK's jsonrpc2 does (an encoder without
+// marshal encodes a result as the SDK's jsonrpc2 does (an encoder without
 // HTML escaping). A result with its own MarshalJSON (CallToolResult's
 // calls json.Marshal) is taken as that method writes it: the encoder would
 // only compact it again, to the same bytes. A text-only CallToolResult is
 // written without reflection, to the same bytes again.
-func Marshal(v any) (json.RawMessage, error) {
+func marshal(v any) (json.RawMessage, error) {
 	if r, ok := v.(*mcp.CallToolResult); ok {
 		if b := appendTextResult(nil, r); b != nil {
 			return b, nil

@@ -55,9 +55,9 @@ func request(t *testing.T, id any, method, params string) *jsonrpc.Request {
 // TestTake: what the runner takes, and what it leaves to the server.
 func TestTake(t *testing.T) {
 	legacy, fresh := sessions(t, "2025-11-25")
-	modern, _ := sessions(t, "")
-	if modern.InitializeParams() == nil || modern.InitializeParams().ProtocolVersion < v20260728 {
-		t.Skip("the client's default protocol is not 2026-07-28 here")
+	modern, _ := sessions(t, v20260728)
+	if modern.InitializeParams() == nil || modern.InitializeParams().ProtocolVersion != v20260728 {
+		t.Fatalf("a client asking for %s negotiated %+v", v20260728, modern.InitializeParams())
 	}
 	r := New(context.Background(), func(context.Context, string, mcp.Request) (mcp.Result, error) { return &mcp.CallToolResult{}, nil })
 	call := `{"name":"t","arguments":{"a":1},"_meta":{"progressToken":"p"}}`
@@ -209,8 +209,8 @@ func FuzzAppendTextResult(f *testing.F) {
 		if string(got) != string(want) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
-		if m, err := Marshal(r); err != nil || string(m) != string(want) {
-			t.Fatalf("Marshal: %s, %v", m, err)
+		if m, err := marshal(r); err != nil || string(m) != string(want) {
+			t.Fatalf("marshal: %s, %v", m, err)
 		}
 	})
 }
@@ -233,8 +233,8 @@ func TestAppendTextResultLeaves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, err := Marshal(r); err != nil || string(got) != string(want) {
-			t.Errorf("%s: Marshal %s, want %s", name, got, want)
+		if got, err := marshal(r); err != nil || string(got) != string(want) {
+			t.Errorf("%s: marshal %s, want %s", name, got, want)
 		}
 	}
 }

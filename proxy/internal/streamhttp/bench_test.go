@@ -1,21 +1,20 @@
 package streamhttp
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
 )
 
 // BenchmarkEncodeEvent: one tools/call answer as an SSE event, written
 // directly and through the SDK's encoder.
 func BenchmarkEncodeEvent(b *testing.B) {
 	for _, size := range []int{100, 64 << 10} {
-		result, err := direct.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", size)}}})
+		result, err := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", size)}}})
 		if err != nil {
 			b.Fatal(err)
 		}

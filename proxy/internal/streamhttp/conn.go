@@ -38,7 +38,6 @@ type conn struct {
 
 // call is a request in flight and the stream its answer goes to.
 type call struct {
-	id    jsonrpc.ID
 	extra *mcp.RequestExtra
 	s     *stream
 }
@@ -54,6 +53,12 @@ type stream struct {
 
 // transport hands the connection to Server.Connect.
 type transport struct{ c *conn }
+
+var (
+	_ mcp.Transport                = transport{}
+	_ mcp.ProtocolVersionSupporter = transport{}
+	_ mcp.Connection               = (*conn)(nil)
+)
 
 func (t transport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
 
@@ -100,7 +105,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		}
 	}
 	for _, req := range in.calls {
-		cl := &call{id: req.ID, extra: req.Extra.(*mcp.RequestExtra), s: s}
+		cl := &call{extra: req.Extra.(*mcp.RequestExtra), s: s}
 		c.calls[req.ID] = cl
 		c.related[cl.extra] = cl
 	}
@@ -257,8 +262,9 @@ func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
 	return append(event, tail...), nil
 }
 
-// Close implements mcp.Connection: it ends every stream of the session and
-// forgets it.
+// Close implements mcp.Connection: it ends every stream of the session,
+// cancels its direct calls and forgets it. It is idempotent and safe to
+// call concurrently.
 func (c *conn) Close() error {
 	c.once.Do(func() {
 		c.cancel()

@@ -103,7 +103,7 @@ func New(getServer func(*http.Request) *mcp.Server, direct func(*mcp.Server) mcp
 	return &Handler{getServer: getServer, direct: direct, log: log, sessions: map[string]*conn{}}
 }
 
-// Close ends every open session.
+// Close ends every open session; safe to call again and concurrently.
 func (h *Handler) Close() {
 	h.mu.Lock()
 	open := make([]*conn, 0, len(h.sessions))
@@ -114,13 +114,6 @@ func (h *Handler) Close() {
 	for _, c := range open {
 		_ = c.session.Close()
 	}
-}
-
-// Sessions is the number of open sessions.
-func (h *Handler) Sessions() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -232,10 +225,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 
 // incoming is one decoded POST body, checked.
 type incoming struct {
-	msgs    []jsonrpc.Message
-	calls   []*jsonrpc.Request
-	init    bool
-	version string // the version the stream speaks: the header's, or initialize's
+	msgs  []jsonrpc.Message
+	calls []*jsonrpc.Request
+	init  bool // holds an initialize: the answer carries the session ID
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
@@ -321,7 +313,7 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", v20250618, version), http.StatusBadRequest)
 		return incoming{}, false
 	}
-	in := incoming{msgs: msgs, version: version}
+	in := incoming{msgs: msgs}
 	ti := auth.TokenInfoFromContext(r.Context())
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
@@ -330,12 +322,6 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		}
 		if req.Method == methodInitialize {
 			in.init = true
-			var p struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			if _, err := sjson.Parse(req.Params, &p, 0); err == nil && p.ProtocolVersion != "" {
-				in.version = p.ProtocolVersion
-			}
 		}
 		if !checkNewProtocol(w, req, header, version) {
 			return incoming{}, false

@@ -246,6 +246,13 @@ func testClientRoundTrip(t *testing.T, fx *testServer, direct func(*mcp.Server) 
 	waitFor(t, func() bool { return h.Sessions() == 0 })
 }
 
+// Sessions is the number of open sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
