@@ -228,7 +228,8 @@ func (v *view) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.G
 	if r.entry == nil {
 		return v.resourceContext(ctx, st, req.Session)
 	}
-	res, err := v.p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: req.Params.Arguments, Meta: forwardableMeta(req.Params.Meta)})
+	res, err := v.p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: req.Params.Arguments, Meta: withProgress(req.Params)},
+		newCallSink(v.p, ctx, req.Session, req.Params.GetProgressToken()))
 	if err != nil {
 		return nil, v.p.protocolError(err)
 	}
@@ -268,7 +269,7 @@ func (v *view) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (
 }
 
 func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, ss *mcp.ServerSession, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
-	res, err := p.handleFor(e, ss).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)})
+	res, err := p.handleFor(e, ss).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, ctx, ss, nil))
 	if err != nil {
 		return nil, p.protocolError(err)
 	}
@@ -355,7 +356,7 @@ func (v *view) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	res, err := v.p.handleFor(e, req.Session).Complete(ctx, &params)
+	res, err := v.p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(v.p, ctx, req.Session, nil))
 	if err != nil {
 		return nil, v.p.protocolError(err)
 	}

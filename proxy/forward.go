@@ -75,9 +75,11 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(req.Params.Meta))
 	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
 	h := p.handleFor(r.entry, req.Session)
-	done := p.peer.begin(ctx, h, req, params)
-	up, err := h.CallTool(cctx, params)
-	done()
+	tok := req.Params.GetProgressToken()
+	if tok != nil {
+		params.SetProgressToken("") // asks the connection for a token of its own
+	}
+	up, err := h.CallTool(cctx, params, newCallSink(p, ctx, req.Session, tok))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
@@ -174,6 +176,19 @@ func forwardableMeta(m mcp.Meta) mcp.Meta {
 		out[k] = v
 	}
 	return out
+}
+
+// withProgress is params' forwardable _meta, with a progress request when
+// the client asked for progress (the upstream connection mints the token).
+func withProgress(params mcp.Params) mcp.Meta {
+	m := forwardableMeta(params.GetMeta())
+	if params.GetMeta()["progressToken"] != nil {
+		if m == nil {
+			m = mcp.Meta{}
+		}
+		m["progressToken"] = ""
+	}
+	return m
 }
 
 // callerKey identifies the caller for rate limiting: its token when the

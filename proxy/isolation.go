@@ -43,6 +43,7 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *mcp.ServerSession) *upstream.Handl
 	spec := e.Handle.Spec()
 	spec.Name = e.HandleKey + "#" + shortID(ss.ID())
 	spec.Lazy = false
+	spec.ClientRoots = true
 	h := upstream.New(spec, upstream.Options{
 		Logger:     p.log.Named("upstream"),
 		SDKLogger:  p.sdkLog,

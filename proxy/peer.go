@@ -2,10 +2,9 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -14,20 +13,21 @@ import (
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
-// Interface guard: the proxy is every upstream's Peer.
-var _ upstream.Peer = (*peer)(nil)
+// Interface guards: the proxy is every upstream's Peer, and each forwarded
+// call's Sink.
+var (
+	_ upstream.Peer = (*peer)(nil)
+	_ upstream.Sink = (*callSink)(nil)
+)
 
-// peer routes what upstreams send on their own initiative back to the right
-// downstream session: progress by proxy-minted tokens, server→client
-// requests to the one call in flight on that upstream (refused when the
-// route is ambiguous, never left hanging), logs and resource updates to the
-// sessions of the views that expose the upstream.
+// peer routes what upstreams send outside any call: log messages to the
+// sessions of the views that expose the upstream (or the one session of a
+// per-client instance), resource updates to the subscribed sessions, and
+// server→client requests of a per-client instance to its session. Requests
+// a shared upstream makes outside a single call are refused, never left
+// hanging: there is no one client they could belong to.
 type peer struct {
 	p *Proxy
-
-	next     atomic.Uint64
-	progress sync.Map // minted token -> *progressRoute
-	inflight sync.Map // *upstream.Handle -> *callSet
 
 	subMu sync.Mutex
 	subs  map[subKey]int // upstream subscriptions, ref-counted over downstream sessions
@@ -38,200 +38,145 @@ type subKey struct {
 	uri string
 }
 
-type progressRoute struct {
+// callSink is one forwarded request's Sink: what the upstream sends about
+// the request goes to the session that made it, on the request's own
+// stream (ctx carries it), in the order the upstream sent it. The upstream
+// connection hands everything on before the request returns, so the
+// answer is written after it.
+type callSink struct {
+	p     *Proxy
 	ss    *mcp.ServerSession
-	token any // exactly as the downstream client sent it: string or number
 	ctx   context.Context
-	seen  atomic.Int64 // notifications forwarded so far
+	token any // the downstream progress token, exactly as the client sent it
 }
 
-// progressQuiet is how long a finished call with a progress token waits for
-// notifications still in the SDK's queue. The SDK delivers a call's response
-// as soon as it is read, but runs notification handlers from a queue, so
-// progress sent before the result can otherwise be forwarded after it (and a
-// client rejects progress for a finished request).
-var progressQuiet = 3 * time.Millisecond
+func newCallSink(p *Proxy, ctx context.Context, ss *mcp.ServerSession, token any) *callSink {
+	return &callSink{p: p, ss: ss, ctx: ctx, token: token}
+}
 
-// settle waits until no progress has been forwarded for progressQuiet
-// (at most 20 quiet periods).
-func (r *progressRoute) settle() {
-	for range 20 {
-		n := r.seen.Load()
-		time.Sleep(progressQuiet)
-		if r.seen.Load() == n {
+// Owner implements upstream.Sink.
+func (s *callSink) Owner() any { return s.ss }
+
+// Notify implements upstream.Sink.
+func (s *callSink) Notify(_ context.Context, method string, params json.RawMessage) {
+	if s.ss == nil {
+		return
+	}
+	switch method {
+	case "notifications/progress":
+		var n mcp.ProgressNotificationParams
+		if s.token == nil || json.Unmarshal(params, &n) != nil {
 			return
 		}
-	}
-}
-
-// call is one downstream tools/call in flight on an upstream.
-type call struct {
-	ss  *mcp.ServerSession
-	ctx context.Context
-}
-
-type callSet struct {
-	mu    sync.Mutex
-	calls map[*call]struct{}
-}
-
-// begin registers a downstream call in flight on h and, when the caller
-// asked for progress, mints the token the upstream will see. The returned
-// func ends the registration.
-func (pr *peer) begin(ctx context.Context, h *upstream.Handle, req *mcp.CallToolRequest, params *mcp.CallToolParams) func() {
-	c := &call{ss: req.Session, ctx: ctx}
-	v, _ := pr.inflight.LoadOrStore(h, &callSet{calls: map[*call]struct{}{}})
-	set := v.(*callSet)
-	set.mu.Lock()
-	set.calls[c] = struct{}{}
-	set.mu.Unlock()
-	var minted string
-	var route *progressRoute
-	if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
-		minted = "sb-" + strconv.FormatUint(pr.next.Add(1), 36)
-		route = &progressRoute{ss: req.Session, token: tok, ctx: ctx}
-		pr.progress.Store(minted, route)
-		if params.Meta == nil {
-			params.Meta = mcp.Meta{}
-		}
-		params.Meta["progressToken"] = minted
-	}
-	return func() {
-		set.mu.Lock()
-		delete(set.calls, c)
-		set.mu.Unlock()
-		if route != nil {
-			route.settle()
-			pr.progress.Delete(minted)
+		_ = s.ss.NotifyProgress(s.ctx, &mcp.ProgressNotificationParams{ProgressToken: s.token, Progress: n.Progress, Total: n.Total, Message: s.p.redact(n.Message)})
+	case "notifications/message":
+		if msg := s.p.logMessage(params); msg != nil {
+			_ = s.ss.Log(s.ctx, msg)
 		}
 	}
 }
 
-// only returns the single call in flight on h, or the count when there is
-// not exactly one.
-func (pr *peer) only(h *upstream.Handle) (*call, int) {
-	v, ok := pr.inflight.Load(h)
-	if !ok {
-		return nil, 0
+// Request implements upstream.Sink.
+func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if s.ss == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "switchboard cannot route " + method + ": the call has no session"}
 	}
-	set := v.(*callSet)
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	if len(set.calls) != 1 {
-		return nil, len(set.calls)
-	}
-	for c := range set.calls {
-		return c, 1
-	}
-	return nil, 0
+	return s.p.askClient(s.ctx, s.ss, method, params)
 }
 
-// anyCall returns one call in flight on h, or nil.
-func (pr *peer) anyCall(h *upstream.Handle) *call {
-	v, ok := pr.inflight.Load(h)
-	if !ok {
+// logMessage decodes an upstream log message for a downstream session:
+// its logger names the upstream, its data is redacted. Nil when it does
+// not decode.
+func (p *Proxy) logMessage(params json.RawMessage) *mcp.LoggingMessageParams {
+	var n mcp.LoggingMessageParams
+	if json.Unmarshal(params, &n) != nil {
 		return nil
 	}
-	set := v.(*callSet)
-	set.mu.Lock()
-	defer set.mu.Unlock()
-	for c := range set.calls {
-		return c
-	}
-	return nil
+	n.Data = redactAny(p, n.Data)
+	return &n
 }
 
-// Notify implements upstream.Peer.
-func (pr *peer) Notify(ctx context.Context, h *upstream.Handle, params any) {
-	switch n := params.(type) {
-	case *mcp.ProgressNotificationParams:
-		tok, _ := n.ProgressToken.(string)
-		v, ok := pr.progress.Load(tok)
-		if !ok {
-			return // late or foreign
-		}
-		r := v.(*progressRoute)
-		_ = r.ss.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: n.Progress, Total: n.Total, Message: n.Message})
-		r.seen.Add(1)
-	case *mcp.LoggingMessageParams:
-		pr.p.log.Debug("upstream log message", "upstream", h.Name(), "state", string(n.Level))
-		msg := *n
-		msg.Logger = h.Name()
-		if n.Logger != "" {
-			msg.Logger += "/" + n.Logger
-		}
-		msg.Data = redactAny(pr.p, n.Data)
-		// During a call, the calling session gets the message on its own
-		// request stream; other sessions of the views get it on their
-		// standalone stream. Each session filters by its own level.
-		if ss := pr.p.sessionOf(h); ss != nil {
-			ctx := context.Background()
-			if c := pr.anyCall(h); c != nil {
-				ctx = c.ctx
-			}
-			_ = ss.Log(ctx, &msg)
-			return
-		}
-		c, _ := pr.only(h)
-		for _, v := range pr.p.viewsExposing(h) {
-			for ss := range v.server.Sessions() {
-				sctx := context.Background()
-				if c != nil && c.ss == ss {
-					sctx = c.ctx
-				}
-				_ = ss.Log(sctx, &msg)
-			}
-		}
-	case *mcp.ResourceUpdatedNotificationParams:
-		for _, v := range pr.p.viewsExposing(h) {
-			_ = v.server.ResourceUpdated(context.Background(), n)
-		}
-	}
-}
-
-// Request implements upstream.Peer.
-func (pr *peer) Request(ctx context.Context, h *upstream.Handle, _ *mcp.ClientSession, method string, params mcp.Params) (mcp.Result, error) {
-	c, n := pr.only(h)
-	if ss := pr.p.sessionOf(h); ss != nil {
-		// A per-client instance belongs to one session: route there, on the
-		// request stream of one of its calls when there is one.
-		c = pr.anyCall(h)
-		if c == nil {
-			c = &call{ss: ss, ctx: context.WithoutCancel(ctx)}
-		}
-	}
-	if c == nil || c.ss == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': %d calls in flight (exactly one is needed; set isolation: per-client)", method, h.Name(), n)}
-	}
-	caps := clientCaps(c.ss)
-	// Bound the downstream request by the upstream's own deadline.
-	rctx, cancel := context.WithTimeout(c.ctx, 5*time.Minute)
+// askClient sends a server→client request to a downstream session and
+// returns its raw answer, bounded by the upstream's own deadline and five
+// minutes.
+func (p *Proxy) askClient(ctx context.Context, ss *mcp.ServerSession, method string, params json.RawMessage) (json.RawMessage, error) {
+	caps := clientCaps(ss)
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	go func() {
-		select {
-		case <-ctx.Done():
-			cancel()
-		case <-rctx.Done():
-		}
-	}()
-	switch p := params.(type) {
-	case *mcp.CreateMessageWithToolsParams:
+	var (
+		res any
+		err error
+	)
+	switch method {
+	case "sampling/createMessage":
 		if caps == nil || caps.Sampling == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support sampling"}
 		}
-		return c.ss.CreateMessageWithTools(rctx, p)
-	case *mcp.ElicitParams:
+		var prm mcp.CreateMessageWithToolsParams
+		if err := json.Unmarshal(params, &prm); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
+		}
+		res, err = ss.CreateMessageWithTools(rctx, &prm)
+	case "elicitation/create":
 		if caps == nil || caps.Elicitation == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support elicitation"}
 		}
-		return c.ss.Elicit(rctx, p)
-	case *mcp.ListRootsParams:
-		// The roots capability cannot be told apart from its absence in the
-		// SDK's types; a client without roots answers method-not-found.
-		return c.ss.ListRoots(rctx, p)
+		var prm mcp.ElicitParams
+		if err := json.Unmarshal(params, &prm); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: " + err.Error()}
+		}
+		res, err = ss.Elicit(rctx, &prm)
+	case "roots/list":
+		res, err = ss.ListRoots(rctx, &mcp.ListRootsParams{})
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not forward " + method}
 	}
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not forward " + method}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// Notify implements upstream.Peer.
+func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage) {
+	switch method {
+	case "notifications/message":
+		msg := pr.p.logMessage(params)
+		if msg == nil {
+			return
+		}
+		pr.p.log.Debug("upstream log message", "upstream", h.Name(), "state", string(msg.Level))
+		if ss := pr.p.sessionOf(h); ss != nil {
+			_ = ss.Log(context.Background(), msg)
+			return
+		}
+		// Outside any call: the sessions of the views that expose the
+		// upstream, each filtered by the level it asked for.
+		for _, v := range pr.p.viewsExposing(h) {
+			for ss := range v.server.Sessions() {
+				_ = ss.Log(context.Background(), msg)
+			}
+		}
+	case "notifications/resources/updated":
+		var n mcp.ResourceUpdatedNotificationParams
+		if json.Unmarshal(params, &n) != nil {
+			return
+		}
+		for _, v := range pr.p.viewsExposing(h) {
+			_ = v.server.ResourceUpdated(context.Background(), &n)
+		}
+	}
+}
+
+// Request implements upstream.Peer: only a per-client instance's requests
+// have a session to go to.
+func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, params json.RawMessage) (json.RawMessage, error) {
+	ss := pr.p.sessionOf(h)
+	if ss == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': it needs exactly one of the server's calls in flight (set isolation: per-client)", method, h.Name())}
+	}
+	return pr.p.askClient(ctx, ss, method, params)
 }
 
 func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {

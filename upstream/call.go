@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -219,23 +220,22 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 
 // responsive pings a session after a call failed without an answer. A stdio
 // connection has no transient failures: if a ping fails too, the connection
-// is broken (for example by a frame beyond the SDK's size limit), even if
-// the error does not say so.
+// is broken, even if the error does not say so.
 func (h *Handle) responsive(s *session) bool {
 	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
 	defer cancel()
-	err := s.cs.Ping(ctx, nil)
+	_, err := s.cl.call(ctx, "ping", nil, nil)
 	var we *jsonrpc.Error
 	return err == nil || errors.As(err, &we)
 }
 
 // connectionLost reports whether a call failed because the session ended
-// under it: the SDK closed the connection, the HTTP session vanished, or,
-// for a child process, the pipe broke or the child stopped answering even
-// pings (it exited, or wrote something that is not JSON-RPC). A bare EOF on
-// an HTTP request is not enough: the session may well survive it.
+// under it: the connection closed, the HTTP session vanished, or, for a
+// child process, the pipe broke or the child stopped answering even pings.
+// A bare EOF on an HTTP request is not enough: the session may well
+// survive it.
 func (h *Handle) connectionLost(s *session, err error) bool {
-	if errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
+	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
 	if s.proc == nil {
@@ -244,35 +244,68 @@ func (h *Handle) connectionLost(s *session, err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !h.responsive(s)
 }
 
-// CallTool forwards one tools/call. The caller's context reaches the
-// upstream, so a downstream cancel cancels the upstream call. On a stdio
-// session the call bypasses the SDK's request machinery (lineConn.call).
-func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.CallToolResult, error) {
-		if s.raw != nil {
-			return s.raw.callTool(ctx, p)
-		}
-		return s.cs.CallTool(ctx, p)
+// Call forwards one request to the server and returns its raw result, with
+// the in-flight count, the call timeout and the circuit breaker. The
+// caller's context reaches the server: a downstream cancel cancels the
+// upstream request. What the server sends about the request reaches sink,
+// in order, before Call returns (see Sink); with a nil sink it is dropped,
+// and server requests about the call are refused. A progressToken in the
+// params' _meta (any value) asks for progress under a token the connection
+// mints, which Call writes into params. A JSON-RPC error answer is returned
+// as *jsonrpc.Error.
+func (h *Handle) Call(ctx context.Context, method string, params mcp.Params, sink Sink) (json.RawMessage, error) {
+	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
+		return s.cl.call(ctx, method, params, sink)
 	})
+}
+
+// CallTool forwards one tools/call and decodes its result.
+func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams, sink Sink) (*mcp.CallToolResult, error) {
+	if p.Arguments == nil {
+		p.Arguments = map[string]any{} // never send a null
+	}
+	raw, err := h.Call(ctx, "tools/call", p, sink)
+	if err != nil {
+		return nil, err
+	}
+	return decodeToolResult(raw)
 }
 
 // GetPrompt forwards one prompts/get.
-func (h *Handle) GetPrompt(ctx context.Context, p *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.GetPromptResult, error) {
-		return s.cs.GetPrompt(ctx, p)
-	})
+func (h *Handle) GetPrompt(ctx context.Context, p *mcp.GetPromptParams, sink Sink) (*mcp.GetPromptResult, error) {
+	return callAs[mcp.GetPromptResult](h, ctx, "prompts/get", p, sink)
 }
 
 // ReadResource forwards one resources/read.
-func (h *Handle) ReadResource(ctx context.Context, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.ReadResourceResult, error) {
-		return s.cs.ReadResource(ctx, p)
-	})
+func (h *Handle) ReadResource(ctx context.Context, p *mcp.ReadResourceParams, sink Sink) (*mcp.ReadResourceResult, error) {
+	return callAs[mcp.ReadResourceResult](h, ctx, "resources/read", p, sink)
 }
 
 // Complete forwards one completion/complete.
-func (h *Handle) Complete(ctx context.Context, p *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (*mcp.CompleteResult, error) {
-		return s.cs.Complete(ctx, p)
-	})
+func (h *Handle) Complete(ctx context.Context, p *mcp.CompleteParams, sink Sink) (*mcp.CompleteResult, error) {
+	return callAs[mcp.CompleteResult](h, ctx, "completion/complete", p, sink)
+}
+
+func callAs[R any](h *Handle, ctx context.Context, method string, p mcp.Params, sink Sink) (*R, error) {
+	raw, err := h.Call(ctx, method, p, sink)
+	if err != nil {
+		return nil, err
+	}
+	r := new(R)
+	if err := json.Unmarshal(raw, r); err != nil {
+		return nil, fmt.Errorf("%s: decode the result: %w", method, err)
+	}
+	return r, nil
+}
+
+// decodeToolResult decodes a tools/call result, text-only ones in one pass.
+func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	if res := decodeTextResult(raw); res != nil {
+		return res, nil
+	}
+	res := new(mcp.CallToolResult)
+	if err := res.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("tools/call: decode the result: %w", err)
+	}
+	return res, nil
 }

@@ -61,14 +61,3 @@ const (
 	MaxStderrLine = maxStderrLine
 	StderrBurst   = stderrBurst
 )
-
-// LineCall reports whether h's session sends tools/call straight over its
-// line connection, and how many of those calls waited out orderWait for a
-// notification the session never reported as handled.
-func LineCall(h *Handle) (direct bool, late int64) {
-	s := h.sess.Load()
-	if s == nil || s.raw == nil {
-		return false, 0
-	}
-	return true, s.raw.late.Load()
-}

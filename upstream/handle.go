@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -157,9 +155,8 @@ type Handle struct {
 }
 
 type session struct {
-	cs     *mcp.ClientSession
+	cl     *client
 	proc   *stdioConn // nil for remote servers
-	raw    *lineConn  // stdio before protocol 2026-07-28: tools/call bypasses cs
 	stderr *lineWriter
 
 	lost     chan struct{} // closed when a call saw the connection break
@@ -167,7 +164,7 @@ type session struct {
 }
 
 // markLost tells the supervisor that a call saw the connection break. The
-// SDK notices too, but its own close of a stdio connection waits for the
+// read loop notices too, but closing a stdio connection waits for the
 // child to exit after stdin EOF, which a child stuck writing to a pipe
 // nobody reads never does; the supervisor's stop sequence does not wait.
 func (s *session) markLost() { s.lostOnce.Do(func() { close(s.lost) }) }
@@ -506,7 +503,7 @@ func (h *Handle) publish(s *session, cat *Catalog) {
 	h.pid = s.proc.pid()
 	h.upSince = time.Now()
 	h.nextAttempt = time.Time{}
-	if ir := s.cs.InitializeResult(); ir != nil {
+	if ir := s.cl.initializeResult(); ir != nil {
 		h.protocol = ir.ProtocolVersion
 	}
 	h.mu.Unlock()
@@ -518,20 +515,18 @@ func (h *Handle) publish(s *session, cat *Catalog) {
 // upstream says it changed. It returns the session's end error, or nil when
 // the Handle is closing.
 func (h *Handle) serve(s *session) error {
-	ended := make(chan error, 1)
-	go func() { ended <- s.cs.Wait() }()
 	for {
 		select {
-		case err := <-ended:
-			return err
+		case <-s.cl.done:
+			return s.cl.endErr
 		case <-h.ctx.Done():
 			return nil
 		case <-s.lost:
 			t := time.NewTimer(lostGrace)
 			defer t.Stop()
 			select {
-			case err := <-ended:
-				return err
+			case <-s.cl.done:
+				return s.cl.endErr
 			case <-h.ctx.Done():
 				return nil
 			case <-t.C:
@@ -539,7 +534,7 @@ func (h *Handle) serve(s *session) error {
 			}
 		case <-h.resync:
 			ctx, cancel := context.WithTimeout(h.ctx, h.spec.connectTimeout())
-			cat, err := listCatalog(ctx, s.cs)
+			cat, err := listCatalog(ctx, s.cl)
 			cancel()
 			if err != nil {
 				h.log.Warn("upstream relist", "error", err)
@@ -565,167 +560,76 @@ func (h *Handle) requestResync() {
 // that supervision can run on in-memory sessions inside a synctest bubble.
 var testTransport func(Spec) (mcp.Transport, error)
 
+// transport returns how to reach the server: a child process (s.proc is
+// set), a remote endpoint, or what Options.Dial or the test hook give.
+func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, error) {
+	dial := testTransport
+	if h.opt.Dial != nil {
+		dial = h.opt.Dial
+	}
+	if h.spec.Transport == TransportStdio {
+		env, args, err := h.expandStdio(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if dial != nil {
+			return dial(h.spec)
+		}
+		noise := newNoiseWriter(h.log)
+		t, proc, err := stdioTransport(h.spec, env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
+		s.proc = proc
+		return t, err
+	}
+	url, headers, err := h.expandRemote(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dial != nil {
+		return dial(h.spec)
+	}
+	return remoteTransport(h.spec, url, headers), nil
+}
+
 // connect starts the server (resolving references first), initializes the
 // session and lists the catalog, all within the connect timeout.
 func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	ctx, cancel := context.WithTimeout(parent, h.spec.connectTimeout())
 	defer cancel()
-
-	copts := &mcp.ClientOptions{
-		Logger:                     h.opt.SDKLogger,
-		Capabilities:               &mcp.ClientCapabilities{},
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { h.requestResync() },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { h.requestResync() },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { h.requestResync() },
-	}
-	h.peerOptions(copts)
-	client := mcp.NewClient(h.opt.ClientInfo, copts)
-	client.AddReceivingMiddleware(h.rootsMiddleware)
-	opts := &mcp.ClientSessionOptions{ProtocolVersion: h.spec.protocolVersion()}
 	s := &session{stderr: newLineWriter(h.log), lost: make(chan struct{})}
-
-	var (
-		t   mcp.Transport
-		rec *connRecorder // stdio: to reach the lineConn
-		err error
-	)
-	dial := testTransport
-	if h.opt.Dial != nil {
-		dial = h.opt.Dial
+	t, err := h.transport(ctx, s)
+	if err != nil {
+		return nil, nil, err
 	}
-	switch h.spec.Transport {
-	case TransportStdio:
-		env, args, err := h.expandStdio(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if dial != nil {
-			t, err = dial(h.spec)
-		} else {
-			noise := newNoiseWriter(h.log)
-			t, s.proc, err = stdioTransport(h.spec, env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		rec = &connRecorder{Transport: t}
-		t = rec
-	default:
-		url, headers, err := h.expandRemote(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		if dial != nil {
-			t, err = dial(h.spec)
-			if err != nil {
-				return nil, nil, err
-			}
-		} else {
-			t = remoteTransport(h.spec, url, headers)
-		}
+	if s.proc != nil {
+		// A child that hangs in its start-up is stopped when the connect
+		// deadline passes.
+		defer s.proc.guard(ctx)()
 	}
-
-	if rec != nil {
-		client.AddReceivingMiddleware(rec.orderMiddleware)
-	}
-	switch {
-	case h.spec.Transport == TransportSSE && dial == nil:
-		s.cs, err = connectDetached(ctx, client, t, opts)
-	case s.proc != nil:
-		release := s.proc.guard(ctx)
-		s.cs, err = client.Connect(ctx, t, opts)
-		release()
-	default:
-		s.cs, err = client.Connect(ctx, t, opts)
-	}
+	// The connection outlives ctx: the SSE transport ties its stream to
+	// the Connect context.
+	conn, err := t.Connect(context.WithoutCancel(ctx))
 	if err != nil {
 		if s.proc != nil {
 			s.proc.reapGroup()
-			if ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed)) {
-				err = fmt.Errorf("process exited before initialize finished: %w", err)
-			}
 		}
 		s.stderr.Flush()
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	s.cl = newClient(conn, h.hooks(), h.log)
+	if err := s.cl.initialize(ctx, h.spec.protocolVersion(), h.opt.ClientInfo, h.capabilities()); err != nil {
+		s.close()
+		if s.proc != nil && ctx.Err() == nil && errors.Is(err, ErrConnectionClosed) {
+			err = fmt.Errorf("process exited before initialize finished: %w", err)
+		}
 		return nil, nil, fmt.Errorf("connect: %w", timeoutCause(ctx, err))
 	}
-	if lc, ok := rec.connection().(*lineConn); ok && legacyProtocol(s.cs) {
-		s.raw = lc
-	}
-	cat, err := listCatalog(ctx, s.cs)
+	cat, err := listCatalog(ctx, s.cl)
 	if err != nil {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))
 	}
-	h.restore(ctx, s.cs)
+	h.restore(ctx, s.cl)
 	return s, cat, nil
-}
-
-// connRecorder keeps the connection its transport made.
-type connRecorder struct {
-	mcp.Transport
-	conn mcp.Connection
-}
-
-func (t *connRecorder) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	t.conn = c
-	return c, err
-}
-
-// orderMiddleware tells a lineConn when the session finished handling a
-// call-related notification (see lineConn.waitHandled).
-func (t *connRecorder) orderMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if callNotification(method) {
-			if lc, ok := t.conn.(*lineConn); ok {
-				lc.noteHandled()
-			}
-		}
-		return res, err
-	}
-}
-
-func (t *connRecorder) connection() mcp.Connection {
-	if t == nil {
-		return nil
-	}
-	return t.conn
-}
-
-// legacyProtocol reports whether the session speaks a protocol before
-// 2026-07-28, whose tools/call is one plain request and response. Later
-// ones add request metadata and multi-round-trip results, which only the
-// SDK's session handles.
-func legacyProtocol(cs *mcp.ClientSession) bool {
-	ir := cs.InitializeResult()
-	return ir != nil && ir.ProtocolVersion != "" && ir.ProtocolVersion < "2026-07-28"
-}
-
-// connectDetached connects an SSE transport. The SDK binds the SSE stream to
-// the Connect context, so a deadline there would end the session later; the
-// deadline is enforced here instead.
-func connectDetached(ctx context.Context, c *mcp.Client, t mcp.Transport, opts *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
-	type result struct {
-		cs  *mcp.ClientSession
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		cs, err := c.Connect(context.WithoutCancel(ctx), t, opts)
-		done <- result{cs, err}
-	}()
-	select {
-	case r := <-done:
-		return r.cs, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.cs != nil {
-				_ = r.cs.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
 }
 
 func timeoutCause(ctx context.Context, err error) error {
@@ -783,8 +687,9 @@ func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, e
 	return url, headers, errors.Join(errs...)
 }
 
-// close ends the session: the SDK closes stdin and waits while escalate
-// signals the process group; whatever is left of the group is then killed.
+// close ends the session: the connection's close closes stdin and waits
+// while escalate signals the process group; whatever is left of the group
+// is then killed.
 func (s *session) close() {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -795,55 +700,13 @@ func (s *session) close() {
 			s.proc.escalate(done)
 		}()
 	}
-	_ = s.cs.Close()
+	if s.cl != nil {
+		_ = s.cl.close()
+	}
 	close(done)
 	wg.Wait()
 	if s.proc != nil {
 		s.proc.reapGroup()
 	}
 	s.stderr.Flush()
-}
-
-// listCatalog lists everything the server advertises, following every page.
-func listCatalog(ctx context.Context, cs *mcp.ClientSession) (*Catalog, error) {
-	var caps *mcp.ServerCapabilities
-	if ir := cs.InitializeResult(); ir != nil {
-		caps = ir.Capabilities
-	}
-	// The lists are independent: ask for them at once, so a remote server's
-	// catalog costs one round trip per page rather than one per list.
-	cat := &Catalog{}
-	var (
-		wg   sync.WaitGroup
-		errs [3]error
-	)
-	if caps == nil || caps.Tools != nil {
-		wg.Go(func() { errs[0] = collect("tools/list", cs.Tools(ctx, nil), &cat.Tools) })
-	}
-	if caps != nil && caps.Prompts != nil {
-		wg.Go(func() { errs[1] = collect("prompts/list", cs.Prompts(ctx, nil), &cat.Prompts) })
-	}
-	if caps != nil && caps.Resources != nil {
-		wg.Go(func() { errs[2] = collect("resources/list", cs.Resources(ctx, nil), &cat.Resources) })
-		// Templates are optional in practice: some servers answer
-		// method-not-found, which leaves the list as far as it got.
-		wg.Go(func() { _ = collect("resources/templates/list", cs.ResourceTemplates(ctx, nil), &cat.Templates) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
-	}
-	return cat, nil
-}
-
-// collect appends every item of a paginated list to dst, stopping at the
-// first error, which it names after method.
-func collect[T any](method string, seq iter.Seq2[T, error], dst *[]T) error {
-	for item, err := range seq {
-		if err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		*dst = append(*dst, item)
-	}
-	return nil
 }

@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -40,10 +37,8 @@ var errLineTooLong = errors.New("stdout line longer than the 16 MiB limit")
 // through noise.
 //
 // One goroutine reads stdout, so that Read can return as soon as the
-// connection closes even while the pipe read blocks.
-//
-// Beside the SDK's session, call sends a request of its own and takes its
-// response straight from the read loop (see call).
+// connection closes even while the pipe read blocks; it hands each line's
+// messages on in order.
 type lineConn struct {
 	w     io.WriteCloser
 	close func() error // after stdin is closed: wait for the child, escalate
@@ -51,23 +46,6 @@ type lineConn struct {
 
 	incoming chan lineMsg
 	queue    []jsonrpc.Message // the rest of a batch; Read is called from one goroutine
-
-	// Requests of call in flight, by ID. The read loop closes readDone
-	// (after setting readErr) when stdout ends or breaks.
-	pmu      sync.Mutex
-	pending  map[string]chan answer
-	nextID   atomic.Uint64
-	readErr  error
-	readDone chan struct{}
-
-	// Call-related notifications (progress, log messages) handed to the
-	// SDK's session, and those its handlers have finished (noteHandled).
-	// A call returns only once what came before its response was handled.
-	handedOff atomic.Uint64
-	handled   atomic.Uint64
-	late      atomic.Int64 // waits that ran out (orderWait)
-	hmu       sync.Mutex
-	hsig      chan struct{} // closed and replaced when handled grows
 
 	// The server side (ServerTransport): batch replies, and the protocol
 	// version the session negotiated, read from its initialize response.
@@ -108,32 +86,16 @@ func makeLineConn(w io.WriteCloser, closeFn func() error, noise func([]byte, err
 	return &lineConn{
 		w: w, close: closeFn, noise: noise,
 		incoming: make(chan lineMsg),
-		pending:  map[string]chan answer{},
-		readDone: make(chan struct{}),
-		hsig:     make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
 }
 
 func (c *lineConn) readLoop(br *bufio.Reader) {
-	var once sync.Once
-	finish := func(err error) {
-		once.Do(func() {
-			c.readErr = err
-			close(c.readDone)
-		})
-	}
-	defer finish(nil)
 	for {
 		line, err := readLine(br)
-		var (
-			m    lineMsg
-			mine []*jsonrpc.Response
-		)
+		var m lineMsg
 		switch {
 		case err != nil:
-			// Calls fail at once; the session learns of it from Read.
-			finish(err)
 			m.err = err
 		default:
 			line = bytes.TrimSpace(line)
@@ -147,268 +109,17 @@ func (c *lineConn) readLoop(br *bufio.Reader) {
 				}
 				continue
 			}
-			m.msgs, mine = c.split(msgs)
-			m.batch = line[0] == '['
+			m.msgs, m.batch = msgs, line[0] == '['
 		}
-		// The SDK's session takes the other messages of the line first, so
-		// that what the server sent before a response is never handed on
-		// after it.
-		if len(m.msgs) > 0 || m.err != nil {
-			// Counted before the hand-off, so that the session's count of
-			// handled notifications never runs ahead of this one.
-			c.handedOff.Add(c.callNotifications(m.msgs))
-			select {
-			case c.incoming <- m:
-			case <-c.closed:
-				return
-			}
-		}
-		for _, r := range mine {
-			c.deliver(r)
+		select {
+		case c.incoming <- m:
+		case <-c.closed:
+			return
 		}
 		if m.err != nil {
 			return
 		}
 	}
-}
-
-// rawIDPrefix marks the IDs of call's requests. The SDK numbers its own
-// requests, so a string ID with this prefix is never one of the session's.
-const rawIDPrefix = "sb-"
-
-// split takes the responses to call's requests out of msgs. A server
-// makes no calls: its connection hands every message on.
-func (c *lineConn) split(msgs []jsonrpc.Message) (rest []jsonrpc.Message, mine []*jsonrpc.Response) {
-	if c.server {
-		return msgs, nil
-	}
-	for i, m := range msgs {
-		if r := rawResponse(m); r != nil {
-			if mine == nil {
-				rest = append(rest, msgs[:i]...)
-			}
-			mine = append(mine, r)
-		} else if mine != nil {
-			rest = append(rest, m)
-		}
-	}
-	if mine == nil {
-		return msgs, nil // the common case: nothing of call's, nothing copied
-	}
-	return rest, mine
-}
-
-// rawResponse returns m if it is a response to one of call's requests.
-func rawResponse(m jsonrpc.Message) *jsonrpc.Response {
-	r, ok := m.(*jsonrpc.Response)
-	if !ok {
-		return nil
-	}
-	if id, ok := r.ID.Raw().(string); ok && strings.HasPrefix(id, rawIDPrefix) {
-		return r
-	}
-	return nil
-}
-
-// answer is a response for call, with the count of call-related
-// notifications handed to the session before it.
-type answer struct {
-	r     *jsonrpc.Response
-	after uint64
-}
-
-// deliver hands a response to its waiting call. A response nobody waits for
-// (its call was cancelled) is dropped, as the SDK drops unknown responses.
-func (c *lineConn) deliver(r *jsonrpc.Response) {
-	id, _ := r.ID.Raw().(string)
-	c.pmu.Lock()
-	ch := c.pending[id]
-	delete(c.pending, id)
-	c.pmu.Unlock()
-	if ch != nil {
-		ch <- answer{r, c.handedOff.Load()} // buffered, one response per call
-	}
-}
-
-// callNotification reports whether a notification may belong to a call in
-// flight: the proxy sends it on that call's downstream stream, so it must be
-// handled before the call's response is returned.
-func callNotification(method string) bool {
-	return method == "notifications/progress" || method == "notifications/message"
-}
-
-// callNotifications counts the call-related notifications in msgs (none
-// on a server's connection, which makes no calls).
-func (c *lineConn) callNotifications(msgs []jsonrpc.Message) uint64 {
-	if c.server {
-		return 0
-	}
-	var n uint64
-	for _, msg := range msgs {
-		if r, ok := msg.(*jsonrpc.Request); ok && !r.IsCall() && callNotification(r.Method) {
-			n++
-		}
-	}
-	return n
-}
-
-// noteHandled records that the session's handler finished one call-related
-// notification.
-func (c *lineConn) noteHandled() {
-	c.hmu.Lock()
-	c.handled.Add(1)
-	close(c.hsig)
-	c.hsig = make(chan struct{})
-	c.hmu.Unlock()
-}
-
-// orderWait bounds how long a call waits for the notifications before its
-// response. The SDK hands every notification it can decode to a handler;
-// one it cannot decode is never handled, and after orderWait the count
-// catches up so that later calls do not wait for it again.
-const orderWait = 100 * time.Millisecond
-
-// waitHandled waits until the first n call-related notifications were
-// handled.
-func (c *lineConn) waitHandled(n uint64) {
-	if c.handled.Load() >= n {
-		return
-	}
-	timer := time.NewTimer(orderWait)
-	defer timer.Stop()
-	for {
-		c.hmu.Lock()
-		done, sig := c.handled.Load() >= n, c.hsig
-		c.hmu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-sig:
-		case <-c.closed:
-			return
-		case <-timer.C:
-			c.late.Add(1)
-			for {
-				h := c.handled.Load()
-				if h >= n || c.handled.CompareAndSwap(h, n) {
-					return
-				}
-			}
-		}
-	}
-}
-
-func (c *lineConn) forget(id string) {
-	c.pmu.Lock()
-	delete(c.pending, id)
-	c.pmu.Unlock()
-}
-
-// call sends one request outside the SDK's session and returns its raw
-// result. The response is taken from the read loop as soon as its line is
-// parsed: no second decode of the message, no result decoded into a type
-// the caller does not want, and one goroutine hand-off fewer than a session
-// call. It behaves as the SDK's call does: a cancelled ctx returns at once
-// and sends notifications/cancelled in the background; a JSON-RPC error
-// answer is returned as the *jsonrpc.Error; a connection that ends fails
-// the call with mcp.ErrConnectionClosed.
-//
-// Notifications and server requests about the call (progress, sampling)
-// still reach the SDK's session, which handles them as for its own calls.
-func (c *lineConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	p, err := json.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("calling %q: encoding params: %w", method, err)
-	}
-	id := rawIDPrefix + strconv.FormatUint(c.nextID.Add(1), 10)
-	// The line is assembled rather than encoded: the ID and method are plain
-	// ASCII and p is json.Marshal's own output.
-	line := make([]byte, 0, len(p)+len(method)+64)
-	line = append(line, `{"jsonrpc":"2.0","id":"`...)
-	line = append(line, id...)
-	line = append(line, `","method":`...)
-	line = strconv.AppendQuote(line, method)
-	line = append(line, `,"params":`...)
-	line = append(line, p...)
-	line = append(line, "}\n"...)
-
-	ch := make(chan answer, 1)
-	c.pmu.Lock()
-	c.pending[id] = ch
-	c.pmu.Unlock()
-	if err := c.writeLine(line); err != nil {
-		c.forget(id)
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
-	result := func(a answer) (json.RawMessage, error) {
-		c.waitHandled(a.after)
-		if a.r.Error != nil {
-			return nil, fmt.Errorf("calling %q: %w", method, a.r.Error)
-		}
-		return a.r.Result, nil
-	}
-	select {
-	case a := <-ch:
-		return result(a)
-	case <-ctx.Done():
-		c.forget(id)
-		go c.cancelled(id, ctx.Err())
-		return nil, ctx.Err()
-	case <-c.readDone:
-	case <-c.closed:
-	}
-	// The connection ended; an answer that came with its last line wins.
-	c.forget(id)
-	select {
-	case a := <-ch:
-		return result(a)
-	default:
-	}
-	cause := io.EOF
-	select {
-	case <-c.readDone:
-		if c.readErr != nil {
-			cause = c.readErr
-		}
-	default:
-	}
-	return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, cause)
-}
-
-// cancelled tells the server that call gave up on request id. Best effort,
-// as in the SDK: it runs off the caller's path, and Close ends a write
-// blocked on a child that stopped reading.
-func (c *lineConn) cancelled(id string, cause error) {
-	p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: cause.Error()})
-	if err != nil {
-		return
-	}
-	line := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":`), p...)
-	_ = c.writeLine(append(line, "}\n"...))
-}
-
-// callTool runs tools/call through call. The result is decoded once, by
-// the SDK's own CallToolResult decoder.
-func (c *lineConn) callTool(ctx context.Context, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
-	if p.Arguments == nil {
-		p.Arguments = map[string]any{} // as the SDK: never send a null
-	}
-	raw, err := c.call(ctx, "tools/call", p)
-	if err != nil {
-		return nil, err
-	}
-	if res := decodeTextResult(raw); res != nil {
-		return res, nil
-	}
-	res := new(mcp.CallToolResult)
-	if err := res.UnmarshalJSON(raw); err != nil {
-		return nil, fmt.Errorf("calling %q: decoding the result: %w", "tools/call", err)
-	}
-	return res, nil
 }
 
 // textResult is a tools/call result as the SDK's decoder reads it, for the

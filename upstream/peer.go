@@ -2,69 +2,79 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Peer receives what an upstream sends on its own initiative. The proxy
-// implements it and routes each message to the right downstream session.
-// Methods are called on the SDK's goroutines and must be safe for
-// concurrent use; Request must not block past ctx.
+// Peer receives what a server sends outside any call. The proxy implements
+// it and routes each message to the right downstream sessions. Methods are
+// called on the connection's goroutines and must be safe for concurrent
+// use; Notify must not block; Request must return when ctx ends.
 type Peer interface {
-	// Notify delivers a notification: *mcp.ProgressNotificationParams,
-	// *mcp.LoggingMessageParams or *mcp.ResourceUpdatedNotificationParams.
-	Notify(ctx context.Context, h *Handle, params any)
-	// Request answers a server→client request (method sampling/createMessage,
-	// elicitation/create or roots/list) sent on the upstream session cs.
-	Request(ctx context.Context, h *Handle, cs *mcp.ClientSession, method string, params mcp.Params) (mcp.Result, error)
+	// Notify delivers notifications/message written while no call was in
+	// flight, and notifications/resources/updated.
+	Notify(h *Handle, method string, params json.RawMessage)
+	// Request answers a server→client request no call could take:
+	// roots/list from a per-client instance (Spec.ClientRoots), and
+	// sampling/createMessage or elicitation/create when no single call is
+	// in flight.
+	Request(ctx context.Context, h *Handle, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
-// peerOptions adds the Peer's handlers to the client options of one
-// connection, and advertises the client capabilities they make possible.
-func (h *Handle) peerOptions(o *mcp.ClientOptions) {
-	p := h.opt.Peer
-	if p == nil {
-		return
-	}
-	o.ProgressNotificationHandler = func(ctx context.Context, r *mcp.ProgressNotificationClientRequest) { p.Notify(ctx, h, r.Params) }
-	o.LoggingMessageHandler = func(ctx context.Context, r *mcp.LoggingMessageRequest) { p.Notify(ctx, h, r.Params) }
-	o.ResourceUpdatedHandler = func(ctx context.Context, r *mcp.ResourceUpdatedNotificationRequest) { p.Notify(ctx, h, r.Params) }
-	o.CreateMessageWithToolsHandler = func(ctx context.Context, r *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-		res, err := p.Request(ctx, h, r.Session, "sampling/createMessage", r.Params)
-		if err != nil {
-			return nil, err
-		}
-		return res.(*mcp.CreateMessageWithToolsResult), nil
-	}
-	o.ElicitationHandler = func(ctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		res, err := p.Request(ctx, h, r.Session, "elicitation/create", r.Params)
-		if err != nil {
-			return nil, err
-		}
-		return res.(*mcp.ElicitResult), nil
-	}
-	o.Capabilities = &mcp.ClientCapabilities{
-		RootsV2:     &mcp.RootCapabilities{},
-		Sampling:    &mcp.SamplingCapabilities{},
-		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-	}
-}
-
-// rootsMiddleware answers roots/list through the Peer: the SDK would answer
-// from the client's own root list, which is not per downstream session.
-func (h *Handle) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "roots/list" && h.opt.Peer != nil {
-			cs, _ := req.GetSession().(*mcp.ClientSession)
-			params, _ := req.GetParams().(*mcp.ListRootsParams)
-			if params == nil {
-				params = &mcp.ListRootsParams{}
+// hooks connects a client's out-of-call traffic to the Handle: list
+// changes re-list the catalog, the rest goes to the Peer; roots/list is
+// answered from the spec unless the instance forwards its client's roots.
+func (h *Handle) hooks() clientHooks {
+	return clientHooks{
+		listChanged: h.requestResync,
+		notify: func(method string, params json.RawMessage) {
+			if h.opt.Peer != nil {
+				h.opt.Peer.Notify(h, method, params)
 			}
-			return h.opt.Peer.Request(ctx, h, cs, method, params)
-		}
-		return next(ctx, method, req)
+		},
+		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			if method == "roots/list" && !h.spec.ClientRoots {
+				if h.spec.Roots == nil {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard offers this server no roots"}
+				}
+				return json.Marshal(&mcp.ListRootsResult{Roots: h.spec.Roots})
+			}
+			if h.opt.Peer == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not answer " + method}
+			}
+			return h.opt.Peer.Request(ctx, h, method, params)
+		},
 	}
+}
+
+// capabilities are what switchboard advertises to the server: sampling and
+// elicitation when a Peer can route them, roots only when the server has
+// configured roots or forwards its one client's roots: a shared server
+// must never see one client's roots and use them for another.
+func (h *Handle) capabilities() *mcp.ClientCapabilities {
+	caps := &mcp.ClientCapabilities{}
+	if h.opt.Peer != nil {
+		caps.Sampling = &mcp.SamplingCapabilities{}
+		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+	}
+	if h.spec.ClientRoots || h.spec.Roots != nil {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: h.spec.ClientRoots}
+	}
+	return caps
+}
+
+// Notify sends a notification to the server (roots/list_changed from the
+// one client of a per-client instance). It does nothing while the server
+// is not up.
+func (h *Handle) Notify(ctx context.Context, method string, params any) error {
+	s := h.sess.Load()
+	if s == nil {
+		return nil
+	}
+	return s.cl.notify(ctx, method, params)
 }
 
 // sessionState is what a new session must be told again after a restart:
@@ -77,7 +87,7 @@ type sessionState struct {
 
 // restore re-subscribes and re-sets the logging level on a fresh session.
 // Failures are logged; the session is usable either way.
-func (h *Handle) restore(ctx context.Context, cs *mcp.ClientSession) {
+func (h *Handle) restore(ctx context.Context, cl *client) {
 	h.sstate.mu.Lock()
 	level := h.sstate.level
 	uris := make([]string, 0, len(h.sstate.subs))
@@ -85,21 +95,21 @@ func (h *Handle) restore(ctx context.Context, cs *mcp.ClientSession) {
 		uris = append(uris, u)
 	}
 	h.sstate.mu.Unlock()
-	caps := serverCaps(cs)
+	caps := serverCaps(cl)
 	if level != "" && caps != nil && caps.Logging != nil {
-		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		if _, err := cl.call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil); err != nil {
 			h.log.Warn("upstream logging level not restored", "error", err)
 		}
 	}
 	for _, u := range uris {
-		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: u}); err != nil {
+		if _, err := cl.call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: u}, nil); err != nil {
 			h.log.Warn("upstream subscription not restored", "error", err)
 		}
 	}
 }
 
-func serverCaps(cs *mcp.ClientSession) *mcp.ServerCapabilities {
-	if ir := cs.InitializeResult(); ir != nil {
+func serverCaps(cl *client) *mcp.ServerCapabilities {
+	if ir := cl.initializeResult(); ir != nil {
 		return ir.Capabilities
 	}
 	return nil
@@ -115,12 +125,10 @@ func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) er
 	if s == nil {
 		return nil // applied when the session comes up
 	}
-	if caps := serverCaps(s.cs); caps == nil || caps.Logging == nil {
+	if caps := serverCaps(s.cl); caps == nil || caps.Logging == nil {
 		return nil
 	}
-	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, us *session) (struct{}, error) {
-		return struct{}{}, us.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level})
-	})
+	_, err := h.Call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil)
 	return err
 }
 
@@ -132,9 +140,7 @@ func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 	}
 	h.sstate.subs[uri] = true
 	h.sstate.mu.Unlock()
-	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, us *session) (struct{}, error) {
-		return struct{}{}, us.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-	})
+	_, err := h.Call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: uri}, nil)
 	return err
 }
 
@@ -143,8 +149,6 @@ func (h *Handle) Unsubscribe(ctx context.Context, uri string) error {
 	h.sstate.mu.Lock()
 	delete(h.sstate.subs, uri)
 	h.sstate.mu.Unlock()
-	_, err := do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, us *session) (struct{}, error) {
-		return struct{}{}, us.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-	})
+	_, err := h.Call(ctx, "resources/unsubscribe", &mcp.UnsubscribeParams{URI: uri}, nil)
 	return err
 }

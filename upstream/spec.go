@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Transports a Spec may name.
@@ -54,6 +56,13 @@ type Spec struct {
 	// LazyList is LazyListStart or LazyListCached; "" means LazyListStart.
 	// It only matters when Lazy is set.
 	LazyList string `json:",omitempty"`
+
+	// Roots are the roots offered to the server when it asks (roots/list);
+	// nil: the roots capability is not advertised. ClientRoots instead
+	// forwards the one downstream client's roots (an instance of its own,
+	// isolation per-client), through the Peer.
+	Roots       []*mcp.Root `json:",omitempty"`
+	ClientRoots bool        `json:",omitempty"`
 
 	BreakerFailures int           // consecutive failures that open the breaker; if zero, 5
 	BreakerOpen     time.Duration // open period before a half-open probe; if zero, 30s

@@ -65,7 +65,7 @@ func waitState(t *testing.T, h *upstream.Handle, d time.Duration, want upstream.
 
 func callText(t *testing.T, h *upstream.Handle, tool string) string {
 	t.Helper()
-	res, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	res, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}, nil)
 	if err != nil {
 		t.Fatalf("call %s: %v", tool, err)
 	}
@@ -110,7 +110,7 @@ func TestStdioLifecycle(t *testing.T) {
 		t.Errorf("after Close: %+v", h.Status())
 	}
 	_ = h.Close(context.Background()) // idempotent
-	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"}, nil)
 	if !errors.Is(err, upstream.ErrUnavailable) {
 		t.Errorf("call after Close: %v", err)
 	}
@@ -123,7 +123,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 	checkGoroutines(t)
 	h := startHandle(t, childSpec(t, "crashy", nil), upstream.Options{BackoffScale: 0.05})
 	first := waitState(t, h, 20*time.Second, upstream.StateReady)
-	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}})
+	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}}, nil)
 	var ue *upstream.UnavailableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "connection lost") {
 		t.Fatalf("crash call: want a connection-lost UnavailableError, got %v", err)
@@ -162,7 +162,7 @@ func TestStdioExitAtStartGivesUp(t *testing.T) {
 	if h.Catalog() != nil {
 		t.Error("failed server keeps a catalog")
 	}
-	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "server 'dead' failed: connect: process exited before initialize finished") {
 		t.Errorf("call to a failed server: %v", err)
 	}
@@ -272,7 +272,7 @@ func TestStdioCallTimeoutCancelsUpstream(t *testing.T) {
 	h := startHandle(t, spec, upstream.Options{Logger: log})
 	waitState(t, h, 20*time.Second, upstream.StateReady)
 	start := time.Now()
-	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}}, nil)
 	if err == nil || err.Error() != "Tool call timed out after 200ms" {
 		t.Fatalf("want the timeout error, got %v", err)
 	}
@@ -318,7 +318,7 @@ func TestStdioBrokenConnectionStopsChildPromptly(t *testing.T) {
 	spec.RestartOnCrash = false
 	h := startHandle(t, spec, upstream.Options{})
 	first := waitState(t, h, 20*time.Second, upstream.StateReady)
-	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "garble", Arguments: map[string]any{}})
+	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "garble", Arguments: map[string]any{}}, nil)
 	start := time.Now()
 	if err == nil || !strings.Contains(err.Error(), "server 'garbler' is unavailable: connection lost during the call") {
 		t.Fatalf("want a connection-lost UnavailableError, got %v", err)

@@ -131,7 +131,7 @@ func newHandle(t *testing.T, spec upstream.Spec) *upstream.Handle {
 }
 
 func call(h *upstream.Handle, ctx context.Context, tool string) (*mcp.CallToolResult, error) {
-	return h.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	return h.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}, nil)
 }
 
 // within checks that got is d ±10 %.

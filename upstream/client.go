@@ -1,0 +1,655 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Sink receives what a server sends about one call while the call runs:
+// its progress notifications, the log messages it writes meanwhile, and the
+// server→client requests (sampling, elicitation) routed to it. Methods are
+// called on the calling goroutine, in the order the server sent the
+// messages, and all before the call returns: a notification the server
+// wrote before its response is handed on before the response, by
+// construction.
+type Sink interface {
+	// Notify hands on notifications/progress (with the token the
+	// connection minted; see Handle.Call) or notifications/message.
+	Notify(ctx context.Context, method string, params json.RawMessage)
+	// Request answers a server→client request made during the call.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// Owner is the downstream session the call belongs to (comparable): a
+	// log message written while several calls of one session are in flight
+	// reaches that session once.
+	Owner() any
+}
+
+// ErrConnectionClosed is wrapped by the error of every call the connection
+// could not finish because it ended.
+var ErrConnectionClosed = errors.New("connection closed")
+
+// maxQueued bounds the notifications waiting for one call's goroutine;
+// beyond it they are dropped (and counted), never the response.
+const maxQueued = 4096
+
+// maxServerRequests bounds the server→client requests answered at once
+// outside any call; more are refused at once.
+const maxServerRequests = 16
+
+// clientHooks is what a client hands to its Handle: everything the server
+// sends outside a call.
+type clientHooks struct {
+	// listChanged is called for notifications/{tools,prompts,resources}/list_changed.
+	listChanged func()
+	// notify gets a log message written while no call was in flight, and
+	// notifications/resources/updated.
+	notify func(method string, params json.RawMessage)
+	// request answers a server→client request no call can take (roots/list,
+	// or sampling and elicitation with no single call to route to).
+	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// client is switchboard's side of one MCP session with a server, over any
+// mcp.Connection: it initializes the session, sends requests, and reads
+// every message the server sends on one goroutine, in order. A response is
+// delivered to its call through the call's own queue, after whatever the
+// server sent about the call before it; so a call hands on its
+// notifications before it returns, without waiting for anything.
+//
+// A client is safe for concurrent use. close ends it; its read loop and
+// every goroutine answering a server request are then waited for.
+type client struct {
+	conn  mcp.Connection
+	hooks clientHooks
+	log   hclog.Logger
+
+	ids    atomic.Int64
+	tokens atomic.Uint64
+	init   atomic.Pointer[mcp.InitializeResult]
+
+	mu       sync.Mutex
+	calls    map[jsonrpc.ID]*pending
+	progress map[string]*pending
+	serving  map[jsonrpc.ID]context.CancelFunc // server→client requests being answered
+
+	ctx     context.Context // the client's lifetime
+	cancel  context.CancelFunc
+	failed  chan struct{} // closed when the read loop stopped reading
+	err     error         // why it stopped; read after failed
+	done    chan struct{} // closed when the connection is closed too
+	endErr  error         // why the session ended (a child's exit status); read after done
+	wg      sync.WaitGroup
+	slots   chan struct{} // maxServerRequests
+	dropped atomic.Int64
+	closeMu sync.Once
+	closing bool // under mu: no more goroutines start
+}
+
+// pending is one call in flight: the queue of what the server sent about
+// it, in read order, ending with its response.
+type pending struct {
+	id    jsonrpc.ID
+	sink  Sink
+	token string // minted progress token, if any
+
+	mu    sync.Mutex
+	queue []*jsonrpc.Request
+	resp  *jsonrpc.Response
+	ready chan struct{} // one pending wake-up
+}
+
+func newClient(conn mcp.Connection, hooks clientHooks, log hclog.Logger) *client {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &client{
+		conn: conn, hooks: hooks, log: log,
+		calls:    map[jsonrpc.ID]*pending{},
+		progress: map[string]*pending{},
+		serving:  map[jsonrpc.ID]context.CancelFunc{},
+		ctx:      ctx, cancel: cancel,
+		failed: make(chan struct{}),
+		done:   make(chan struct{}),
+		slots:  make(chan struct{}, maxServerRequests),
+	}
+	go c.readLoop()
+	return c
+}
+
+// close ends the session: the connection is closed (for a child: stdin
+// closed, then the stop sequence), calls in flight fail, and close waits
+// for the read loop and the goroutines answering server requests. It is
+// idempotent and safe for concurrent use.
+func (c *client) close() error {
+	var err error
+	c.closeMu.Do(func() {
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		c.cancel()
+		err = c.conn.Close()
+		<-c.done
+		c.wg.Wait()
+	})
+	return err
+}
+
+// wait blocks until the session ended and returns why.
+func (c *client) wait() error {
+	<-c.done
+	return c.endErr
+}
+
+// initializeResult is the server's answer to initialize, or nil before it.
+func (c *client) initializeResult() *mcp.InitializeResult { return c.init.Load() }
+
+// readLoop reads until the connection ends. Then calls fail at once, and
+// the connection is closed (a child is waited for), so that why the session
+// ended can name the child's exit status.
+func (c *client) readLoop() {
+	defer close(c.done)
+	for {
+		msg, err := c.conn.Read(c.ctx)
+		if err != nil {
+			if c.ctx.Err() != nil {
+				err = fmt.Errorf("%w: closed by switchboard", ErrConnectionClosed)
+			}
+			c.err = err
+			c.failAll()
+			close(c.failed)
+			c.endErr = err
+			if c.ctx.Err() == nil {
+				if cerr := c.conn.Close(); cerr != nil {
+					c.endErr = cerr
+				}
+			}
+			return
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Response:
+			c.deliver(m)
+		case *jsonrpc.Request:
+			if m.IsCall() {
+				c.serverRequest(m)
+			} else {
+				c.notification(m)
+			}
+		}
+	}
+}
+
+// failAll wakes every call: the connection is gone.
+func (c *client) failAll() {
+	c.mu.Lock()
+	calls := c.calls
+	c.calls, c.progress = map[jsonrpc.ID]*pending{}, map[string]*pending{}
+	for _, cancel := range c.serving {
+		cancel()
+	}
+	c.mu.Unlock()
+	for _, p := range calls {
+		p.wake()
+	}
+}
+
+// deliver hands a response to its call. A response nobody waits for (its
+// call was cancelled) is dropped.
+func (c *client) deliver(r *jsonrpc.Response) {
+	c.mu.Lock()
+	p := c.calls[r.ID]
+	if p != nil {
+		delete(c.calls, r.ID)
+		if p.token != "" {
+			delete(c.progress, p.token)
+		}
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.resp = r
+	p.mu.Unlock()
+	p.wake()
+}
+
+// push queues a notification or server request for a call; false when the
+// queue is full.
+func (p *pending) push(r *jsonrpc.Request) bool {
+	p.mu.Lock()
+	if len(p.queue) >= maxQueued {
+		p.mu.Unlock()
+		return false
+	}
+	p.queue = append(p.queue, r)
+	p.mu.Unlock()
+	p.wake()
+	return true
+}
+
+func (p *pending) wake() {
+	select {
+	case p.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what is queued, and the response once everything queued
+// before it was taken.
+func (p *pending) take() ([]*jsonrpc.Request, *jsonrpc.Response) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.queue
+	p.queue = nil
+	if len(q) > 0 {
+		return q, nil
+	}
+	return nil, p.resp
+}
+
+// relatedRequest marks a message the server sent on the response stream of
+// one request (streamable HTTP): the connection puts it in Request.Extra.
+type relatedRequest struct{ ID jsonrpc.ID }
+
+// relatedCall returns the call a message belongs to by the stream it came
+// on, or nil.
+func (c *client) relatedCall(r *jsonrpc.Request) *pending {
+	rel, ok := r.Extra.(relatedRequest)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls[rel.ID]
+}
+
+func (c *client) notification(r *jsonrpc.Request) {
+	switch r.Method {
+	case "notifications/progress":
+		var p struct {
+			Token any `json:"progressToken"`
+		}
+		if json.Unmarshal(r.Params, &p) != nil {
+			return
+		}
+		tok, _ := p.Token.(string)
+		c.mu.Lock()
+		call := c.progress[tok]
+		c.mu.Unlock()
+		if call != nil && !call.push(r) {
+			c.dropped.Add(1)
+		}
+	case "notifications/message":
+		c.logMessage(r)
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		if c.hooks.listChanged != nil {
+			c.hooks.listChanged()
+		}
+	case "notifications/resources/updated":
+		if c.hooks.notify != nil {
+			c.hooks.notify(r.Method, r.Params)
+		}
+	case "notifications/cancelled":
+		var p struct {
+			ID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) != nil {
+			return
+		}
+		id, err := jsonrpc.MakeID(p.ID)
+		if err != nil {
+			return
+		}
+		c.mu.Lock()
+		cancel := c.serving[id]
+		c.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
+
+// logMessage routes a log message: to the call whose stream carried it; else
+// to every call in flight with a sink, once per downstream session; else,
+// outside any call, to the hook.
+func (c *client) logMessage(r *jsonrpc.Request) {
+	if p := c.relatedCall(r); p != nil {
+		if p.sink != nil && !p.push(r) {
+			c.dropped.Add(1)
+		}
+		return
+	}
+	var targets []*pending
+	c.mu.Lock()
+	seen := map[any]bool{}
+	for _, p := range c.calls {
+		if p.sink == nil {
+			continue
+		}
+		if o := p.sink.Owner(); !seen[o] {
+			seen[o] = true
+			targets = append(targets, p)
+		}
+	}
+	c.mu.Unlock()
+	if len(targets) == 0 {
+		if c.hooks.notify != nil {
+			c.hooks.notify(r.Method, r.Params)
+		}
+		return
+	}
+	for _, p := range targets {
+		if !p.push(r) {
+			c.dropped.Add(1)
+		}
+	}
+}
+
+// serverRequest answers a request from the server. Sampling and elicitation
+// go to the call they belong to (by stream, or the only call in flight with
+// a sink); everything else, and those with nowhere to go, are answered off
+// the read loop by the hooks.
+func (c *client) serverRequest(r *jsonrpc.Request) {
+	switch r.Method {
+	case "ping":
+		c.answerAsync(r, func(context.Context) (json.RawMessage, error) { return json.RawMessage("{}"), nil })
+		return
+	case "sampling/createMessage", "elicitation/create":
+		if p := c.callFor(r); p != nil {
+			if !p.push(r) {
+				c.answerAsync(r, func(context.Context) (json.RawMessage, error) {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "switchboard: too many messages queued for the call"}
+				})
+			}
+			return
+		}
+	case "roots/list":
+	default:
+		c.answerAsync(r, func(context.Context) (json.RawMessage, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not answer " + r.Method}
+		})
+		return
+	}
+	c.answerAsync(r, func(ctx context.Context) (json.RawMessage, error) {
+		if c.hooks.request == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not answer " + r.Method}
+		}
+		return c.hooks.request(ctx, r.Method, r.Params)
+	})
+}
+
+// callFor finds the call a server request belongs to: the one whose stream
+// carried it, else the only call in flight that has a sink.
+func (c *client) callFor(r *jsonrpc.Request) *pending {
+	if p := c.relatedCall(r); p != nil && p.sink != nil {
+		return p
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var only *pending
+	for _, p := range c.calls {
+		if p.sink == nil {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = p
+	}
+	return only
+}
+
+// answerAsync answers a server request on a goroutine of its own, bounded
+// by maxServerRequests; the answer can be cancelled by the server.
+func (c *client) answerAsync(r *jsonrpc.Request, answer func(context.Context) (json.RawMessage, error)) {
+	select {
+	case c.slots <- struct{}{}:
+	default:
+		answer = func(context.Context) (json.RawMessage, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "switchboard: too many requests from the server at once"}
+		}
+		c.spawn(func() {
+			res, err := answer(c.ctx)
+			c.reply(c.ctx, r.ID, res, err)
+		})
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	c.serving[r.ID] = cancel
+	c.mu.Unlock()
+	started := c.spawn(func() {
+		defer func() { <-c.slots }()
+		defer cancel()
+		res, err := answer(ctx)
+		c.mu.Lock()
+		delete(c.serving, r.ID)
+		c.mu.Unlock()
+		c.reply(c.ctx, r.ID, res, err)
+	})
+	if !started {
+		<-c.slots
+		cancel()
+		c.mu.Lock()
+		delete(c.serving, r.ID)
+		c.mu.Unlock()
+	}
+}
+
+// spawn runs f on a goroutine close waits for; once closing, f does not run.
+func (c *client) spawn(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.wg.Go(f)
+	return true
+}
+
+// reply writes the answer to a server request.
+func (c *client) reply(ctx context.Context, id jsonrpc.ID, res json.RawMessage, err error) {
+	resp := &jsonrpc.Response{ID: id, Result: res}
+	if err != nil {
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) {
+			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		resp.Result, resp.Error = nil, we
+	} else if len(res) == 0 {
+		resp.Result = json.RawMessage("{}")
+	}
+	if werr := c.conn.Write(ctx, resp); werr != nil {
+		c.log.Debug("answer to server request not sent", "error", werr)
+	}
+}
+
+// notify sends a notification to the server.
+func (c *client) notify(ctx context.Context, method string, params any) error {
+	var raw json.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("%s: encode params: %w", method, err)
+		}
+		raw = b
+	}
+	if err := c.conn.Write(ctx, &jsonrpc.Request{Method: method, Params: raw}); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrConnectionClosed, method, err)
+	}
+	return nil
+}
+
+// call sends one request and returns its raw result. A progressToken in
+// the params' _meta asks for progress: it is replaced by a token of the
+// connection's own, so a client's token never reaches a server, and the
+// server's progress reaches sink under that token. Whatever the server
+// sends about the call reaches sink before call returns (see Sink). A
+// cancelled ctx returns at once and tells the server in the background; a
+// JSON-RPC error answer is returned as *jsonrpc.Error.
+func (c *client) call(ctx context.Context, method string, params mcp.Params, sink Sink) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n, _ := jsonrpc.MakeID(float64(c.ids.Add(1)))
+	p := &pending{id: n, sink: sink, ready: make(chan struct{}, 1)}
+	if params != nil && sink != nil {
+		if meta := params.GetMeta(); meta != nil && meta["progressToken"] != nil {
+			p.token = "sb-" + strconv.FormatUint(c.tokens.Add(1), 36)
+			m := make(map[string]any, len(meta))
+			for k, v := range meta {
+				m[k] = v
+			}
+			m["progressToken"] = p.token
+			params.SetMeta(m)
+		}
+	} else if params != nil {
+		if meta := params.GetMeta(); meta != nil && meta["progressToken"] != nil {
+			m := make(map[string]any, len(meta))
+			for k, v := range meta {
+				if k != "progressToken" {
+					m[k] = v
+				}
+			}
+			params.SetMeta(m)
+		}
+	}
+	raw, err := encodeParams(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode params: %w", method, err)
+	}
+	c.mu.Lock()
+	select {
+	case <-c.failed:
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %s: %v", ErrConnectionClosed, method, c.err)
+	default:
+	}
+	c.calls[n] = p
+	if p.token != "" {
+		c.progress[p.token] = p
+	}
+	c.mu.Unlock()
+	if err := c.conn.Write(ctx, &jsonrpc.Request{ID: n, Method: method, Params: raw}); err != nil {
+		c.forget(p)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrConnectionClosed, method, err)
+	}
+	for {
+		select {
+		case <-p.ready:
+		case <-ctx.Done():
+			c.forget(p)
+			c.spawn(func() { c.cancelled(n, ctx.Err()) })
+			return nil, ctx.Err()
+		case <-c.failed:
+			// A response read with the connection's last message still wins.
+			if q, r := p.take(); len(q) > 0 || r != nil {
+				p.wake()
+				break
+			}
+			return nil, fmt.Errorf("%w: %s: %v", ErrConnectionClosed, method, c.err)
+		}
+		for {
+			queue, resp := p.take()
+			if resp != nil {
+				if resp.Error != nil {
+					return nil, resp.Error
+				}
+				return resp.Result, nil
+			}
+			if len(queue) == 0 {
+				break
+			}
+			for _, r := range queue {
+				c.handOn(ctx, p, r)
+			}
+		}
+	}
+}
+
+// handOn gives the sink one message about its call.
+func (c *client) handOn(ctx context.Context, p *pending, r *jsonrpc.Request) {
+	if !r.IsCall() {
+		p.sink.Notify(ctx, r.Method, r.Params)
+		return
+	}
+	res, err := p.sink.Request(ctx, r.Method, r.Params)
+	c.reply(ctx, r.ID, res, err)
+}
+
+// forget unregisters a call that will not read its response.
+func (c *client) forget(p *pending) {
+	c.mu.Lock()
+	delete(c.calls, p.id)
+	if p.token != "" {
+		delete(c.progress, p.token)
+	}
+	c.mu.Unlock()
+}
+
+// cancelled tells the server that a call gave up. Best effort, off the
+// caller's path.
+func (c *client) cancelled(id jsonrpc.ID, cause error) {
+	_ = c.notify(c.ctx, "notifications/cancelled", &mcp.CancelledParams{RequestID: id.Raw(), Reason: cause.Error()})
+}
+
+// encodeParams encodes request parameters; nil params are sent as none.
+func encodeParams(params mcp.Params) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(b, []byte("null")) {
+		return nil, nil
+	}
+	return b, nil
+}
+
+// initialize runs the handshake: initialize with the given protocol
+// version, check the answer, then notifications/initialized.
+func (c *client) initialize(ctx context.Context, version string, info *mcp.Implementation, caps *mcp.ClientCapabilities) error {
+	params := &mcp.InitializeParams{ProtocolVersion: version, ClientInfo: info, Capabilities: caps}
+	raw, err := c.call(ctx, "initialize", params, nil)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var res mcp.InitializeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("initialize: decode result: %w", err)
+	}
+	if !legacyVersion(res.ProtocolVersion) {
+		return fmt.Errorf("initialize: server chose protocol version %q, which switchboard does not speak upstream", res.ProtocolVersion)
+	}
+	c.init.Store(&res)
+	if err := c.notify(ctx, "notifications/initialized", &mcp.InitializedParams{}); err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	return nil
+}
+
+// legacyVersions are the protocol versions switchboard speaks with a
+// server: those with the initialize handshake, newest first.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+func legacyVersion(v string) bool {
+	for _, l := range legacyVersions {
+		if v == l {
+			return true
+		}
+	}
+	return false
+}
