@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 // auditRecord is one line of the audit log: one per tool call.
@@ -40,7 +42,7 @@ type auditLog struct {
 	redact  func(string) string
 }
 
-func newAuditLog(c *AuditConfig, stderr io.Writer, redact func(string) string) (*auditLog, error) {
+func newAuditLog(c *config.Audit, stderr io.Writer, redact func(string) string) (*auditLog, error) {
 	if c == nil || (c.Enabled != nil && !*c.Enabled) {
 		return nil, nil
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 // authTable holds the resolved downstream bearer tokens of one snapshot.
@@ -47,7 +49,7 @@ func (t *authTable) enabled() bool { return t != nil && len(t.entries) > 0 }
 
 // resolveAuth resolves every downstream token (they may be secret
 // references). Resolution happens at load and reload, never per request.
-func (p *Proxy) resolveAuth(ctx context.Context, c *Config) (*authTable, string, error) {
+func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*authTable, string, error) {
 	t := &authTable{}
 	var errs []error
 	add := func(path, ref, view string, any bool) {
@@ -65,7 +67,7 @@ func (p *Proxy) resolveAuth(ctx context.Context, c *Config) (*authTable, string,
 	}
 	if c.Auth != nil {
 		for i, tok := range c.Auth.Tokens {
-			add(joinIndex("auth.tokens", i), tok, "", true)
+			add(fmt.Sprintf("auth.tokens[%d]", i), tok, "", true)
 		}
 	}
 	if c.Agents != nil {
@@ -74,7 +76,7 @@ func (p *Proxy) resolveAuth(ctx context.Context, c *Config) (*authTable, string,
 				continue
 			}
 			for j, tok := range ag.Tokens {
-				add(joinIndex(joinIndex("agents.list", i)+".tokens", j), tok, ag.ID, false)
+				add(fmt.Sprintf("agents.list[%d].tokens[%d]", i, j), tok, ag.ID, false)
 			}
 		}
 	}

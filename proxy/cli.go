@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 // Exit codes of the CLI.
@@ -119,8 +121,8 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var o Options
 	fs := newFlags("serve", "serve [flags]", stderr)
 	fs.StringVar(&o.ConfigPath, "config", "", "config file, JSON or YAML (default: the embedded demo config)")
-	fs.StringVar(&o.Listen, "listen", "", "downstream MCP address host:port (default "+DefaultListen+"; env SWITCHBOARD_LISTEN)")
-	fs.StringVar(&o.AdminListen, "admin-listen", "", "admin address for /healthz, /readyz, /status (default "+DefaultAdminListen+")")
+	fs.StringVar(&o.Listen, "listen", "", "downstream MCP address host:port (default "+config.DefaultListen+"; env SWITCHBOARD_LISTEN)")
+	fs.StringVar(&o.AdminListen, "admin-listen", "", "admin address for /healthz, /readyz, /status (default "+config.DefaultAdminListen+")")
 	fs.BoolVar(&o.Stdio, "stdio", false, "serve one MCP client over stdin/stdout instead of HTTP (logs go to stderr)")
 	fs.StringVar(&o.LogLevel, "log-level", "", "trace, debug, info, warn or error (default info; env SWITCHBOARD_LOG_LEVEL)")
 	fs.StringVar(&o.LogFormat, "log-format", "", "text or json (default text; env SWITCHBOARD_LOG_FORMAT)")
@@ -152,7 +154,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return configError(stderr, err)
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.serverNames()), c.Digest())
+	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.ServerNames()), c.Digest())
 	return ExitOK
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 // defaultConfig is used when no --config is given: two demo servers that
@@ -21,7 +23,7 @@ var defaultConfig []byte
 
 // useSelfForDemo points the embedded config's "switchboard" commands at the
 // running binary.
-func useSelfForDemo(c *Config) error {
+func useSelfForDemo(c *config.Config) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("embedded config: find own binary: %w", err)

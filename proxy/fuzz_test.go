@@ -6,40 +6,6 @@ import (
 	"testing"
 )
 
-// FuzzParse: whatever parses validates and digests deterministically, and
-// the digest survives a round trip through the canonical JSON.
-func FuzzParse(f *testing.F) {
-	f.Add([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"],"env":{"K":"secret://env/K"}}}}`))
-	f.Add([]byte("mcpServers:\n  b.c:\n    url: http://127.0.0.1:1/mcp\n    type: http\ntools:\n  deny: [mcp_*]\n"))
-	f.Add([]byte(`{"agents":{"list":[{"id":"x","mcp":{"servers":{"s":{"command":"y"}}}}]}}`))
-	f.Add([]byte(`{"listen":"127.0.0.1:0","sanitize":{"onSuspicious":"block","maxResultBytes":10}}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse(data)
-		if err != nil {
-			return
-		}
-		e1, e2 := c.Validate(), c.Validate()
-		if (e1 == nil) != (e2 == nil) || (e1 != nil && e1.Error() != e2.Error()) {
-			t.Fatalf("Validate is not deterministic: %v vs %v", e1, e2)
-		}
-		d := c.Digest()
-		if d != c.Digest() {
-			t.Fatal("Digest is not deterministic")
-		}
-		canon, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c2, err := Parse(canon)
-		if err != nil {
-			t.Fatalf("canonical form does not parse: %v\n%s", err, canon)
-		}
-		if c2.Digest() != d {
-			t.Fatalf("digest changed through the canonical form:\n%s", canon)
-		}
-	})
-}
-
 // FuzzArgsDecode: duplicate keys and keys that differ only in case are
 // always rejected, and what is accepted re-encodes to an object that
 // decodes to the same value.

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/sanitize"
@@ -92,7 +93,7 @@ type Proxy struct {
 }
 
 // loadConfig reads, parses, overrides and validates the config.
-func loadConfig(o Options) (*Config, error) {
+func loadConfig(o Options) (*config.Config, error) {
 	data := defaultConfig
 	if o.ConfigPath != "" {
 		b, err := os.ReadFile(o.ConfigPath)
@@ -101,7 +102,7 @@ func loadConfig(o Options) (*Config, error) {
 		}
 		data = b
 	}
-	c, err := Parse(data)
+	c, err := config.Parse(data)
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -114,7 +115,7 @@ func loadConfig(o Options) (*Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	c.applyEnv(getenv)
+	c.ApplyEnv(getenv)
 	if o.Listen != "" {
 		c.Listen = o.Listen
 	}
@@ -133,7 +134,7 @@ func loadConfig(o Options) (*Config, error) {
 	return c, nil
 }
 
-func newLogger(c *Config, w io.Writer, redactor *secrets.Set) hclog.Logger {
+func newLogger(c *config.Config, w io.Writer, redactor *secrets.Set) hclog.Logger {
 	level := hclog.LevelFromString(c.LogLevel)
 	if level == hclog.NoLevel {
 		level = hclog.Info
@@ -148,7 +149,7 @@ func newLogger(c *Config, w io.Writer, redactor *secrets.Set) hclog.Logger {
 
 // New builds a proxy from options: it loads the config and sets up logging,
 // secrets and the downstream servers, but starts nothing.
-func New(o Options) (*Proxy, *Config, error) {
+func New(o Options) (*Proxy, *config.Config, error) {
 	c, err := loadConfig(o)
 	if err != nil {
 		return nil, nil, err
@@ -192,9 +193,9 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // Serve starts the upstreams of c and serves until ctx is done.
-func (p *Proxy) Serve(ctx context.Context, c *Config) error {
+func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	gogc, memlimit := gcSettings()
-	p.log.Info("starting", "version", Version, "servers", len(c.serverNames()), "gogc", gogc, "memlimit", memlimit)
+	p.log.Info("starting", "version", Version, "servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
 	if err := p.apply(ctx, c, false); err != nil {
 		return err
 	}
@@ -212,11 +213,11 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 		return p.serveStdio(ctx, &stopBy)
 	}
 
-	ln, err := net.Listen("tcp", orDefault(c.Listen, DefaultListen))
+	ln, err := net.Listen("tcp", orDefault(c.Listen, config.DefaultListen))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	adm, err := net.Listen("tcp", orDefault(c.AdminListen, DefaultAdminListen))
+	adm, err := net.Listen("tcp", orDefault(c.AdminListen, config.DefaultAdminListen))
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("admin listen: %w", err)
@@ -242,7 +243,7 @@ func (p *Proxy) Serve(ctx context.Context, c *Config) error {
 	p.stopping.Store(true)
 	// Stop accepting new requests, let in-flight tool calls finish (bounded),
 	// then drop the long-lived streams.
-	stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
+	stopBy = time.Now().Add(p.cur.Load().Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
@@ -304,7 +305,7 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 		return true
 	}
 	err := runSession(ctx, v.server, upstream.ServerTransport(stdin, nopWriteCloser{stdout}, p.log, take), &session)
-	*stopBy = time.Now().Add(shutdownTimeout(p.cur.Load().Config))
+	*stopBy = time.Now().Add(p.cur.Load().Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
 	p.inflight.drain(sctx)
@@ -325,7 +326,7 @@ func (nopWriteCloser) Close() error { return nil }
 // handles finish their first start attempt before the swap, so a changed
 // server's tools never disappear. Then it publishes the snapshot, brings
 // every view in line, and drains the handles that are no longer used.
-func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
+func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	at, reloadToken, err := p.resolveAuth(ctx, c)
@@ -409,7 +410,7 @@ func (p *Proxy) apply(ctx context.Context, c *Config, wait bool) error {
 	}
 	p.applied.Store(snap)
 	if len(retired) > 0 {
-		p.retire(retired, drainTimeout(c))
+		p.retire(retired, c.DrainTimeout())
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 package proxy
 
 import (
-	"time"
+	"sort"
 
 	"github.com/mcp-switchboard/switchboard/policy"
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -15,7 +16,7 @@ import (
 type Snapshot struct {
 	Gen    int64
 	Digest string
-	Config *Config
+	Config *config.Config
 
 	// Handles holds every running upstream by handle key (the server key,
 	// or key@agent for an agent's override of a default server).
@@ -57,15 +58,14 @@ type ServerEntry struct {
 }
 
 // serverSpec turns one config entry into the upstream spec it runs.
-func serverSpec(key string, s *ServerConfig) upstream.Spec {
-	tr, _ := s.transport() // validated
-	b := s.Breaker
-	if b == nil {
-		b = &BreakerConfig{}
+func serverSpec(key string, s *config.Server) upstream.Spec {
+	var failures *int
+	if s.Breaker != nil {
+		failures = s.Breaker.Failures
 	}
 	return upstream.Spec{
 		Name:            key,
-		Transport:       tr,
+		Transport:       s.EffectiveTransport(),
 		Command:         s.Command,
 		Args:            s.Args,
 		Env:             s.Env,
@@ -73,14 +73,14 @@ func serverSpec(key string, s *ServerConfig) upstream.Spec {
 		URL:             s.URL,
 		Headers:         s.Headers,
 		Protocol:        s.Protocol,
-		ConnectTimeout:  msOr(s.Timeout, DefaultTimeoutMS),
-		CallTimeout:     msOr(s.ToolTimeout, DefaultToolTimeoutMS),
+		ConnectTimeout:  s.ConnectTimeout(),
+		CallTimeout:     s.ToolTimeout(),
 		RestartOnCrash:  boolOr(s.RestartOnCrash, true),
-		MaxRestarts:     intOr(s.MaxRestarts, DefaultMaxRestarts),
+		MaxRestarts:     intOr(s.MaxRestarts, config.DefaultMaxRestarts),
 		Lazy:            s.Lazy,
 		LazyList:        s.LazyList,
-		BreakerFailures: intOr(b.Failures, DefaultBreakerFailures),
-		BreakerOpen:     msOr(b.OpenMS, DefaultBreakerOpenMS),
+		BreakerFailures: intOr(failures, config.DefaultBreakerFailures),
+		BreakerOpen:     s.Breaker.OpenPeriod(),
 	}
 }
 
@@ -91,32 +91,40 @@ func intOr(p *int, def int) int {
 	return *p
 }
 
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // plannedServer is one server of one view before handles exist.
 type plannedServer struct {
 	key, handleKey string
-	cfg            *ServerConfig
+	cfg            *config.Server
 	spec           upstream.Spec
 }
 
 // planViews lists, per view id, the enabled servers it exposes, and the
 // specs of every distinct handle. A server shared by several views has one
 // handle; an agent that overrides a default server gets its own.
-func planViews(c *Config) (map[string][]plannedServer, map[string]upstream.Spec) {
-	base := map[string]*ServerConfig{}
-	for k, s := range c.MCPServers {
-		base[k] = s
-	}
-	if c.Agents != nil && c.Agents.Defaults != nil && c.Agents.Defaults.MCP != nil {
-		for k, s := range c.Agents.Defaults.MCP.Servers {
-			base[k] = s
-		}
-	}
+func planViews(c *config.Config) (map[string][]plannedServer, map[string]upstream.Spec) {
+	base := c.BaseServers()
 	views := map[string][]plannedServer{}
 	specs := map[string]upstream.Spec{}
-	add := func(view string, servers map[string]*ServerConfig, own map[string]bool) {
+	add := func(view string, servers map[string]*config.Server, own map[string]bool) {
 		for _, k := range sortedKeys(servers) {
 			s := servers[k]
-			if s == nil || !s.enabled() {
+			if s == nil || !s.IsEnabled() {
 				continue
 			}
 			hk := k
@@ -140,7 +148,7 @@ func planViews(c *Config) (map[string][]plannedServer, map[string]upstream.Spec)
 			own := map[string]bool{}
 			merged := base
 			if ag.MCP != nil && len(ag.MCP.Servers) > 0 {
-				merged = mergeServers(base, ag.MCP.Servers)
+				merged = config.MergeServers(base, ag.MCP.Servers)
 				for k := range ag.MCP.Servers {
 					own[k] = true
 				}
@@ -153,7 +161,7 @@ func planViews(c *Config) (map[string][]plannedServer, map[string]upstream.Spec)
 
 // buildSnapshot assembles a snapshot from a validated config and handles
 // that already exist for every planned spec.
-func buildSnapshot(gen int64, c *Config, handles map[string]*upstream.Handle, views map[string][]plannedServer) *Snapshot {
+func buildSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handle, views map[string][]plannedServer) *Snapshot {
 	s := &Snapshot{
 		Gen:      gen,
 		Digest:   c.Digest(),
@@ -235,12 +243,12 @@ func mustCompile(r *policy.Rules) *policy.Layer {
 	return l
 }
 
-func sanitizeOptions(c *Config) sanitize.Options {
+func sanitizeOptions(c *config.Config) sanitize.Options {
 	o := sanitize.Options{
 		Wrap:           true,
 		OnSuspicious:   sanitize.Mode("warn"),
-		MaxResultBytes: DefaultMaxResultBytes,
-		MaxMediaBytes:  DefaultMaxMediaBytes,
+		MaxResultBytes: config.DefaultMaxResultBytes,
+		MaxMediaBytes:  config.DefaultMaxMediaBytes,
 	}
 	if s := c.Sanitize; s != nil {
 		o.Wrap = boolOr(s.WrapResults, true)
@@ -257,18 +265,14 @@ func sanitizeOptions(c *Config) sanitize.Options {
 	return o
 }
 
-func maxDescriptionChars(c *Config) int {
+func maxDescriptionChars(c *config.Config) int {
 	if c.Sanitize != nil && c.Sanitize.MaxDescriptionChars != nil {
 		return *c.Sanitize.MaxDescriptionChars
 	}
-	return DefaultMaxDescChars
+	return config.DefaultMaxDescChars
 }
 
-func drainTimeout(c *Config) time.Duration { return msOr(c.DrainTimeout, DefaultDrainMS) }
-
-func shutdownTimeout(c *Config) time.Duration { return msOr(c.ShutdownTimeout, DefaultShutdownMS) }
-
-func pinFilePath(c *Config) string {
+func pinFilePath(c *config.Config) string {
 	if c.Sanitize != nil {
 		return c.Sanitize.PinFile
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 // cmdStatus prints a running proxy's /status as a table an operator can read
@@ -17,7 +19,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var addr string
 	var asJSON bool
 	fs := newFlags("status", "status [--admin ADDR] [--json]", stderr)
-	fs.StringVar(&addr, "admin", DefaultAdminListen, "admin address of the running switchboard")
+	fs.StringVar(&addr, "admin", config.DefaultAdminListen, "admin address of the running switchboard")
 	fs.BoolVar(&asJSON, "json", false, "print the raw JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -66,7 +67,7 @@ func otlpRequested(signal string) bool {
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
 }
 
-func newTelemetry(ctx context.Context, c *Config, p *Proxy) (*telemetry, error) {
+func newTelemetry(ctx context.Context, c *config.Config, p *Proxy) (*telemetry, error) {
 	t := &telemetry{registry: promclient.NewRegistry()}
 	name := "switchboard"
 	if c.Telemetry != nil && c.Telemetry.ServiceName != "" {

@@ -195,29 +195,29 @@ func propertyNames(s map[string]any) []string {
 }
 
 // TestSchemaMatchesGoConfig keeps the config part of values.schema.json in
-// step with the Go config structs: every field of proxy.Config and its parts
+// step with the Go config structs: every field of config.Config and its parts
 // is allowed, and nothing else; enums equal the Go lists.
 func TestSchemaMatchesGoConfig(t *testing.T) {
 	s := schema(t)
 	structs := goStructs(t,
-		filepath.Join(repoRoot, "proxy", "config.go"),
+		filepath.Join(repoRoot, "proxy", "config", "config.go"),
 		filepath.Join(repoRoot, "policy", "rules.go"),
 		filepath.Join(repoRoot, "policy", "limit.go"))
 	for goType, path := range map[string]string{
-		"Config":          "properties/config",
-		"ServerConfig":    "definitions/server",
-		"BreakerConfig":   "definitions/server/properties/breaker",
-		"AgentsConfig":    "properties/config/properties/agents",
-		"AgentDefaults":   "properties/config/properties/agents/properties/defaults",
-		"AgentMCP":        "definitions/agentMCP",
-		"AgentConfig":     "properties/config/properties/agents/properties/list/items",
-		"AuthConfig":      "properties/config/properties/auth",
-		"AdminConfig":     "properties/config/properties/admin",
-		"SanitizeConfig":  "properties/config/properties/sanitize",
-		"TelemetryConfig": "properties/config/properties/telemetry",
-		"AuditConfig":     "properties/config/properties/audit",
-		"Rules":           "definitions/rules",
-		"Limit":           "definitions/limit",
+		"Config":        "properties/config",
+		"Server":        "definitions/server",
+		"Breaker":       "definitions/server/properties/breaker",
+		"Agents":        "properties/config/properties/agents",
+		"AgentDefaults": "properties/config/properties/agents/properties/defaults",
+		"AgentMCP":      "definitions/agentMCP",
+		"Agent":         "properties/config/properties/agents/properties/list/items",
+		"Auth":          "properties/config/properties/auth",
+		"Admin":         "properties/config/properties/admin",
+		"Sanitize":      "properties/config/properties/sanitize",
+		"Telemetry":     "properties/config/properties/telemetry",
+		"Audit":         "properties/config/properties/audit",
+		"Rules":         "definitions/rules",
+		"Limit":         "definitions/limit",
 	} {
 		fields, ok := structs[goType]
 		if !ok {
@@ -233,7 +233,7 @@ func TestSchemaMatchesGoConfig(t *testing.T) {
 		}
 	}
 
-	lists := goStringLists(t, filepath.Join(repoRoot, "proxy", "config.go"))
+	lists := goStringLists(t, filepath.Join(repoRoot, "proxy", "config", "validate.go"))
 	for goVar, path := range map[string]string{
 		"protocols":        "definitions/server/properties/protocol",
 		"isolations":       "definitions/server/properties/isolation",
@@ -291,7 +291,7 @@ func TestSchemaClosed(t *testing.T) {
 
 // TestValuesMatchGoDefaults: values.yaml repeats the binary's defaults.
 func TestValuesMatchGoDefaults(t *testing.T) {
-	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot, "proxy", "config.go"), nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot, "proxy", "config", "config.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package config_test
 
 import (
 	"encoding/json"
@@ -6,9 +6,11 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -52,6 +54,14 @@ func readTxtar(t *testing.T, path string) *txtar {
 	return a
 }
 
+// set replaces section name, or adds it at the end.
+func (a *txtar) set(name, content string) {
+	if _, ok := a.sections[name]; !ok {
+		a.order = append(a.order, name)
+	}
+	a.sections[name] = content
+}
+
 func (a *txtar) format() string {
 	var b strings.Builder
 	b.WriteString(a.header)
@@ -62,12 +72,13 @@ func (a *txtar) format() string {
 	return b.String()
 }
 
-// TestConfigGolden parses and validates each testdata/config/*.txtar. A
-// file with an "error" section expects every listed line to appear in the
-// error (one per problem, with its path); one with a "snapshot" section
-// expects the planned servers of every view.
+// TestConfigGolden parses and validates each testdata/*.txtar. A file with
+// an "error" section expects every listed line to appear in the error (one
+// per problem, with its path); one with a "canonical" section expects the
+// config to be valid and to marshal to that JSON, the form Digest hashes.
+// The snapshots a valid config becomes are proxy's golden files.
 func TestConfigGolden(t *testing.T) {
-	files, _ := filepath.Glob("testdata/config/*.txtar")
+	files, _ := filepath.Glob("testdata/*.txtar")
 	if len(files) < 20 {
 		t.Fatalf("want at least 20 golden configs, have %d", len(files))
 	}
@@ -78,7 +89,7 @@ func TestConfigGolden(t *testing.T) {
 			if !ok {
 				src = a.sections["config.yaml"]
 			}
-			c, err := Parse([]byte(src))
+			c, err := config.Parse([]byte(src))
 			if err == nil {
 				err = c.Validate()
 			}
@@ -91,7 +102,7 @@ func TestConfigGolden(t *testing.T) {
 						t.Errorf("error lacks %q; got:\n%v", line, err)
 					}
 				}
-				var fe *FieldError
+				var fe *config.FieldError
 				if !errors.As(err, &fe) && !strings.Contains(err.Error(), "line ") {
 					t.Errorf("error carries no field path: %v", err)
 				}
@@ -100,49 +111,31 @@ func TestConfigGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("config rejected: %v", err)
 			}
-			got := renderPlan(t, c)
+			b, err := json.MarshalIndent(c, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := string(b) + "\n"
 			if *update {
-				a.sections["snapshot"] = got
+				a.set("canonical", got)
 				if err := os.WriteFile(f, []byte(a.format()), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if want := a.sections["snapshot"]; want != got {
-				t.Errorf("snapshot differs (run with -update to accept):\n--- got\n%s--- want\n%s", got, want)
+			if want := a.sections["canonical"]; want != got {
+				t.Errorf("canonical form differs (run with -update to accept):\n--- got\n%s--- want\n%s", got, want)
 			}
 		})
 	}
 }
 
-func renderPlan(t *testing.T, c *Config) string {
-	views, specs := planViews(c)
-	out := map[string]any{"views": map[string][]string{}, "specs": specs}
-	ids := make([]string, 0, len(views))
-	for id := range views {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		var names []string
-		for _, s := range views[id] {
-			names = append(names, s.key+" -> "+s.handleKey)
-		}
-		out["views"].(map[string][]string)[id] = names
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b) + "\n"
-}
-
 func TestParseYAMLAndJSONAgree(t *testing.T) {
-	j, err := Parse([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"]}},"tools":{"deny":["mcp_a_*"]}}`))
+	j, err := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x","args":["1"]}},"tools":{"deny":["mcp_a_*"]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := Parse([]byte("mcpServers:\n  a:\n    command: x\n    args: ['1']\ntools:\n  deny: [mcp_a_*]\n"))
+	y, err := config.Parse([]byte("mcpServers:\n  a:\n    command: x\n    args: ['1']\ntools:\n  deny: [mcp_a_*]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,41 +145,55 @@ func TestParseYAMLAndJSONAgree(t *testing.T) {
 }
 
 func TestDigestIgnoresFormatting(t *testing.T) {
-	a, _ := Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"command":"y"}}}`))
-	b, _ := Parse([]byte("{\n  \"mcpServers\": {\n    \"b\": {\"command\": \"y\"},\n    \"a\": {\"command\": \"x\"}\n  }\n}\n"))
+	a, _ := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"command":"y"}}}`))
+	b, _ := config.Parse([]byte("{\n  \"mcpServers\": {\n    \"b\": {\"command\": \"y\"},\n    \"a\": {\"command\": \"x\"}\n  }\n}\n"))
 	if a.Digest() != b.Digest() {
 		t.Error("reformatting changed the digest")
 	}
-	c, _ := Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"command":"z"}}}`))
+	c, _ := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"command":"z"}}}`))
 	if a.Digest() == c.Digest() {
 		t.Error("a real change kept the digest")
 	}
 }
 
 func TestEnvOverrides(t *testing.T) {
-	c, err := Parse([]byte(`{"listen":"127.0.0.1:1","logLevel":"info"}`))
+	c, err := config.Parse([]byte(`{"listen":"127.0.0.1:1","logLevel":"info"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SWITCHBOARD_LISTEN": "127.0.0.1:2", "SWITCHBOARD_LOG_LEVEL": "debug", "SWITCHBOARD_LOG_FORMAT": "json"}
-	c.applyEnv(func(k string) string { return env[k] })
+	c.ApplyEnv(func(k string) string { return env[k] })
 	if c.Listen != "127.0.0.1:2" || c.LogLevel != "debug" || c.LogFormat != "json" {
 		t.Errorf("env did not override: %+v", c)
 	}
 }
 
-func TestServerDefaults(t *testing.T) {
-	c, err := Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"url":"http://127.0.0.1:1/mcp"}}}`))
+func TestDurationDefaults(t *testing.T) {
+	c, err := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"command":"y","timeout":5,"toolTimeout":6,
+		"breaker":{"openMs":7}}},"shutdownTimeout":10}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, specs := planViews(c)
-	a, b := specs["a"], specs["b"]
-	if a.Transport != "stdio" || b.Transport != "http" {
-		t.Errorf("transports: a=%s b=%s", a.Transport, b.Transport)
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
-	if a.ConnectTimeout.Milliseconds() != DefaultTimeoutMS || a.CallTimeout.Milliseconds() != DefaultToolTimeoutMS ||
-		!a.RestartOnCrash || a.MaxRestarts != DefaultMaxRestarts || a.BreakerFailures != DefaultBreakerFailures {
-		t.Errorf("defaults not applied: %+v", a)
+	a, b := c.MCPServers["a"], c.MCPServers["b"]
+	for _, tc := range []struct {
+		name      string
+		got, want time.Duration
+	}{
+		{"default timeout", a.ConnectTimeout(), config.DefaultTimeoutMS * time.Millisecond},
+		{"default toolTimeout", a.ToolTimeout(), config.DefaultToolTimeoutMS * time.Millisecond},
+		{"default breaker.openMs", a.Breaker.OpenPeriod(), config.DefaultBreakerOpenMS * time.Millisecond},
+		{"default shutdownTimeout", (&config.Config{}).ShutdownTimeout(), config.DefaultShutdownMS * time.Millisecond},
+		{"default drainTimeout", c.DrainTimeout(), config.DefaultDrainMS * time.Millisecond},
+		{"timeout", b.ConnectTimeout(), 5 * time.Millisecond},
+		{"toolTimeout", b.ToolTimeout(), 6 * time.Millisecond},
+		{"breaker.openMs", b.Breaker.OpenPeriod(), 7 * time.Millisecond},
+		{"shutdownTimeout", c.ShutdownTimeout(), 10 * time.Millisecond},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, tc.got, tc.want)
+		}
 	}
 }

@@ -1,218 +1,18 @@
-package proxy
+package config
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/mcp-switchboard/switchboard/policy"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/secrets"
 )
-
-// Defaults for fields the config may leave out. values.yaml in the chart
-// repeats them; keep both in step.
-const (
-	DefaultListen          = "127.0.0.1:8931"
-	DefaultAdminListen     = "127.0.0.1:8932"
-	DefaultTimeoutMS       = 30000
-	DefaultToolTimeoutMS   = 60000
-	DefaultMaxRestarts     = 5
-	DefaultMaxResultBytes  = 50 << 20
-	DefaultMaxMediaBytes   = 20 << 20
-	DefaultMaxDescChars    = 4096
-	DefaultShutdownMS      = 10000
-	DefaultDrainMS         = 30000
-	DefaultBreakerFailures = 5
-	DefaultBreakerOpenMS   = 30000
-)
-
-// Config is the whole config file. JSON and YAML share this schema; unknown
-// fields are errors. Field names follow Claude Desktop's mcpServers files so
-// users' existing files parse unchanged.
-type Config struct {
-	Listen          string                   `json:"listen,omitempty"`
-	AdminListen     string                   `json:"adminListen,omitempty"`
-	LogLevel        string                   `json:"logLevel,omitempty"`
-	LogFormat       string                   `json:"logFormat,omitempty"`
-	MCPServers      map[string]*ServerConfig `json:"mcpServers,omitempty"`
-	Tools           *policy.Rules            `json:"tools,omitempty"`
-	Prompts         *policy.Rules            `json:"prompts,omitempty"`
-	Agents          *AgentsConfig            `json:"agents,omitempty"`
-	Auth            *AuthConfig              `json:"auth,omitempty"`
-	Admin           *AdminConfig             `json:"admin,omitempty"`
-	Sanitize        *SanitizeConfig          `json:"sanitize,omitempty"`
-	Telemetry       *TelemetryConfig         `json:"telemetry,omitempty"`
-	Audit           *AuditConfig             `json:"audit,omitempty"`
-	Limits          *policy.Limit            `json:"limits,omitempty"`
-	RequireReady    []string                 `json:"requireReady,omitempty"`
-	ShutdownTimeout *int                     `json:"shutdownTimeout,omitempty"` // ms
-	DrainTimeout    *int                     `json:"drainTimeout,omitempty"`    // ms
-	AllowedHosts    []string                 `json:"allowedHosts,omitempty"`
-}
-
-// ServerConfig is one entry of mcpServers (or an agent's mcp.servers).
-type ServerConfig struct {
-	Enabled        *bool             `json:"enabled,omitempty"`
-	Disabled       *bool             `json:"disabled,omitempty"` // Cline's spelling of enabled:false
-	Transport      string            `json:"transport,omitempty"`
-	Type           string            `json:"type,omitempty"` // Claude Code's alias of transport
-	Command        string            `json:"command,omitempty"`
-	Args           []string          `json:"args,omitempty"`
-	Env            map[string]string `json:"env,omitempty"`
-	Cwd            string            `json:"cwd,omitempty"`
-	URL            string            `json:"url,omitempty"`
-	Headers        map[string]string `json:"headers,omitempty"`
-	Timeout        *int              `json:"timeout,omitempty"`     // ms to connect and initialize
-	ToolTimeout    *int              `json:"toolTimeout,omitempty"` // ms per call
-	RestartOnCrash *bool             `json:"restartOnCrash,omitempty"`
-	MaxRestarts    *int              `json:"maxRestarts,omitempty"`
-	ToolPrefix     string            `json:"toolPrefix,omitempty"`
-	Namespace      *bool             `json:"namespace,omitempty"` // false: publish tools and prompts under their own names
-	Lazy           bool              `json:"lazy,omitempty"`
-	LazyList       string            `json:"lazyList,omitempty"` // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
-	Isolation      string            `json:"isolation,omitempty"`
-	Protocol       string            `json:"protocol,omitempty"`
-	Tools          *policy.Rules     `json:"tools,omitempty"`
-	Prompts        *policy.Rules     `json:"prompts,omitempty"`
-	Resources      *bool             `json:"resources,omitempty"`
-	ResourceFilter []string          `json:"resourceFilter,omitempty"`
-	Wrap           *bool             `json:"wrap,omitempty"`
-	Breaker        *BreakerConfig    `json:"breaker,omitempty"`
-}
-
-// BreakerConfig tunes one server's circuit breaker.
-type BreakerConfig struct {
-	Failures *int `json:"failures,omitempty"` // consecutive failures that open it
-	OpenMS   *int `json:"openMs,omitempty"`   // how long it stays open before a probe
-}
-
-// AgentsConfig is the openclaw-shaped agent list.
-type AgentsConfig struct {
-	Defaults *AgentDefaults `json:"defaults,omitempty"`
-	List     []*AgentConfig `json:"list,omitempty"`
-}
-
-// AgentDefaults apply to every agent and to the default view.
-type AgentDefaults struct {
-	MCP   *AgentMCP     `json:"mcp,omitempty"`
-	Tools *policy.Rules `json:"tools,omitempty"`
-}
-
-// AgentMCP holds an agent's servers.
-type AgentMCP struct {
-	Servers map[string]*ServerConfig `json:"servers,omitempty"`
-}
-
-// AgentConfig is one agent view.
-type AgentConfig struct {
-	ID     string        `json:"id"`
-	MCP    *AgentMCP     `json:"mcp,omitempty"`
-	Tools  *policy.Rules `json:"tools,omitempty"`
-	Tokens []string      `json:"tokens,omitempty"`
-	Limits *policy.Limit `json:"limits,omitempty"`
-}
-
-// AuthConfig holds downstream bearer tokens that open every view.
-type AuthConfig struct {
-	Tokens []string `json:"tokens,omitempty"`
-}
-
-// AdminConfig configures the admin API.
-type AdminConfig struct {
-	ReloadToken string `json:"reloadToken,omitempty"`
-}
-
-// SanitizeConfig configures untrusted-content handling.
-type SanitizeConfig struct {
-	WrapResults         *bool  `json:"wrapResults,omitempty"`
-	OnSuspicious        string `json:"onSuspicious,omitempty"`
-	PinTools            string `json:"pinTools,omitempty"`
-	PinFile             string `json:"pinFile,omitempty"`
-	MaxResultBytes      *int64 `json:"maxResultBytes,omitempty"`
-	MaxMediaBytes       *int64 `json:"maxMediaBytes,omitempty"`
-	MaxDescriptionChars *int   `json:"maxDescriptionChars,omitempty"`
-	SchemaProfile       string `json:"schemaProfile,omitempty"`
-}
-
-// TelemetryConfig configures metrics and traces.
-type TelemetryConfig struct {
-	ServiceName string `json:"serviceName,omitempty"`
-	Prometheus  *bool  `json:"prometheus,omitempty"`
-}
-
-// AuditConfig configures the per-call audit log.
-type AuditConfig struct {
-	Enabled   *bool  `json:"enabled,omitempty"`
-	File      string `json:"file,omitempty"`
-	Arguments bool   `json:"arguments,omitempty"`
-}
-
-// Parse reads a JSON or YAML config. It reports every schema problem at once,
-// each with its field path; it does not run the semantic checks of Validate.
-func Parse(data []byte) (*Config, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil, errors.New("config is empty")
-	}
-	js := trimmed
-	if trimmed[0] != '{' {
-		var err error
-		js, err = yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.UseNumber()
-	var raw any
-	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("config: %w", jsonSyntaxError(js, err))
-	}
-	if dec.More() {
-		return nil, errors.New("config: unexpected data after the top-level object")
-	}
-	if raw == nil {
-		return nil, errors.New("config is null")
-	}
-	if _, ok := raw.(map[string]any); !ok {
-		return nil, fmt.Errorf("config: want an object at the top level, got %s", kindName(raw))
-	}
-	var c Config
-	if err := decodeStrict(raw, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// jsonSyntaxError adds the line and column to a syntax error.
-func jsonSyntaxError(data []byte, err error) error {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err
-	}
-	line, col := 1, 1
-	for _, b := range data[:max(0, min(int(se.Offset)-1, len(data)))] {
-		if b == '\n' {
-			line, col = line+1, 1
-		} else {
-			col++
-		}
-	}
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
-}
 
 var (
 	agentIDRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -245,8 +45,8 @@ func (c *Config) Validate() error {
 	v.rules("tools", c.Tools)
 	v.rules("prompts", c.Prompts)
 	v.limit("limits", c.Limits)
-	v.positiveMS("shutdownTimeout", c.ShutdownTimeout)
-	v.positiveMS("drainTimeout", c.DrainTimeout)
+	v.positiveMS("shutdownTimeout", c.ShutdownTimeoutMS)
+	v.positiveMS("drainTimeout", c.DrainTimeoutMS)
 	for i, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")
@@ -256,11 +56,9 @@ func (c *Config) Validate() error {
 	for _, k := range sortedKeys(c.MCPServers) {
 		v.server(joinKey("mcpServers", k), k, c.MCPServers[k])
 	}
-	var defaults map[string]*ServerConfig
 	if a := c.Agents; a != nil {
 		if d := a.Defaults; d != nil {
 			if d.MCP != nil {
-				defaults = d.MCP.Servers
 				for _, k := range sortedKeys(d.MCP.Servers) {
 					p := joinKey("agents.defaults.mcp.servers", k)
 					if _, dup := c.MCPServers[k]; dup {
@@ -323,14 +121,14 @@ func (c *Config) Validate() error {
 	// Prefixes must be unique within every view, or mcp_<prefix>_ would split
 	// two ways. The default view holds mcpServers and the defaults; each agent
 	// adds or overrides.
-	base := mergeServers(c.MCPServers, defaults)
+	base := c.BaseServers()
 	v.prefixes("", base)
 	if c.Agents != nil {
 		for i, ag := range c.Agents.List {
 			if ag == nil || ag.MCP == nil || len(ag.MCP.Servers) == 0 {
 				continue
 			}
-			v.prefixes(joinIndex("agents.list", i), mergeServers(base, ag.MCP.Servers))
+			v.prefixes(joinIndex("agents.list", i), MergeServers(base, ag.MCP.Servers))
 		}
 	}
 	for i, name := range c.RequireReady {
@@ -341,18 +139,6 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(v.errs...)
-}
-
-// mergeServers returns base overlaid with over (over wins per key).
-func mergeServers(base, over map[string]*ServerConfig) map[string]*ServerConfig {
-	out := make(map[string]*ServerConfig, len(base)+len(over))
-	for k, s := range base {
-		out[k] = s
-	}
-	for k, s := range over {
-		out[k] = s
-	}
-	return out
 }
 
 type validator struct{ errs []error }
@@ -442,7 +228,7 @@ func prefixErrors(path string, err error) []error {
 	return []error{&FieldError{Path: path, Reason: err.Error()}}
 }
 
-func (v *validator) server(path, key string, s *ServerConfig) {
+func (v *validator) server(path, key string, s *Server) {
 	if key == "" {
 		v.add(path, "server name must not be empty")
 	}
@@ -506,8 +292,8 @@ func (v *validator) server(path, key string, s *ServerConfig) {
 			v.secretRefs(p, s.Headers[k])
 		}
 	}
-	v.positiveMS(path+".timeout", s.Timeout)
-	v.positiveMS(path+".toolTimeout", s.ToolTimeout)
+	v.positiveMS(path+".timeout", s.TimeoutMS)
+	v.positiveMS(path+".toolTimeout", s.ToolTimeoutMS)
 	if s.MaxRestarts != nil && *s.MaxRestarts < 0 {
 		v.add(path+".maxRestarts", "must not be negative")
 	}
@@ -540,7 +326,7 @@ func (v *validator) server(path, key string, s *ServerConfig) {
 
 // transport returns the normalised transport of s: transport or type, else
 // stdio when a command is set and http otherwise.
-func (s *ServerConfig) transport() (string, error) {
+func (s *Server) transport() (string, error) {
 	t, ty := s.Transport, s.Type
 	if t != "" && ty != "" {
 		nt, nty := transportAliases[t], transportAliases[ty]
@@ -564,21 +350,11 @@ func (s *ServerConfig) transport() (string, error) {
 	return n, nil
 }
 
-func (s *ServerConfig) enabled() bool {
-	if s.Enabled != nil {
-		return *s.Enabled
-	}
-	if s.Disabled != nil {
-		return !*s.Disabled
-	}
-	return true
-}
-
-func (v *validator) prefixes(view string, servers map[string]*ServerConfig) {
+func (v *validator) prefixes(view string, servers map[string]*Server) {
 	owner := map[string]string{}
 	for _, k := range sortedKeys(servers) {
 		s := servers[k]
-		if s == nil || k == "" || !s.enabled() || (s.Namespace != nil && !*s.Namespace) {
+		if s == nil || k == "" || !s.IsEnabled() || (s.Namespace != nil && !*s.Namespace) {
 			continue
 		}
 		p := router.Prefix(k, s.ToolPrefix)
@@ -592,68 +368,4 @@ func (v *validator) prefixes(view string, servers map[string]*ServerConfig) {
 		}
 		owner[p] = k
 	}
-}
-
-// Digest is a hash of the canonical parsed config. Formatting, key order and
-// comments do not change it, so a no-op reload is skipped. Secret references
-// are hashed as written, never resolved.
-func (c *Config) Digest() string {
-	b, err := json.Marshal(c)
-	if err != nil {
-		// Config holds only strings, numbers, bools, maps and slices.
-		panic(fmt.Sprintf("config digest: %v", err))
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8])
-}
-
-// applyEnv applies SWITCHBOARD_* overrides (env > file).
-func (c *Config) applyEnv(getenv func(string) string) {
-	if v := getenv("SWITCHBOARD_LISTEN"); v != "" {
-		c.Listen = v
-	}
-	if v := getenv("SWITCHBOARD_ADMIN_LISTEN"); v != "" {
-		c.AdminListen = v
-	}
-	if v := getenv("SWITCHBOARD_LOG_LEVEL"); v != "" {
-		c.LogLevel = v
-	}
-	if v := getenv("SWITCHBOARD_LOG_FORMAT"); v != "" {
-		c.LogFormat = v
-	}
-}
-
-func msOr(p *int, def int) time.Duration {
-	if p == nil {
-		return time.Duration(def) * time.Millisecond
-	}
-	return time.Duration(*p) * time.Millisecond
-}
-
-func boolOr(p *bool, def bool) bool {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-// serverNames lists every server key the config defines, sorted.
-func (c *Config) serverNames() []string {
-	set := map[string]bool{}
-	for k := range c.MCPServers {
-		set[k] = true
-	}
-	if c.Agents != nil {
-		if c.Agents.Defaults != nil && c.Agents.Defaults.MCP != nil {
-			for k := range c.Agents.Defaults.MCP.Servers {
-				set[k] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -1,0 +1,328 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/mcp-switchboard/switchboard/policy"
+)
+
+// Defaults for fields the config may leave out. values.yaml in the chart
+// repeats them; keep both in step.
+const (
+	DefaultListen          = "127.0.0.1:8931"
+	DefaultAdminListen     = "127.0.0.1:8932"
+	DefaultTimeoutMS       = 30000
+	DefaultToolTimeoutMS   = 60000
+	DefaultMaxRestarts     = 5
+	DefaultMaxResultBytes  = 50 << 20
+	DefaultMaxMediaBytes   = 20 << 20
+	DefaultMaxDescChars    = 4096
+	DefaultShutdownMS      = 10000
+	DefaultDrainMS         = 30000
+	DefaultBreakerFailures = 5
+	DefaultBreakerOpenMS   = 30000
+)
+
+// Config is the whole config file. JSON and YAML share this schema; unknown
+// fields are errors. Field names follow Claude Desktop's mcpServers files so
+// users' existing files parse unchanged. Fields ending in MS hold
+// milliseconds as written; a method returns each as a duration with its
+// default applied (DrainTimeout, Server.ConnectTimeout, …).
+type Config struct {
+	Listen            string             `json:"listen,omitempty"`
+	AdminListen       string             `json:"adminListen,omitempty"`
+	LogLevel          string             `json:"logLevel,omitempty"`
+	LogFormat         string             `json:"logFormat,omitempty"`
+	MCPServers        map[string]*Server `json:"mcpServers,omitempty"`
+	Tools             *policy.Rules      `json:"tools,omitempty"`
+	Prompts           *policy.Rules      `json:"prompts,omitempty"`
+	Agents            *Agents            `json:"agents,omitempty"`
+	Auth              *Auth              `json:"auth,omitempty"`
+	Admin             *Admin             `json:"admin,omitempty"`
+	Sanitize          *Sanitize          `json:"sanitize,omitempty"`
+	Telemetry         *Telemetry         `json:"telemetry,omitempty"`
+	Audit             *Audit             `json:"audit,omitempty"`
+	Limits            *policy.Limit      `json:"limits,omitempty"`
+	RequireReady      []string           `json:"requireReady,omitempty"`
+	ShutdownTimeoutMS *int               `json:"shutdownTimeout,omitempty"`
+	DrainTimeoutMS    *int               `json:"drainTimeout,omitempty"`
+	AllowedHosts      []string           `json:"allowedHosts,omitempty"`
+}
+
+// Server is one entry of mcpServers (or an agent's mcp.servers).
+type Server struct {
+	Enabled        *bool             `json:"enabled,omitempty"`
+	Disabled       *bool             `json:"disabled,omitempty"` // Cline's spelling of enabled:false
+	Transport      string            `json:"transport,omitempty"`
+	Type           string            `json:"type,omitempty"` // Claude Code's alias of transport
+	Command        string            `json:"command,omitempty"`
+	Args           []string          `json:"args,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Cwd            string            `json:"cwd,omitempty"`
+	URL            string            `json:"url,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	TimeoutMS      *int              `json:"timeout,omitempty"`     // to connect and initialize
+	ToolTimeoutMS  *int              `json:"toolTimeout,omitempty"` // per call
+	RestartOnCrash *bool             `json:"restartOnCrash,omitempty"`
+	MaxRestarts    *int              `json:"maxRestarts,omitempty"`
+	ToolPrefix     string            `json:"toolPrefix,omitempty"`
+	Namespace      *bool             `json:"namespace,omitempty"` // false: publish tools and prompts under their own names
+	Lazy           bool              `json:"lazy,omitempty"`
+	LazyList       string            `json:"lazyList,omitempty"` // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
+	Isolation      string            `json:"isolation,omitempty"`
+	Protocol       string            `json:"protocol,omitempty"`
+	Tools          *policy.Rules     `json:"tools,omitempty"`
+	Prompts        *policy.Rules     `json:"prompts,omitempty"`
+	Resources      *bool             `json:"resources,omitempty"`
+	ResourceFilter []string          `json:"resourceFilter,omitempty"`
+	Wrap           *bool             `json:"wrap,omitempty"`
+	Breaker        *Breaker          `json:"breaker,omitempty"`
+}
+
+// Breaker tunes one server's circuit breaker.
+type Breaker struct {
+	Failures *int `json:"failures,omitempty"` // consecutive failures that open it
+	OpenMS   *int `json:"openMs,omitempty"`   // how long it stays open before a probe
+}
+
+// Agents is the openclaw-shaped agent list.
+type Agents struct {
+	Defaults *AgentDefaults `json:"defaults,omitempty"`
+	List     []*Agent       `json:"list,omitempty"`
+}
+
+// AgentDefaults apply to every agent and to the default view.
+type AgentDefaults struct {
+	MCP   *AgentMCP     `json:"mcp,omitempty"`
+	Tools *policy.Rules `json:"tools,omitempty"`
+}
+
+// AgentMCP holds an agent's servers.
+type AgentMCP struct {
+	Servers map[string]*Server `json:"servers,omitempty"`
+}
+
+// Agent is one agent view.
+type Agent struct {
+	ID     string        `json:"id"`
+	MCP    *AgentMCP     `json:"mcp,omitempty"`
+	Tools  *policy.Rules `json:"tools,omitempty"`
+	Tokens []string      `json:"tokens,omitempty"`
+	Limits *policy.Limit `json:"limits,omitempty"`
+}
+
+// Auth holds downstream bearer tokens that open every view.
+type Auth struct {
+	Tokens []string `json:"tokens,omitempty"`
+}
+
+// Admin configures the admin API.
+type Admin struct {
+	ReloadToken string `json:"reloadToken,omitempty"`
+}
+
+// Sanitize configures untrusted-content handling.
+type Sanitize struct {
+	WrapResults         *bool  `json:"wrapResults,omitempty"`
+	OnSuspicious        string `json:"onSuspicious,omitempty"`
+	PinTools            string `json:"pinTools,omitempty"`
+	PinFile             string `json:"pinFile,omitempty"`
+	MaxResultBytes      *int64 `json:"maxResultBytes,omitempty"`
+	MaxMediaBytes       *int64 `json:"maxMediaBytes,omitempty"`
+	MaxDescriptionChars *int   `json:"maxDescriptionChars,omitempty"`
+	SchemaProfile       string `json:"schemaProfile,omitempty"`
+}
+
+// Telemetry configures metrics and traces.
+type Telemetry struct {
+	ServiceName string `json:"serviceName,omitempty"`
+	Prometheus  *bool  `json:"prometheus,omitempty"`
+}
+
+// Audit configures the per-call audit log.
+type Audit struct {
+	Enabled   *bool  `json:"enabled,omitempty"`
+	File      string `json:"file,omitempty"`
+	Arguments bool   `json:"arguments,omitempty"`
+}
+
+// Parse reads a JSON or YAML config. It reports every schema problem at once,
+// each with its field path; it does not run the semantic checks of Validate.
+func Parse(data []byte) (*Config, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, errors.New("config is empty")
+	}
+	js := trimmed
+	if trimmed[0] != '{' {
+		var err error
+		js, err = yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("config: %w", jsonSyntaxError(js, err))
+	}
+	if dec.More() {
+		return nil, errors.New("config: unexpected data after the top-level object")
+	}
+	if raw == nil {
+		return nil, errors.New("config is null")
+	}
+	if _, ok := raw.(map[string]any); !ok {
+		return nil, fmt.Errorf("config: want an object at the top level, got %s", kindName(raw))
+	}
+	var c Config
+	if err := decodeStrict(raw, &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// jsonSyntaxError adds the line and column to a syntax error.
+func jsonSyntaxError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err
+	}
+	line, col := 1, 1
+	for _, b := range data[:max(0, min(int(se.Offset)-1, len(data)))] {
+		if b == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Errorf("line %d, column %d: %w", line, col, err)
+}
+
+// Digest is a hash of the canonical parsed config. Formatting, key order and
+// comments do not change it, so a no-op reload is skipped. Secret references
+// are hashed as written, never resolved.
+func (c *Config) Digest() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Config holds only strings, numbers, bools, maps and slices.
+		panic(fmt.Sprintf("config digest: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// ApplyEnv applies the SWITCHBOARD_* overrides that getenv reports (env >
+// file). It changes c, so it runs before Validate, never on a published
+// config.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if v := getenv("SWITCHBOARD_LISTEN"); v != "" {
+		c.Listen = v
+	}
+	if v := getenv("SWITCHBOARD_ADMIN_LISTEN"); v != "" {
+		c.AdminListen = v
+	}
+	if v := getenv("SWITCHBOARD_LOG_LEVEL"); v != "" {
+		c.LogLevel = v
+	}
+	if v := getenv("SWITCHBOARD_LOG_FORMAT"); v != "" {
+		c.LogFormat = v
+	}
+}
+
+// ServerNames lists every server key of the default view (mcpServers and
+// agents.defaults), sorted.
+func (c *Config) ServerNames() []string {
+	names := make([]string, 0, len(c.MCPServers))
+	for k := range c.BaseServers() {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// BaseServers returns the servers of the default view: mcpServers overlaid
+// with agents.defaults.mcp.servers (Validate rejects a key in both). Every
+// agent's view starts from it.
+func (c *Config) BaseServers() map[string]*Server {
+	var defaults map[string]*Server
+	if a := c.Agents; a != nil && a.Defaults != nil && a.Defaults.MCP != nil {
+		defaults = a.Defaults.MCP.Servers
+	}
+	return MergeServers(c.MCPServers, defaults)
+}
+
+// MergeServers returns a new map of base overlaid with over (over wins per
+// key). The servers themselves are shared, not copied.
+func MergeServers(base, over map[string]*Server) map[string]*Server {
+	out := make(map[string]*Server, len(base)+len(over))
+	for k, s := range base {
+		out[k] = s
+	}
+	for k, s := range over {
+		out[k] = s
+	}
+	return out
+}
+
+// ShutdownTimeout is shutdownTimeout: how long calls in flight may finish
+// once a shutdown began.
+func (c *Config) ShutdownTimeout() time.Duration { return ms(c.ShutdownTimeoutMS, DefaultShutdownMS) }
+
+// DrainTimeout is drainTimeout: how long a removed or replaced server's
+// calls in flight may finish after a reload.
+func (c *Config) DrainTimeout() time.Duration { return ms(c.DrainTimeoutMS, DefaultDrainMS) }
+
+// ConnectTimeout is timeout: how long a start, initialize and first
+// listing may take.
+func (s *Server) ConnectTimeout() time.Duration { return ms(s.TimeoutMS, DefaultTimeoutMS) }
+
+// ToolTimeout is toolTimeout: how long one call may take.
+func (s *Server) ToolTimeout() time.Duration { return ms(s.ToolTimeoutMS, DefaultToolTimeoutMS) }
+
+// EffectiveTransport is the normalised transport ("stdio", "sse" or
+// "http"): transport or type, else stdio when a command is set and http
+// otherwise. It is "" for a value Validate rejects.
+func (s *Server) EffectiveTransport() string {
+	t, _ := s.transport()
+	return t
+}
+
+// IsEnabled reports whether the server runs: enabled, else not disabled,
+// else true.
+func (s *Server) IsEnabled() bool {
+	if s.Enabled != nil {
+		return *s.Enabled
+	}
+	if s.Disabled != nil {
+		return !*s.Disabled
+	}
+	return true
+}
+
+// OpenPeriod is openMs: how long the breaker stays open before a probe.
+// b may be nil.
+func (b *Breaker) OpenPeriod() time.Duration {
+	if b == nil {
+		return DefaultBreakerOpenMS * time.Millisecond
+	}
+	return ms(b.OpenMS, DefaultBreakerOpenMS)
+}
+
+// ms is *p milliseconds, or def milliseconds when p is nil.
+func ms(p *int, def int) time.Duration {
+	if p == nil {
+		return time.Duration(def) * time.Millisecond
+	}
+	return time.Duration(*p) * time.Millisecond
+}

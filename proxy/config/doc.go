@@ -1,0 +1,16 @@
+// Package config owns switchboard's config file: its schema (Config and the
+// types it holds), Parse, the strict decoder whose errors name the field
+// path, Validate, Digest, the SWITCHBOARD_* environment overrides, and the
+// defaults of every field that may be left out.
+//
+// It turns bytes into a checked value and nothing more: it reads no files,
+// resolves no secret references (it only checks their syntax) and starts
+// nothing. Besides the standard library and sigs.k8s.io/yaml it imports only
+// the leaves whose syntax a config embeds (policy, router, secrets); it must
+// not import proxy, upstream, sanitize or any proxy/internal package.
+//
+// A *Config is built by one goroutine (Parse, ApplyEnv, Validate) and is
+// immutable once validated: snapshots share it, and nothing may change it
+// after. Its methods only read, so a validated Config is safe for
+// concurrent use.
+package config
