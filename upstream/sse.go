@@ -1,0 +1,380 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// answerTail is how long a request's stream may stay open after its
+// response. The spec says the server SHOULD end it then; one that does not
+// would otherwise hold a goroutine until the call's context ends.
+const answerTail = time.Second
+
+// noStandaloneFrom is the first protocol version without the standalone
+// GET stream (SEP-2575).
+const noStandaloneFrom = "2026-07-28"
+
+// Standalone stream reconnection: the first delay, doubled after each
+// attempt that delivered nothing, up to the cap. A server's retry field,
+// once given, is the delay after each stream that ends, up to
+// listenRetryMax.
+var (
+	listenBackoffMin = 100 * time.Millisecond
+	listenBackoffMax = 5 * time.Second
+	listenRetryMax   = 30 * time.Second
+)
+
+// sseLineSlack is what a line may hold beyond the data limit: the field
+// name, so that data of exactly the limit still fits on its line.
+const sseLineSlack = 16
+
+// errTooLarge fails a stream whose body, line or event data is over the
+// connection's MaxMessageBytes.
+var errTooLarge = errors.New("message over the size limit")
+
+// sseEvent is one dispatched server-sent event.
+type sseEvent struct {
+	name string // the event type; empty means "message"
+	data []byte // the data lines joined by "\n", in an allocation of its own
+}
+
+// sseReader parses a text/event-stream body as the HTML standard's "event
+// stream interpretation" says, with two bounds, so that a hostile server
+// cannot make it buffer more: no event's data may be longer than max bytes,
+// and no line longer than max+sseLineSlack. Lines end in LF, CRLF or a lone
+// CR.
+//
+// One deliberate departure: an event still open when the body ends cleanly
+// (io.EOF, not a broken connection) is dispatched rather than dropped, as the
+// go-sdk's reader does; a server that ends its response after the last data
+// line meant that event to count.
+type sseReader struct {
+	br      *bufio.Reader
+	max     int
+	line    []byte // reused between lines
+	skipLF  bool   // the last line ended in CR: an LF next belongs to it
+	started bool   // past the first line, where a byte order mark may sit
+	err     error  // sticky: the body ended or broke
+
+	idBuf string // the last event ID buffer: set by id fields, kept across events
+	// lastID is the last event ID as of the last dispatched or ended event,
+	// to send as Last-Event-ID when reconnecting.
+	lastID string
+	// retry is the reconnection time from the last valid retry field; zero
+	// if none came.
+	retry time.Duration
+}
+
+func newSSEReader(r io.Reader, limit int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 16<<10), max: limit}
+}
+
+// next returns the next event with data. Events without a data field only
+// move lastID, as in a browser. The error is io.EOF when the body ended
+// cleanly, and wraps errTooLarge when a line or an event is over the limit.
+func (s *sseReader) next() (sseEvent, error) {
+	var (
+		ev      sseEvent
+		hasData bool
+	)
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && hasData {
+				s.lastID = s.idBuf
+				return ev, nil
+			}
+			return sseEvent{}, err
+		}
+		if len(line) == 0 {
+			s.lastID = s.idBuf
+			if hasData {
+				return ev, nil
+			}
+			ev.name = ""
+			continue
+		}
+		if line[0] == ':' {
+			continue // a comment, such as a keep-alive
+		}
+		field, value, found := bytes.Cut(line, []byte{':'})
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(field) {
+		case "event":
+			ev.name = string(value)
+		case "data":
+			n := len(ev.data) + len(value)
+			if hasData {
+				n++
+			}
+			if n > s.max {
+				return sseEvent{}, fmt.Errorf("event data: %w (%d bytes)", errTooLarge, s.max)
+			}
+			if hasData {
+				ev.data = append(ev.data, '\n')
+			}
+			// A fresh array per event: decoded messages alias it.
+			ev.data = append(ev.data, value...)
+			hasData = true
+		case "id":
+			if bytes.IndexByte(value, 0) < 0 {
+				s.idBuf = string(value)
+			}
+		case "retry":
+			if ms, ok := parseRetry(value); ok {
+				s.retry = ms
+			}
+		}
+	}
+}
+
+// parseRetry accepts only ASCII digits, as the SSE spec does, and values
+// that fit a Duration.
+func parseRetry(v []byte) (time.Duration, bool) {
+	if len(v) == 0 {
+		return 0, false
+	}
+	for _, b := range v {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || n > math.MaxInt64/int64(time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(n) * time.Millisecond, true
+}
+
+// readLine returns the next line without its terminator, valid until the
+// next call. A last line without a terminator counts when the body ends
+// cleanly.
+func (s *sseReader) readLine() ([]byte, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	line := s.line[:0]
+	for {
+		if s.br.Buffered() == 0 {
+			if _, err := s.br.Peek(1); err != nil {
+				s.err = err
+				if len(line) > 0 && errors.Is(err, io.EOF) {
+					return s.finish(line), nil
+				}
+				return nil, err
+			}
+		}
+		buf, _ := s.br.Peek(s.br.Buffered())
+		if s.skipLF {
+			s.skipLF = false
+			if buf[0] == '\n' {
+				_, _ = s.br.Discard(1)
+				continue
+			}
+		}
+		i := bytes.IndexAny(buf, "\r\n")
+		n := i
+		if i < 0 {
+			n = len(buf)
+		}
+		if len(line)+n > s.max+sseLineSlack {
+			s.err = fmt.Errorf("line: %w (%d bytes)", errTooLarge, s.max+sseLineSlack)
+			return nil, s.err
+		}
+		line = append(line, buf[:n]...)
+		if i < 0 {
+			_, _ = s.br.Discard(n)
+			continue
+		}
+		s.skipLF = buf[i] == '\r'
+		_, _ = s.br.Discard(i + 1)
+		return s.finish(line), nil
+	}
+}
+
+// finish keeps the line buffer for the next line unless one long line grew
+// it: a long-lived stream should not pin a large buffer.
+func (s *sseReader) finish(line []byte) []byte {
+	if cap(line) <= 64<<10 {
+		s.line = line
+	} else {
+		s.line = nil
+	}
+	if !s.started {
+		s.started = true
+		line = bytes.TrimPrefix(line, []byte("\ufeff"))
+	}
+	return line
+}
+
+// readPostStream reads the event stream answering req. Its messages go to
+// Read in order; requests and notifications among them are marked as
+// related to req. A stream that ends before the response is reported, not
+// resumed: the call fails through its own timeout, the session lives on.
+func (c *streamableConn) readPostStream(ctx context.Context, cancel context.CancelFunc, resp *http.Response, req *jsonrpc.Request) {
+	defer resp.Body.Close()
+	answered := false
+	var tail *time.Timer
+	defer func() {
+		if tail != nil {
+			tail.Stop()
+		}
+	}()
+	sr := newSSEReader(resp.Body, c.max)
+	_, err := c.readEvents(ctx, sr, req.ID, func() {
+		if !answered {
+			answered = true
+			tail = time.AfterFunc(answerTail, cancel)
+		}
+	})
+	if answered || ctx.Err() != nil {
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("ended before the response")
+	}
+	c.report(req.Method, err)
+}
+
+// readEvents hands the messages of sr's events to Read until the stream
+// ends, breaks or ctx ends, and calls answered after delivering the
+// response to call (if call is valid). It returns how many messages it
+// delivered and the error that ended the stream (io.EOF: a clean end).
+func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jsonrpc.ID, answered func()) (int, error) {
+	n := 0
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			return n, err
+		}
+		if ev.name != "" && ev.name != "message" || len(ev.data) == 0 {
+			continue
+		}
+		msgs, err := decodeBody(ev.data)
+		if err != nil {
+			// Skipped, as the line connection skips a line that is not
+			// JSON-RPC: one bad event need not cost the stream.
+			c.log.Warn("undecodable message on stream", "error", err)
+			continue
+		}
+		for _, m := range msgs {
+			if !c.deliver(ctx, m, call) {
+				return n, ctx.Err()
+			}
+			n++
+			if r, ok := m.(*jsonrpc.Response); ok && call.IsValid() && r.ID == call && answered != nil {
+				answered()
+			}
+		}
+	}
+}
+
+// startListening opens the standalone stream once, after initialization:
+// only then does the client know the session ID the GET must carry.
+func (c *streamableConn) startListening() {
+	c.mu.Lock()
+	start := !c.listening && (c.proto == "" || c.proto < noStandaloneFrom)
+	c.listening = true
+	c.mu.Unlock()
+	if start {
+		c.goOwned(c.listen)
+	}
+}
+
+// listen keeps the standalone GET stream open until Close. The stream is
+// optional: a 405 or other 4xx means the server offers none. A stream that
+// ends or breaks is reopened after a backoff (or the server's retry time),
+// with Last-Event-ID when the server numbers its events; a 404 means the
+// session is gone.
+func (c *streamableConn) listen() {
+	delay := listenBackoffMin
+	var (
+		lastID string
+		retry  time.Duration
+	)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-c.ctx.Done():
+				t.Stop()
+				return
+			case <-c.failed:
+				t.Stop()
+				return
+			}
+		}
+		next := min(2*delay, listenBackoffMax)
+		req, sent, err := c.newRequest(c.ctx, http.MethodGet, nil)
+		if err != nil {
+			return // as the POSTs already failed
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		if lastID != "" {
+			req.Header.Set(headerLastEventID, lastID)
+		}
+		resp, err := c.client.Do(req)
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			delay = next
+			continue
+		}
+		switch {
+		case resp.StatusCode == http.StatusNotFound && sent:
+			closeBody(resp)
+			c.fail(fmt.Errorf("streamable http: get: %s: %w", resp.Status, mcp.ErrSessionMissing))
+			return
+		case resp.StatusCode >= 400 && resp.StatusCode < 500:
+			closeBody(resp)
+			return
+		case resp.StatusCode < 200 || resp.StatusCode >= 300:
+			closeBody(resp)
+			delay = next
+			continue
+		case mediaType(resp.Header.Get("Content-Type")) != "text/event-stream":
+			closeBody(resp)
+			return
+		}
+		sr := newSSEReader(resp.Body, c.max)
+		n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, nil)
+		resp.Body.Close()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, errTooLarge) {
+			c.log.Warn("standalone stream failed", "error", err)
+		} else {
+			c.log.Debug("standalone stream ended", "attempt", attempt, "error", err)
+		}
+		if sr.lastID != "" {
+			lastID = sr.lastID
+		}
+		if sr.retry > 0 {
+			retry = min(sr.retry, listenRetryMax) // the SSE reconnection time outlives the stream
+		}
+		switch {
+		case retry > 0:
+			delay = retry
+		case n > 0:
+			delay = listenBackoffMin
+		default:
+			delay = next
+		}
+	}
+}
