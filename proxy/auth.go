@@ -9,11 +9,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
@@ -109,7 +106,6 @@ type principal struct {
 // WWW-Authenticate; an agent token on plain /mcp selects that agent's view;
 // an agent token on another agent's path gets 403.
 func (p *Proxy) authenticate(next http.Handler) http.Handler {
-	sdkAuth := auth.RequireBearerToken(sdkVerifier, &auth.RequireBearerTokenOptions{})(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap := p.cur.Load()
 		pathView, byPath := mux.Vars(r)["agent"]
@@ -139,12 +135,9 @@ func (p *Proxy) authenticate(next http.Handler) http.Handler {
 			case !byPath:
 				pr.view = e.view
 			}
+			// Sessions are bound to the token that opened them (see
+			// authorize).
 			pr.tokenID = e.id
-			// Bind the session to the token: the SDK refuses a session id
-			// presented with another token's identity.
-			r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
-			sdkAuth.ServeHTTP(w, r)
-			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
 		next.ServeHTTP(w, r)
@@ -159,40 +152,9 @@ func bearer(r *http.Request) (string, bool) {
 	return f[1], true
 }
 
-// sdkVerifier hands the principal authenticate found to the SDK's bearer
-// middleware, which then binds sessions to it.
-func sdkVerifier(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-	pr, ok := ctx.Value(viewKey).(principal)
-	if !ok {
-		return nil, auth.ErrInvalidToken
-	}
-	return &auth.TokenInfo{UserID: pr.tokenID, Expiration: time.Now().Add(time.Hour)}, nil
-}
-
 func principalOf(r *http.Request) principal {
 	pr, _ := r.Context().Value(viewKey).(principal)
 	return pr
-}
-
-// serverFor is the go-sdk getServer callback: the long-lived server of the
-// request's view.
-func (p *Proxy) serverFor(r *http.Request) *mcp.Server {
-	v := p.viewFor(principalOf(r).view)
-	if v == nil {
-		return nil
-	}
-	return v.server
-}
-
-// directFor is the direct tools/call handler of the view whose server srv
-// is (nil: none; the server answers).
-func (p *Proxy) directFor(srv *mcp.Server) mcp.MethodHandler {
-	for _, v := range *p.views.Load() {
-		if v.server == srv {
-			return v.direct
-		}
-	}
-	return nil
 }
 
 // checkHost enforces allowedHosts when configured (DNS rebinding protection

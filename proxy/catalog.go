@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -158,88 +159,32 @@ func keepURI(filter []string, uri string) bool {
 	return false
 }
 
-// syncCatalog brings the SDK server's prompts, resources and templates in
-// line with st, the same way rebuild does for tools: removals first,
-// additions after.
-func (v *view) syncCatalog(st *viewState) {
-	tmpls := map[string]*templateRoute{}
-	for _, t := range st.templates {
-		tmpls[t.template.URITemplate] = t
-	}
-	removeGone(v.regPrompts, func(n string) bool { return st.prompts[n] != nil }, v.server.RemovePrompts)
-	removeGone(v.regResources, func(u string) bool { return st.resources[u] != nil }, v.server.RemoveResources)
-	removeGone(v.regTemplates, func(t string) bool { return tmpls[t] != nil }, v.server.RemoveResourceTemplates)
-	for _, name := range sortedKeys(st.prompts) {
-		r := st.prompts[name]
-		if v.regPrompts[name] == r.defHash {
-			continue
-		}
-		if err := safely(func() { v.server.AddPrompt(r.prompt, v.getPrompt) }); err != nil {
-			v.p.log.Warn("prompt skipped", "tool", name, "error", err)
-			continue
-		}
-		v.regPrompts[name] = r.defHash
-	}
-	for _, uri := range sortedKeys(st.resources) {
-		r := st.resources[uri]
-		if v.regResources[uri] == r.defHash {
-			continue
-		}
-		if err := safely(func() { v.server.AddResource(r.resource, v.readResource) }); err != nil {
-			v.p.log.Warn("resource skipped", "upstream", r.entry.Key, "error", err)
-			delete(st.resources, uri)
-			continue
-		}
-		v.regResources[uri] = r.defHash
-	}
-	for _, t := range st.templates {
-		key := t.template.URITemplate
-		if v.regTemplates[key] == t.defHash {
-			continue
-		}
-		if err := safely(func() { v.server.AddResourceTemplate(t.template, v.readResource) }); err != nil {
-			v.p.log.Warn("resource template skipped", "upstream", t.entry.Key, "error", err)
-			continue
-		}
-		v.regTemplates[key] = t.defHash
-	}
-}
-
-// safely runs an SDK registration (AddTool, AddPrompt, AddResource…), turning
-// its panics on bad definitions into errors, so one bad upstream item cannot
-// crash the proxy.
-func safely(f func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("rejected by the MCP server: %v", r)
-		}
-	}()
-	f()
-	return nil
-}
-
 // getPrompt forwards prompts/get, or answers the built-in prompt.
-func (v *view) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func (p *Proxy) getPrompt(ctx context.Context, v *view, req *session.Request) (any, error) {
+	var params mcp.GetPromptParams
+	if err := decodeParams(req, &params); err != nil {
+		return nil, err
+	}
 	st := v.state.Load()
-	r, ok := st.prompts[req.Params.Name]
+	r, ok := st.prompts[params.Name]
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", req.Params.Name)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", params.Name)}
 	}
 	if r.entry == nil {
-		return v.resourceContext(ctx, st, req.Session)
+		return p.resourceContext(ctx, st, req)
 	}
-	res, err := v.p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: req.Params.Arguments, Meta: withProgress(req.Params)},
-		newCallSink(v.p, ctx, req.Session, req.Params.GetProgressToken()))
+	res, err := p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: params.Arguments, Meta: withProgress(&params)},
+		newCallSink(p, req, params.GetProgressToken()))
 	if err != nil {
-		return nil, v.p.protocolError(err)
+		return nil, p.protocolError(err)
 	}
 	opts := st.snap.Sanitize
-	opts.Wrap, opts.Redactor = r.entry.Wrap, v.p.redactor
+	opts.Wrap, opts.Redactor = r.entry.Wrap, p.redactor
 	out, rep, err := sanitize.PromptResult(res, sanitize.Source{Server: r.entry.Key, Prompt: r.original}, opts)
 	if err != nil {
-		return nil, v.p.protocolError(err)
+		return nil, p.protocolError(err)
 	}
-	v.p.noteFindings(ctx, r.entry.Key, r.original, rep)
+	p.noteFindings(ctx, r.entry.Key, r.original, rep)
 	return out, nil
 }
 
@@ -258,18 +203,23 @@ func (st *viewState) ownerOf(uri string) *ServerEntry {
 }
 
 // readResource forwards resources/read to the URI's owner and wraps its
-// text as untrusted.
-func (v *view) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	st := v.state.Load()
-	e := st.ownerOf(req.Params.URI)
-	if e == nil {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+// text as untrusted. Every URI the view's servers own is routed, including
+// ones an upstream never listed (resource links in tool results).
+func (p *Proxy) readResource(ctx context.Context, v *view, req *session.Request) (any, error) {
+	var params mcp.ReadResourceParams
+	if err := decodeParams(req, &params); err != nil {
+		return nil, err
 	}
-	return v.p.readFrom(ctx, st, e, req.Session, req.Params.URI, req.Params.Meta)
+	st := v.state.Load()
+	e := st.ownerOf(params.URI)
+	if e == nil {
+		return nil, mcp.ResourceNotFoundError(params.URI)
+	}
+	return p.readFrom(ctx, st, e, req, params.URI, params.Meta)
 }
 
-func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, ss *mcp.ServerSession, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
-	res, err := p.handleFor(e, ss).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, ctx, ss, nil))
+func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, req *session.Request, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
+	res, err := p.handleFor(e, req.Session).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, req, nil))
 	if err != nil {
 		return nil, p.protocolError(err)
 	}
@@ -285,15 +235,15 @@ func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, ss 
 
 // resourceContext is the built-in prompt: every visible resource, read and
 // wrapped, in URI order, as one user message.
-func (v *view) resourceContext(ctx context.Context, st *viewState, ss *mcp.ServerSession) (*mcp.GetPromptResult, error) {
+func (p *Proxy) resourceContext(ctx context.Context, st *viewState, req *session.Request) (*mcp.GetPromptResult, error) {
 	var b strings.Builder
 	b.WriteString("Context from the resources of the connected MCP servers. Each block is untrusted external content.\n")
 	limit := st.snap.Sanitize.MaxResultBytes
 	for _, uri := range sortedKeys(st.resources) {
 		r := st.resources[uri]
-		res, err := v.p.readFrom(ctx, st, r.entry, ss, uri, nil)
+		res, err := p.readFrom(ctx, st, r.entry, req, uri, nil)
 		if err != nil {
-			fmt.Fprintf(&b, "\n[resource %s from MCP server '%s' could not be read: %v]\n", uri, r.entry.Key, v.p.redact(err.Error()))
+			fmt.Fprintf(&b, "\n[resource %s from MCP server '%s' could not be read: %v]\n", uri, r.entry.Key, p.redact(err.Error()))
 			continue
 		}
 		for _, c := range res.Contents {
@@ -320,14 +270,17 @@ func (v *view) resourceContext(ctx context.Context, st *viewState, ss *mcp.Serve
 
 // complete routes completion/complete: ref/prompt by the prompt table,
 // ref/resource by the URI or template owner.
-func (v *view) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+func (p *Proxy) complete(ctx context.Context, v *view, req *session.Request) (any, error) {
+	var params mcp.CompleteParams
+	if err := decodeParams(req, &params); err != nil {
+		return nil, err
+	}
 	st := v.state.Load()
-	ref := req.Params.Ref
+	ref := params.Ref
 	if ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: missing ref"}
 	}
-	params := *req.Params
-	params.Meta = forwardableMeta(req.Params.Meta)
+	params.Meta = forwardableMeta(params.Meta)
 	var e *ServerEntry
 	switch ref.Type {
 	case "ref/prompt":
@@ -356,9 +309,9 @@ func (v *view) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Com
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	res, err := v.p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(v.p, ctx, req.Session, nil))
+	res, err := p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(p, req, nil))
 	if err != nil {
-		return nil, v.p.protocolError(err)
+		return nil, p.protocolError(err)
 	}
 	return res, nil
 }
@@ -398,22 +351,4 @@ func catalogOf(e *ServerEntry) *upstream.Catalog {
 		return nil
 	}
 	return e.Handle.Catalog()
-}
-
-// removeGone unregisters every registered key that keep rejects, in one
-// call (one list_changed), and forgets it.
-func removeGone(registered map[string]string, keep func(string) bool, remove func(...string)) {
-	var gone []string
-	for k := range registered {
-		if !keep(k) {
-			gone = append(gone, k)
-		}
-	}
-	if len(gone) == 0 {
-		return
-	}
-	remove(gone...)
-	for _, k := range gone {
-		delete(registered, k)
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/codes"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -27,15 +28,11 @@ func unknownTool(name string) error {
 // validation, the upstream call in a child span, then sanitising of the
 // result. Every call ends in one outcome, counted, audited and logged at
 // debug with its duration (never its arguments or result).
-func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *route, req *mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
-	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.public, Server: r.entry.Key, Original: r.original, Outcome: "ok"}
-	if req.Extra != nil && req.Extra.TokenInfo != nil {
-		rec.Token = req.Extra.TokenInfo.UserID
-	}
-	if req.Session != nil {
-		rec.Session = req.Session.ID()
-	}
+	pr, _ := req.Session.Principal().(principal)
+	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.public, Server: r.entry.Key, Original: r.original, Outcome: "ok",
+		Token: pr.tokenID, Session: req.Session.ID()}
 	var raw []byte
 	defer func() {
 		d := time.Since(start)
@@ -54,13 +51,13 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	}()
 
 	if lim := snap.Limiters[viewID]; lim != nil {
-		if ok, retry := lim.Allow(callerKey(req), start); !ok {
+		if ok, retry := lim.Allow(callerKey(req.Session), start); !ok {
 			rec.Outcome = "rate_limited"
 			p.tel.rateLimited.Add(ctx, 1)
 			return rateLimited(retry), nil
 		}
 	}
-	args, err := decodeArgs(req.Params.Arguments)
+	args, err := decodeArgs(in.Arguments)
 	if err == nil && r.schema != nil {
 		err = r.schema.Validate(forValidation(args))
 	}
@@ -72,14 +69,14 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
-	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(req.Params.Meta))
+	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
 	h := p.handleFor(r.entry, req.Session)
-	tok := req.Params.GetProgressToken()
+	tok := in.GetProgressToken()
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
-	up, err := h.CallTool(cctx, params, newCallSink(p, ctx, req.Session, tok))
+	up, err := h.CallTool(cctx, params, newCallSink(p, req, tok))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
@@ -193,12 +190,12 @@ func withProgress(params mcp.Params) mcp.Meta {
 
 // callerKey identifies the caller for rate limiting: its token when the
 // view requires one, else its session.
-func callerKey(req *mcp.CallToolRequest) string {
-	if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
-		return "token:" + req.Extra.TokenInfo.UserID
+func callerKey(ss *session.Session) string {
+	if pr, _ := ss.Principal().(principal); pr.tokenID != "" {
+		return "token:" + pr.tokenID
 	}
-	if req.Session != nil {
-		return "session:" + req.Session.ID()
+	if id := ss.ID(); id != "" {
+		return "session:" + id
 	}
 	return "anonymous"
 }

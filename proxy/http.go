@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -17,15 +17,15 @@ import (
 // routes is the downstream mux on listen.
 func (p *Proxy) routes() http.Handler {
 	r := mux.NewRouter()
-	streamable := streamhttp.New(p.serverFor, p.directFor, p.log)
-	sse := mcp.NewSSEHandler(p.serverFor, &mcp.SSEOptions{})
+	streamable := streamhttp.New(p.openHTTP, p.authorize, p.log)
+	legacy := sse.New(p.openHTTPStream, p.authorize, p.log)
 	// Order: host check, then authentication (which picks the view), then
 	// the MCP transport.
 	wrap := func(h http.Handler) http.Handler { return p.track(p.checkHost(p.authenticate(h))) }
 	r.Handle("/mcp", wrap(streamable))
-	r.Handle("/sse", wrap(sse))
+	r.Handle("/sse", wrap(legacy))
 	r.Handle("/agents/{agent}/mcp", wrap(streamable))
-	r.Handle("/agents/{agent}/sse", wrap(sse))
+	r.Handle("/agents/{agent}/sse", wrap(legacy))
 	return http.NewCrossOriginProtection().Handler(r)
 }
 
@@ -133,10 +133,7 @@ func (p *Proxy) statusReport() StatusReport {
 		rep.Servers = append(rep.Servers, st)
 	}
 	for id, v := range *p.views.Load() {
-		n := 0
-		for range v.server.Sessions() {
-			n++
-		}
+		n := v.sessionCount()
 		name := id
 		if name == "" {
 			name = "default"

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -14,7 +15,7 @@ import (
 // isolation: per-client.
 type clientKey struct {
 	shared *upstream.Handle // the server's shared handle, which serves the catalog
-	ss     *mcp.ServerSession
+	ss     *session.Session
 }
 
 // clientHandles holds the per-client instances. Each is created on the
@@ -23,13 +24,13 @@ type clientKey struct {
 type clientHandles struct {
 	mu      sync.Mutex
 	handles map[clientKey]*upstream.Handle
-	owner   map[*upstream.Handle]*mcp.ServerSession
+	owner   map[*upstream.Handle]*session.Session
 }
 
 // handleFor returns the handle a request from ss uses for entry e: the
 // shared one, or with isolation: per-client the session's own instance
 // (its own process or upstream session), created on first use.
-func (p *Proxy) handleFor(e *ServerEntry, ss *mcp.ServerSession) *upstream.Handle {
+func (p *Proxy) handleFor(e *ServerEntry, ss *session.Session) *upstream.Handle {
 	if !e.PerClient || ss == nil || e.Handle == nil {
 		return e.Handle
 	}
@@ -53,22 +54,18 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *mcp.ServerSession) *upstream.Handl
 		Dial:       testDial,
 	})
 	if c.handles == nil {
-		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*mcp.ServerSession{}
+		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*session.Session{}
 	}
 	c.handles[k] = h
 	c.owner[h] = ss
 	c.mu.Unlock()
 	h.Start()
 	p.log.Info("per-client upstream started", "upstream", spec.Name)
-	go func() {
-		_ = ss.Wait()
-		p.closeClients(func(k clientKey) bool { return k.ss == ss })
-	}()
 	return h
 }
 
 // sessionOf returns the downstream session a per-client handle belongs to.
-func (p *Proxy) sessionOf(h *upstream.Handle) *mcp.ServerSession {
+func (p *Proxy) sessionOf(h *upstream.Handle) *session.Session {
 	p.clients.mu.Lock()
 	defer p.clients.mu.Unlock()
 	return p.clients.owner[h]
@@ -112,4 +109,17 @@ func shortID(id string) string {
 		return "stdio"
 	}
 	return id
+}
+
+// clientHandlesOf lists the per-client instances of a session.
+func (p *Proxy) clientHandlesOf(ss *session.Session) []*upstream.Handle {
+	p.clients.mu.Lock()
+	defer p.clients.mu.Unlock()
+	var hs []*upstream.Handle
+	for k, h := range p.clients.handles {
+		if k.ss == ss {
+			hs = append(hs, h)
+		}
+	}
+	return hs
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -45,43 +46,36 @@ type subKey struct {
 // answer is written after it.
 type callSink struct {
 	p     *Proxy
-	ss    *mcp.ServerSession
-	ctx   context.Context
+	req   *session.Request
 	token any // the downstream progress token, exactly as the client sent it
 }
 
-func newCallSink(p *Proxy, ctx context.Context, ss *mcp.ServerSession, token any) *callSink {
-	return &callSink{p: p, ss: ss, ctx: ctx, token: token}
+func newCallSink(p *Proxy, req *session.Request, token any) *callSink {
+	return &callSink{p: p, req: req, token: token}
 }
 
 // Owner implements upstream.Sink.
-func (s *callSink) Owner() any { return s.ss }
+func (s *callSink) Owner() any { return s.req.Session }
 
 // Notify implements upstream.Sink.
-func (s *callSink) Notify(_ context.Context, method string, params json.RawMessage) {
-	if s.ss == nil {
-		return
-	}
+func (s *callSink) Notify(ctx context.Context, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
 		var n mcp.ProgressNotificationParams
 		if s.token == nil || json.Unmarshal(params, &n) != nil {
 			return
 		}
-		_ = s.ss.NotifyProgress(s.ctx, &mcp.ProgressNotificationParams{ProgressToken: s.token, Progress: n.Progress, Total: n.Total, Message: s.p.redact(n.Message)})
+		_ = s.req.Notify(ctx, method, &mcp.ProgressNotificationParams{ProgressToken: s.token, Progress: n.Progress, Total: n.Total, Message: s.p.redact(n.Message)})
 	case "notifications/message":
 		if msg := s.p.logMessage(params); msg != nil {
-			_ = s.ss.Log(s.ctx, msg)
+			_ = s.req.Log(ctx, msg)
 		}
 	}
 }
 
 // Request implements upstream.Sink.
 func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if s.ss == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "switchboard cannot route " + method + ": the call has no session"}
-	}
-	return s.p.askClient(s.ctx, s.ss, method, params)
+	return s.p.askClient(ctx, s.req.Session, s.req.Ask, method, params)
 }
 
 // logMessage decodes an upstream log message for a downstream session:
@@ -99,42 +93,42 @@ func (p *Proxy) logMessage(params json.RawMessage) *mcp.LoggingMessageParams {
 // askClient sends a server→client request to a downstream session and
 // returns its raw answer, bounded by the upstream's own deadline and five
 // minutes.
-func (p *Proxy) askClient(ctx context.Context, ss *mcp.ServerSession, method string, params json.RawMessage) (json.RawMessage, error) {
-	caps := clientCaps(ss)
+//
+// ask sends the request on the stream it belongs to: the calling request's
+// stream during a call, the session's own stream outside one.
+func (p *Proxy) askClient(ctx context.Context, ss *session.Session, ask func(context.Context, string, any) (json.RawMessage, error), method string, params json.RawMessage) (json.RawMessage, error) {
+	caps := ss.ClientCapabilities()
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	var (
-		res any
-		err error
-	)
+	var prm any
 	switch method {
 	case "sampling/createMessage":
 		if caps == nil || caps.Sampling == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support sampling"}
 		}
-		var prm mcp.CreateMessageWithToolsParams
-		if err := json.Unmarshal(params, &prm); err != nil {
+		var p mcp.CreateMessageWithToolsParams
+		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
-		res, err = ss.CreateMessageWithTools(rctx, &prm)
+		prm = &p
 	case "elicitation/create":
 		if caps == nil || caps.Elicitation == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support elicitation"}
 		}
-		var prm mcp.ElicitParams
-		if err := json.Unmarshal(params, &prm); err != nil {
+		var p mcp.ElicitParams
+		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: " + err.Error()}
 		}
-		res, err = ss.Elicit(rctx, &prm)
+		prm = &p
 	case "roots/list":
-		res, err = ss.ListRoots(rctx, &mcp.ListRootsParams{})
+		if caps == nil || caps.RootsV2 == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the connected client does not support roots"}
+		}
+		prm = &mcp.ListRootsParams{}
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not forward " + method}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+	return ask(rctx, method, prm)
 }
 
 // Notify implements upstream.Peer.
@@ -153,17 +147,24 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		// Outside any call: the sessions of the views that expose the
 		// upstream, each filtered by the level it asked for.
 		for _, v := range pr.p.viewsExposing(h) {
-			for ss := range v.server.Sessions() {
-				_ = ss.Log(context.Background(), msg)
-			}
+			v.sessions.Range(func(k, _ any) bool {
+				_ = k.(*session.Session).Log(context.Background(), msg)
+				return true
+			})
 		}
 	case "notifications/resources/updated":
 		var n mcp.ResourceUpdatedNotificationParams
 		if json.Unmarshal(params, &n) != nil {
 			return
 		}
+		// Only the sessions that subscribed to the URI.
 		for _, v := range pr.p.viewsExposing(h) {
-			_ = v.server.ResourceUpdated(context.Background(), &n)
+			v.sessions.Range(func(k, _ any) bool {
+				if ss := k.(*session.Session); ss.Subscribed(n.URI) {
+					_ = ss.Notify(context.Background(), method, &n)
+				}
+				return true
+			})
 		}
 	}
 }
@@ -176,14 +177,7 @@ func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': it needs exactly one of the server's calls in flight (set isolation: per-client)", method, h.Name())}
 	}
-	return pr.p.askClient(ctx, ss, method, params)
-}
-
-func clientCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
-	if ip := ss.InitializeParams(); ip != nil {
-		return ip.Capabilities
-	}
-	return nil
+	return pr.p.askClient(ctx, ss, ss.Ask, method, params)
 }
 
 func redactAny(p *Proxy, v any) any {

@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -85,11 +85,12 @@ type Proxy struct {
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
 
-	pins    *pinStore
-	peer    *peer
-	clients clientHandles
-	tel     *telemetry
-	audit   *auditLog
+	pins     *pinStore
+	peer     *peer
+	dispatch session.Methods
+	clients  clientHandles
+	tel      *telemetry
+	audit    *auditLog
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -170,6 +171,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		pins:      newPinStore(log.Named("pins")),
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
+	p.dispatch = p.methods()
 	views := map[string]*view{}
 	p.views.Store(&views)
 	if p.tel, err = newTelemetry(context.Background(), c, p); err != nil {
@@ -256,30 +258,10 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	return nil
 }
 
-// runSession is Server.Run that also publishes the session it serves.
-func runSession(ctx context.Context, srv *mcp.Server, t mcp.Transport, session *atomic.Pointer[mcp.ServerSession]) error {
-	ss, err := srv.Connect(ctx, t, nil)
-	if err != nil {
-		return err
-	}
-	session.Store(ss)
-	ended := make(chan error, 1)
-	go func() { ended <- ss.Wait() }()
-	select {
-	case <-ctx.Done():
-		_ = ss.Close()
-		<-ended
-		return ctx.Err()
-	case err := <-ended:
-		return err
-	}
-}
-
 // serveStdio serves the one client on stdin/stdout. When it ends, calls in
 // flight get shutdownTimeout to finish; *stopBy is set to that deadline for
 // stopping the upstreams.
 func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
-	v := p.viewFor("")
 	stdin, stdout := p.opts.Stdin, p.opts.Stdout
 	if stdin == nil {
 		stdin = os.Stdin
@@ -287,38 +269,23 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	// tools/call is answered beside the server session, as on the
-	// streamable HTTP endpoint (package direct); the calls' context keeps
-	// ctx's values and, as the server's handlers, outlives its end by the
-	// shutdown grace below.
-	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer rcancel()
-	runner := direct.New(rctx, v.direct)
-	var session atomic.Pointer[mcp.ServerSession]
-	take := func(conn mcp.Connection, req *jsonrpc.Request) bool {
-		runner.Cancelled(req)
-		dc := runner.Take(session.Load(), req, nil)
-		if dc == nil {
-			return false
-		}
-		go runner.Run(dc, func(ctx context.Context, r *jsonrpc.Response) { _ = conn.Write(ctx, r) })
-		return true
+	ss, err := p.openSession(principal{}, "", nil)
+	if err != nil {
+		return err
 	}
-	err := runSession(ctx, v.server, upstream.ServerTransport(stdin, nopWriteCloser{stdout}, p.log, take), &session)
+	// The requests outlive ctx by the shutdown grace below: they keep its
+	// values, not its end.
+	err = stdio.Serve(ctx, ss, stdin, stdout, p.log.Named("stdio"))
 	*stopBy = time.Now().Add(p.cur.Load().Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
-	p.inflight.drain(sctx)
-	runner.Wait(sctx)
-	if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
+	_ = ss.Drain(sctx)
+	ss.Close()
+	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return err
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // apply makes c the current config. It resolves the downstream tokens
 // (a failure rejects c), starts handles for new or changed specs and keeps

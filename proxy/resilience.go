@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // backoffScaleEnv names the test hook that shortens every upstream restart
@@ -29,21 +27,9 @@ func testBackoffScale(getenv func(string) string) float64 {
 	return f
 }
 
-// lazyListMiddleware answers every tools/list of the view's server. It
-// starts the view's lazy servers that have not started yet (lazyList
-// "start" waits for them, bounded by their timeout and the request) and
-// brings the view in line, then lists from the view state, so a list never
-// mixes two catalogs while a rebuild registers tools one by one.
-func (v *view) lazyListMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if r, ok := req.(*mcp.ListToolsRequest); ok {
-			v.warmLazy(ctx)
-			return v.state.Load().listTools(r.Params)
-		}
-		return next(ctx, method, req)
-	}
-}
-
+// warmLazy starts the view's lazy servers that have not started yet, and
+// brings the view in line when one of them was still starting, so a
+// listing includes its tools.
 func (v *view) warmLazy(ctx context.Context) {
 	snap := v.p.cur.Load()
 	if snap == nil {

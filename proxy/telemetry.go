@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	promexp "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -180,10 +179,7 @@ func newTelemetry(ctx context.Context, c *config.Config, p *Proxy) (*telemetry, 
 		}
 		o.ObserveInt64(lastReload, ok)
 		for id, v := range *p.views.Load() {
-			n := int64(0)
-			for range v.server.Sessions() {
-				n++
-			}
+			n := int64(v.sessionCount())
 			if id == "" {
 				id = "default"
 			}
@@ -205,77 +201,6 @@ func (t *telemetry) close(ctx context.Context) {
 	for _, f := range t.shutdown {
 		_ = f(ctx)
 	}
-}
-
-// traceMiddleware starts a span per downstream request, continuing the
-// caller's trace from HTTP headers or from _meta (traceparent, tracestate),
-// as the MCP trace-context convention proposes.
-func (p *Proxy) traceMiddleware(viewID string) mcp.Middleware {
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			ct, _ := req.(*mcp.CallToolRequest)
-			if carrier := incomingTraceContext(req, ct); carrier != nil {
-				ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
-			}
-			if !p.tel.tracing {
-				// Nothing is recorded; an incoming trace context still
-				// reaches the upstream through ctx (callSpan).
-				return next(ctx, method, req)
-			}
-			name := method
-			attrs := []attribute.KeyValue{attrMethod.String(method)}
-			if viewID != "" {
-				attrs = append(attrs, attrView.String(viewID))
-			}
-			if s := req.GetSession(); s != nil {
-				if id := s.ID(); id != "" {
-					attrs = append(attrs, attrSession.String(id))
-				}
-			}
-			if ct != nil && ct.Params != nil {
-				name += " " + ct.Params.Name
-				attrs = append(attrs, attrTool.String(ct.Params.Name))
-			}
-			ctx, span := p.tel.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-			defer span.End()
-			res, err := next(ctx, method, req)
-			if err != nil {
-				span.SetStatus(codes.Error, "error")
-				span.SetAttributes(attrErrorType.String(errorType(err)))
-			} else if ctr, ok := res.(*mcp.CallToolResult); ok && ctr.IsError {
-				span.SetStatus(codes.Error, "tool error")
-				span.SetAttributes(attrErrorType.String("tool_error"))
-			}
-			return res, err
-		}
-	}
-}
-
-// incomingTraceContext collects the W3C trace context of a request: HTTP
-// headers first, then a tools/call's _meta. It is nil when there is none.
-func incomingTraceContext(req mcp.Request, ct *mcp.CallToolRequest) propagation.MapCarrier {
-	var carrier propagation.MapCarrier
-	set := func(k, v string) {
-		if carrier == nil {
-			carrier = propagation.MapCarrier{}
-		}
-		carrier[k] = v
-	}
-	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-		for _, k := range []string{"traceparent", "tracestate", "baggage"} {
-			if v := ex.Header.Get(k); v != "" {
-				set(k, v)
-			}
-		}
-	}
-	if ct != nil && ct.Params != nil && len(ct.Params.Meta) > 0 {
-		for _, k := range []string{"traceparent", "tracestate"} {
-			if v, ok := ct.Params.Meta[k].(string); ok && carrier[k] == "" {
-				set(k, v)
-			}
-		}
-	}
-	return carrier
 }
 
 func errorType(err error) string {

@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -21,18 +23,18 @@ func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	r := &route{original: "echo", entry: &ServerEntry{Key: "s"}}
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
-	for name, req := range map[string]*mcp.CallToolRequest{
-		"header": {Params: &mcp.CallToolParamsRaw{Name: "mcp_s_echo"}, Extra: &mcp.RequestExtra{Header: http.Header{"Traceparent": {tp}}}},
-		"_meta":  {Params: &mcp.CallToolParamsRaw{Name: "mcp_s_echo", Meta: mcp.Meta{"traceparent": tp}}},
+	for name, req := range map[string]*session.Request{
+		"header": {Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_echo"}`), Extra: &mcp.RequestExtra{Header: http.Header{"Traceparent": {tp}}}},
+		"_meta":  {Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_echo","_meta":{"traceparent":"` + tp + `"}}`)},
 	} {
 		var meta mcp.Meta
-		next := func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+		next := func(ctx context.Context, _ *session.Request) (any, error) {
 			_, span, m := p.callSpan(ctx, r, nil)
 			span.End()
 			meta = m
 			return &mcp.CallToolResult{}, nil
 		}
-		if _, err := p.traceMiddleware("")(next)(context.Background(), "tools/call", req); err != nil {
+		if _, err := p.traced("tools/call", next)(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := meta["traceparent"].(string); !strings.HasPrefix(got, "00-4bf92f3577b34da6a3ce929d0e0e4736-") {
@@ -41,11 +43,11 @@ func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	}
 
 	var meta mcp.Meta
-	next := func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+	next := func(ctx context.Context, _ *session.Request) (any, error) {
 		_, _, meta = p.callSpan(ctx, r, nil)
 		return &mcp.CallToolResult{}, nil
 	}
-	if _, err := p.traceMiddleware("")(next)(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "mcp_s_echo"}}); err != nil {
+	if _, err := p.traced("tools/call", next)(context.Background(), &session.Request{Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_echo"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if meta != nil {

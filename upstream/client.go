@@ -255,10 +255,6 @@ func (p *pending) take() ([]*jsonrpc.Request, *jsonrpc.Response) {
 	return nil, p.resp
 }
 
-// relatedRequest marks a message the server sent on the response stream of
-// one request (streamable HTTP): the connection puts it in Request.Extra.
-type relatedRequest struct{ ID jsonrpc.ID }
-
 // relatedCall returns the call a message belongs to by the stream it came
 // on, or nil.
 func (c *client) relatedCall(r *jsonrpc.Request) *pending {
@@ -317,9 +313,12 @@ func (c *client) notification(r *jsonrpc.Request) {
 	}
 }
 
-// logMessage routes a log message: to the call whose stream carried it; else
-// to every call in flight with a sink, once per downstream session; else,
-// outside any call, to the hook.
+// logMessage routes a log message: to the call whose stream carried it;
+// else, when the calls in flight all belong to one downstream session, to
+// one of them; else, outside any call, to the hook. A message written while
+// several sessions have calls in flight cannot be told apart: it reaches
+// none of them (only switchboard's own log), so that no session sees
+// another's.
 func (c *client) logMessage(r *jsonrpc.Request) {
 	if p := c.relatedCall(r); p != nil {
 		if p.sink != nil && !p.push(r) {
@@ -327,29 +326,33 @@ func (c *client) logMessage(r *jsonrpc.Request) {
 		}
 		return
 	}
-	var targets []*pending
+	var (
+		target *pending
+		owner  any
+		mixed  bool
+	)
 	c.mu.Lock()
-	seen := map[any]bool{}
 	for _, p := range c.calls {
 		if p.sink == nil {
 			continue
 		}
-		if o := p.sink.Owner(); !seen[o] {
-			seen[o] = true
-			targets = append(targets, p)
+		switch o := p.sink.Owner(); {
+		case target == nil:
+			target, owner = p, o
+		case o != owner:
+			mixed = true
 		}
 	}
 	c.mu.Unlock()
-	if len(targets) == 0 {
-		if c.hooks.notify != nil {
-			c.hooks.notify(r.Method, r.Params)
-		}
-		return
-	}
-	for _, p := range targets {
-		if !p.push(r) {
+	switch {
+	case mixed:
+		c.log.Debug("upstream log message not forwarded", "reason", "calls of several sessions in flight")
+	case target != nil:
+		if !target.push(r) {
 			c.dropped.Add(1)
 		}
+	case c.hooks.notify != nil:
+		c.hooks.notify(r.Method, r.Params)
 	}
 }
 

@@ -18,15 +18,13 @@
 // callers that went away.
 //
 // A stdio child speaks newline-delimited JSON-RPC through lineConn, which
-// parses each line once in place (the SDK's ioConn decodes a message up to
-// three times, with a fresh 32 KiB buffer each) and skips, with a warning,
-// lines that are not JSON-RPC, such as banners some servers print to stdout.
-// A tools/call on such a session (protocol before 2026-07-28) goes straight
-// over the line with an ID of its own and takes its response from the read
-// loop, past the SDK session's request machinery; everything else, and the
-// notifications and server requests about a call, go through the session.
-// ServerTransport puts a server on the same connection (switchboard's own
-// --stdio mode).
+// parses each line once in place with package wire (the SDK's ioConn decodes
+// a message up to three times, with a fresh 32 KiB buffer each) and skips,
+// with a warning, lines that are not JSON-RPC, such as banners some servers
+// print to stdout. Every connection, stdio or remote, is driven by one
+// client session of switchboard's own (client.go): one read loop, and a
+// call whose notifications and server requests reach the caller's Sink
+// before Call returns.
 //
 // Children run in their own process group. Stopping one closes its stdin,
 // waits a second, sends SIGTERM to the group, waits five seconds, sends

@@ -587,7 +587,7 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 	if dial != nil {
 		return dial(h.spec)
 	}
-	return remoteTransport(h.spec, url, headers), nil
+	return remoteTransport(h.spec, url, headers, h.log), nil
 }
 
 // connect starts the server (resolving references first), initializes the

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -58,10 +59,13 @@ func httpClient(headers map[string]string) *http.Client {
 	return &http.Client{Transport: &headerTransport{base: sharedTransport, headers: h}}
 }
 
-func remoteTransport(spec Spec, url string, headers map[string]string) mcp.Transport {
+// remoteTransport reaches a remote server: legacy SSE through the go-sdk's
+// client transport (it needs nothing of the SDK's session), streamable HTTP
+// through switchboard's own, whose connection the client session drives.
+func remoteTransport(spec Spec, url string, headers map[string]string, log hclog.Logger) mcp.Transport {
 	hc := httpClient(headers)
 	if spec.Transport == TransportSSE {
 		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: hc}
 	}
-	return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: 3}
+	return &streamableTransport{URL: url, Client: hc, Logger: log}
 }

@@ -39,7 +39,6 @@ type lineKind int
 const (
 	childStderr lineKind = iota
 	skippedStdout
-	refusedStdin
 )
 
 func newLineWriter(log hclog.Logger) *lineWriter {
@@ -50,12 +49,6 @@ func newLineWriter(log hclog.Logger) *lineWriter {
 // that are not JSON-RPC messages (the stdio connection skips them).
 func newNoiseWriter(log hclog.Logger) *lineWriter {
 	return &lineWriter{log: log, kind: skippedStdout, tokens: stderrBurst}
-}
-
-// newRefusedWriter logs, with the same caps, the lines a client wrote to a
-// ServerTransport's stdin that are not JSON-RPC messages.
-func newRefusedWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, kind: refusedStdin, tokens: stderrBurst}
 }
 
 // Line logs one whole line.
@@ -138,10 +131,6 @@ func (w *lineWriter) emitLocked(line []byte) {
 		w.log.Warn("stdout line skipped: not JSON-RPC", "line", s, "truncated", true)
 	case w.kind == skippedStdout:
 		w.log.Warn("stdout line skipped: not JSON-RPC", "line", s)
-	case w.kind == refusedStdin && truncated:
-		w.log.Warn("stdin line refused: not JSON-RPC", "line", s, "truncated", true)
-	case w.kind == refusedStdin:
-		w.log.Warn("stdin line refused: not JSON-RPC", "line", s)
 	case truncated:
 		w.log.Log(level, "stderr", "line", s, "truncated", true)
 	default:
@@ -155,8 +144,6 @@ func (w *lineWriter) reportDroppedLocked() {
 		switch w.kind {
 		case skippedStdout:
 			w.log.Warn("skipped stdout lines dropped", "count", w.dropped)
-		case refusedStdin:
-			w.log.Warn("refused stdin lines dropped", "count", w.dropped)
 		default:
 			w.log.Warn("stderr lines dropped", "count", w.dropped)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcp-switchboard/switchboard/upstream/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -452,11 +453,8 @@ func (c *streamableConn) deleteSession() error {
 // decodeBody decodes one JSON body or one event's data: a message, or a
 // batch. The messages alias data.
 func decodeBody(data []byte) ([]jsonrpc.Message, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return nil, errors.New("empty message")
-	}
-	return decodeLine(data)
+	msgs, _, err := wire.Decode(data)
+	return msgs, err
 }
 
 // closeBody reads the rest of a short body of known length, so that it

@@ -80,6 +80,7 @@ type Session struct {
 	subs         map[string]bool
 	inflight     map[jsonrpc.ID]context.CancelFunc
 	asks         map[jsonrpc.ID]chan *jsonrpc.Response
+	idle         chan struct{} // closed when the last request in flight ends, for Drain
 	closed       bool
 	closeOnce    sync.Once
 	done         chan struct{}
@@ -318,32 +319,33 @@ func (s *Session) Close() {
 	})
 }
 
-// Go runs a message's handling on a goroutine the session owns, bounded by
-// MaxInFlight: a request over the bound is answered with an error at once.
+// Go hands a message over and returns without waiting for a request's
+// answer: a request runs on a goroutine the session owns, bounded by
+// MaxInFlight (a request over the bound is answered with an error at once),
+// and is in flight when Go returns, so a cancellation read next finds it.
+// Notifications and answers to switchboard's own requests are handled
+// before Go returns; they are never refused.
 func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
+	m, ok := msg.(*jsonrpc.Request)
+	if !ok || !m.IsCall() {
+		s.Handle(ctx, msg, out)
+		return
+	}
 	select {
 	case s.slot <- struct{}{}:
 	default:
-		if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
-			_ = out.Write(ctx, &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-				Message: fmt.Sprintf("too many requests in flight on this session (limit %d)", s.opt.MaxInFlight)}})
-		}
+		s.reply(out, m.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("too many requests in flight on this session (limit %d)", s.opt.MaxInFlight)})
 		return
 	}
-	s.mu.Lock()
-	closed := s.closed
-	if !closed {
-		s.wg.Add(1)
-	}
-	s.mu.Unlock()
-	if closed {
+	rctx, release, ok := s.begin(ctx, m, out)
+	if !ok {
 		<-s.slot
 		return
 	}
 	go func() {
-		defer s.wg.Done()
 		defer func() { <-s.slot }()
-		s.Handle(ctx, msg, out)
+		s.run(rctx, release, m, out)
 	}()
 }
 
@@ -366,7 +368,29 @@ func (s *Session) Handle(ctx context.Context, msg jsonrpc.Message, out Stream) {
 			s.notification(m)
 			return
 		}
-		s.request(ctx, m, out)
+		if rctx, release, ok := s.begin(ctx, m, out); ok {
+			s.run(rctx, release, m, out)
+		}
+	}
+}
+
+// Drain waits until no request is in flight, or ctx is done.
+func (s *Session) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.inflight) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -404,34 +428,61 @@ func (s *Session) notification(r *jsonrpc.Request) {
 		}
 	case "notifications/roots/list_changed":
 		if s.opt.OnRootsChanged != nil {
-			s.opt.OnRootsChanged(s)
+			// Not on the reader: the callback may ask the client.
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				return
+			}
+			s.wg.Add(1)
+			s.mu.Unlock()
+			go func() {
+				defer s.wg.Done()
+				s.opt.OnRootsChanged(s)
+			}()
 		}
 	default:
 		s.log.Debug("notification ignored", "method", r.Method)
 	}
 }
 
-// request runs one request and writes its answer to out.
-func (s *Session) request(ctx context.Context, m *jsonrpc.Request, out Stream) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The session's end cancels its requests too.
-	defer context.AfterFunc(s.ctx, cancel)()
+// begin puts a request in flight: its context ends with the session or a
+// cancellation. It answers a duplicate ID itself and refuses (false) once
+// the session closed.
+func (s *Session) begin(ctx context.Context, m *jsonrpc.Request, out Stream) (context.Context, func(), bool) {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, false
+	}
 	if _, busy := s.inflight[m.ID]; busy {
 		s.mu.Unlock()
 		s.reply(out, m.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("duplicate in-flight request ID %v", m.ID.Raw())})
-		return
+		return nil, nil, false
 	}
+	ctx, cancel := context.WithCancel(ctx)
 	s.inflight[m.ID] = cancel
+	s.wg.Add(1)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.inflight, m.ID)
-		s.mu.Unlock()
-	}()
+	// The session's end cancels its requests too.
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }, true
+}
+
+// run answers a request begin put in flight. The ID is free again before
+// the answer goes out: a client may reuse it as soon as it has the answer.
+func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, out Stream) {
+	defer s.wg.Done()
 	r := &Request{Session: s, ID: m.ID, Method: m.Method, Params: m.Params, Extra: m.Extra, out: out}
 	res, err := s.dispatch(ctx, r)
+	s.mu.Lock()
+	delete(s.inflight, m.ID)
+	if len(s.inflight) == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+	s.mu.Unlock()
+	release()
 	// The answer is written even when the request was cancelled, with a
 	// context that is not done, as JSON-RPC implementations do.
 	s.reply(out, m.ID, res, err)

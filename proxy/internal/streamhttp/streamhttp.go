@@ -1,35 +1,25 @@
 // Package streamhttp serves MCP's streamable HTTP transport, stateful, for
-// switchboard's downstream endpoint.
+// switchboard's downstream endpoint, on switchboard's own session layer
+// (package session).
 //
-// It replaces the go-sdk's StreamableHTTPHandler on the hot path. Each POST
-// body is decoded once, by the same decoder switchboard's stdio connection
-// uses (the SDK's handler decodes it three times, once more for _meta, each
-// time with a fresh 32 KiB buffer), and a call's answer is written as one
-// SSE event without the SDK's per-stream bookkeeping. What a client sees is
-// the SDK's handler's behaviour: the same status codes and checks, one
-// session per Mcp-Session-Id bound to the token that opened it, a
-// standalone GET stream, DELETE, batches before 2025-06-18, and the
-// SEP-2575 rejection of 2026-07-28 requests that a stateful server owes.
-// Two departures, both towards JSON-RPC: a body that is not JSON-RPC is
-// answered with a JSON-RPC parse error (HTTP 400) instead of plain text, and
-// an unknown method reaches the session, which answers it with
-// method-not-found on the call's stream. No event store: streams are not
-// resumable, as with the SDK's handler without one.
-//
-// With a direct handler (see New), an initialized tools/call of a session
-// before 2026-07-28 is answered beside the server session (package
-// direct), on the POST's own goroutine when it is the body's only call.
-//
-// Notifications and requests the server sends while handling a call go on
-// that call's stream. The SDK tells its own transport which call a write
-// belongs to through an unexported context key, so here the server must
-// carry the call itself: install [Related] as the outermost receiving
-// middleware of every server this handler serves.
+// Each POST body is decoded once, by the same one-pass decoder the stdio
+// connection uses, and its messages are handed to the session with the
+// POST's own event stream: a request's answer, and everything the session
+// sends about the request before it, go on that stream in order. What has
+// no request (list changes, log messages outside a call) goes on the
+// standalone GET stream. What a client sees is what the go-sdk's handler
+// shows: the same status codes and checks, one session per Mcp-Session-Id
+// bound to the principal that opened it, a standalone GET stream, DELETE,
+// batches before 2025-06-18, and the SEP-2575 rejection of 2026-07-28
+// requests that a stateful server owes. Two departures, both towards
+// JSON-RPC: a body that is not JSON-RPC is answered with a JSON-RPC parse
+// error (HTTP 400) instead of plain text, and an unknown method is answered
+// with method-not-found on the call's stream. No event store: streams are
+// not resumable. Every write to a client has a deadline.
 package streamhttp
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -43,13 +33,12 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
 
-	"github.com/mcp-switchboard/switchboard/proxy/internal/direct"
-	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
 
 // Header names and protocol versions this transport acts on.
@@ -70,40 +59,36 @@ const (
 // MaxBodyBytes bounds a POST body, as the SDK's DefaultMaxRequestBodyBytes.
 const MaxBodyBytes = 4 << 20
 
-// errRejected marks a write that could not be delivered and must not break
-// the session: it matches the SDK's internal jsonrpc2.ErrRejected, which
-// errors.Is compares by code.
-var errRejected error = &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+// Opener opens a session for the request that starts it (the principal
+// the authentication middleware found is in the request's context).
+type Opener func(r *http.Request, id string) (*session.Session, error)
+
+// Authorizer reports whether a request may use a session: a session is
+// bound to the principal that opened it.
+type Authorizer func(s *session.Session, r *http.Request) bool
 
 // Handler serves one MCP endpoint. Its zero value is not usable; see New.
 type Handler struct {
-	getServer func(*http.Request) *mcp.Server
-	direct    func(*mcp.Server) mcp.MethodHandler
+	opener    Opener
+	authorize Authorizer
 	log       hclog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*conn
+	wg       sync.WaitGroup
 }
 
-// New returns a Handler that opens each new session on the server getServer
-// picks for the request (nil: 400).
-//
-// direct, when not nil, gives for a server the method handler that answers
-// its tools/call requests in place of the server: the same receiving
-// middleware the server runs, around the tool's handler. A session of a
-// protocol before 2026-07-28 then has its initialized tools/call requests
-// answered straight from the POST: the server's session does not decode
-// the parameters twice more (its _meta check and its parameter type), take
-// the server's lock to find the tool, or spawn a handler goroutine. A call
-// the direct path cannot read as the server would goes to the server.
-func New(getServer func(*http.Request) *mcp.Server, direct func(*mcp.Server) mcp.MethodHandler, log hclog.Logger) *Handler {
+// New returns a Handler that opens sessions with open and checks every
+// later request of a session with authorize.
+func New(open Opener, authorize Authorizer, log hclog.Logger) *Handler {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Handler{getServer: getServer, direct: direct, log: log, sessions: map[string]*conn{}}
+	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}}
 }
 
-// Close ends every open session; safe to call again and concurrently.
+// Close ends every open session and waits for their bookkeeping; safe to
+// call again and concurrently.
 func (h *Handler) Close() {
 	h.mu.Lock()
 	open := make([]*conn, 0, len(h.sessions))
@@ -112,8 +97,16 @@ func (h *Handler) Close() {
 	}
 	h.mu.Unlock()
 	for _, c := range open {
-		_ = c.session.Close()
+		c.sess.Close()
 	}
+	h.wg.Wait()
+}
+
+// Sessions counts the open sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -151,11 +144,9 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *con
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
 	}
-	if c.userID != "" {
-		if ti := auth.TokenInfoFromContext(r.Context()); ti == nil || ti.UserID != c.userID {
-			http.Error(w, "session user mismatch", http.StatusForbidden)
-			return nil
-		}
+	if h.authorize != nil && !h.authorize(c.sess, r) {
+		http.Error(w, "session belongs to another principal", http.StatusForbidden)
+		return nil
 	}
 	return c
 }
@@ -176,7 +167,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	_ = c.session.Close()
+	c.sess.Close()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -193,34 +184,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "stream replay unsupported", http.StatusBadRequest)
 		return
 	}
-	s := &stream{w: w, rc: http.NewResponseController(w)}
-	c.mu.Lock()
-	if c.standalone != nil {
-		c.mu.Unlock()
-		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
-		return
-	}
-	c.standalone = s
-	// Headers and a comment go out at once: a standalone stream may stay
-	// silent for long, and proxies hold back headers without a body.
-	s.mu.Lock()
-	c.mu.Unlock()
-	sseHeaders(w.Header())
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.WriteString(w, ": ok\n\n")
-	_ = s.rc.Flush()
-	s.mu.Unlock()
-
-	select {
-	case <-r.Context().Done():
-	case <-c.done:
-	}
-	s.release()
-	c.mu.Lock()
-	if c.standalone == s {
-		c.standalone = nil
-	}
-	c.mu.Unlock()
+	c.get(w, r)
 }
 
 // incoming is one decoded POST body, checked.
@@ -277,8 +241,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	c.serve(w, r, in)
 	// A session whose first POST did not initialize it is of no use to
 	// anyone: nobody learnt its ID.
-	if fresh && c.session.InitializeParams() == nil {
-		_ = c.session.Close()
+	if fresh && !c.sess.Initialized() {
+		c.sess.Close()
 	}
 }
 
@@ -299,7 +263,7 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 // check decodes and vets a POST body; on refusal it has written the
 // response.
 func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool) {
-	msgs, batch, err := upstream.DecodeMessages(body)
+	msgs, batch, err := wire.Decode(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, jsonrpc.ID{}, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "malformed payload: " + err.Error()})
 		return incoming{}, false
@@ -314,7 +278,6 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		return incoming{}, false
 	}
 	in := incoming{msgs: msgs}
-	ti := auth.TokenInfoFromContext(r.Context())
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok {
@@ -326,7 +289,7 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		if !checkNewProtocol(w, req, header, version) {
 			return incoming{}, false
 		}
-		req.Extra = &mcp.RequestExtra{TokenInfo: ti, Header: r.Header}
+		req.Extra = &mcp.RequestExtra{Header: r.Header}
 		if req.IsCall() {
 			in.calls = append(in.calls, req)
 		}
@@ -406,49 +369,28 @@ var (
 	legacy    = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= v20260728 })
 )
 
-// open starts a session on the request's server.
+// open starts a session for the request.
 func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
-	srv := h.getServer(r)
-	if srv == nil {
-		http.Error(w, "no server available", http.StatusBadRequest)
-		return nil
-	}
-	c := &conn{
-		h:        h,
-		id:       rand.Text(),
-		incoming: make(chan jsonrpc.Message, 10),
-		done:     make(chan struct{}),
-		calls:    map[jsonrpc.ID]*call{},
-		related:  map[*mcp.RequestExtra]*call{},
-	}
-	// Direct calls run in a context like the server's handlers get: the
-	// values of the request that opened the session, ended with it.
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	c.cancel = cancel
-	if h.direct != nil {
-		if handler := h.direct(srv); handler != nil {
-			c.direct = direct.New(ctx, handler)
-		}
-	}
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		c.userID = ti.UserID
-	}
-	ss, err := srv.Connect(r.Context(), transport{c}, nil)
+	c := &conn{h: h, id: rand.Text()}
+	sess, err := h.opener(r, c.id)
 	if err != nil {
-		c.cancel()
 		h.log.Error("downstream session refused", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
 		return nil
 	}
-	// Published with its session, unless it already ended.
-	c.session = ss
+	c.sess = sess
+	// What has no request stream goes to the standalone GET stream.
+	sess.SetStream(c)
 	h.mu.Lock()
-	select {
-	case <-c.done:
-	default:
-		h.sessions[c.id] = c
-	}
+	h.sessions[c.id] = c
 	h.mu.Unlock()
+	// Forgotten once it ends, however it ends.
+	h.wg.Go(func() {
+		<-sess.Done()
+		h.mu.Lock()
+		delete(h.sessions, c.id)
+		h.mu.Unlock()
+	})
 	return c
 }
 
@@ -477,11 +419,17 @@ func sseHeaders(h http.Header) {
 }
 
 // writeError answers the whole POST with one JSON-RPC error.
+// An invalid ID (the request's could not be read) is written as null, as
+// JSON-RPC 2.0 prescribes.
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
 	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
 	if err != nil {
 		http.Error(w, e.Message, status)
 		return
+	}
+	if !id.IsValid() {
+		// The SDK's encoder leaves an invalid ID out.
+		data = append([]byte(`{"jsonrpc":"2.0","id":null,`), data[len(`{"jsonrpc":"2.0",`):]...)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -501,18 +449,4 @@ func isLoopback(hostport string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// relatedKey carries, in a handler's context, the request it handles.
-type relatedKey struct{}
-
-// Related is the receiving middleware that lets a session's writes find the
-// stream of the call they belong to.
-func Related(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ex := req.GetExtra(); ex != nil {
-			ctx = context.WithValue(ctx, relatedKey{}, ex)
-		}
-		return next(ctx, method, req)
-	}
 }

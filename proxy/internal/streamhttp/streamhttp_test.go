@@ -9,127 +9,213 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
-// testServer is an MCP server with the tools the tests call: echo, one
-// that reports progress before answering, one that asks the client for its
-// roots in the middle of the call, and one that waits for cancellation.
-// direct answers the same tools the way switchboard's views do, counting
-// the calls it answers.
-type testServer struct {
-	srv    *mcp.Server
-	tools  map[string]mcp.ToolHandler
-	direct atomic.Int32
+// fixture is a Handler on a test server whose sessions are real
+// session.Sessions answering the tools the tests call: echo, one that
+// reports progress before answering, one that asks the client for its roots
+// in the middle of the call, one that waits for cancellation, and one with
+// an empty result. A session's principal is its opening request's
+// Authorization header; only the same header may use it.
+type fixture struct {
+	h  *Handler
+	ts *httptest.Server
+
+	mu       sync.Mutex
+	sessions map[string]*session.Session // every session opened, by ID
+
+	// waiting receives the ID of each wait call once it runs.
+	waiting chan jsonrpc.ID
 }
 
-func newTestServer() *testServer {
-	ts := &testServer{srv: mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)}
-	textResult := func(s string) *mcp.CallToolResult {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+// principal is what the fixture binds a session to.
+func principal(r *http.Request) string { return r.Header.Get("Authorization") }
+
+// newFixture serves a Handler; log nil discards its lines.
+func newFixture(tb testing.TB, log hclog.Logger) *fixture {
+	tb.Helper()
+	if log == nil {
+		log = hclog.NewNullLogger()
 	}
-	ts.tools = map[string]mcp.ToolHandler{
-		"echo": func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var in struct {
-				Text string `json:"text"`
+	f := &fixture{sessions: map[string]*session.Session{}, waiting: make(chan jsonrpc.ID, 64)}
+	methods := f.methods()
+	open := func(r *http.Request, id string) (*session.Session, error) {
+		s := session.New(session.Options{
+			ID:           id,
+			Principal:    principal(r),
+			Methods:      methods,
+			ServerInfo:   &mcp.Implementation{Name: "test", Version: "1"},
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+			Logger:       log.Named("session"),
+		}, nil)
+		f.mu.Lock()
+		f.sessions[id] = s
+		f.mu.Unlock()
+		return s, nil
+	}
+	authorize := func(s *session.Session, r *http.Request) bool { return s.Principal() == principal(r) }
+	f.h = New(open, authorize, log)
+	f.ts = httptest.NewServer(f.h)
+	tb.Cleanup(func() {
+		f.h.Close()
+		f.ts.CloseClientConnections()
+		f.ts.Close()
+	})
+	return f
+}
+
+// session is the session the handler opened with the given ID.
+func (f *fixture) session(tb testing.TB, id string) *session.Session {
+	tb.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[id]
+	if s == nil {
+		tb.Fatalf("no session %q was opened", id)
+	}
+	return s
+}
+
+// opened counts the sessions the handler opened so far.
+func (f *fixture) opened() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sessions)
+}
+
+var toolNames = []string{"echo", "progress", "roots", "wait", "empty"}
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func (f *fixture) methods() session.Methods {
+	return session.Methods{
+		"tools/list": func(context.Context, *session.Request) (any, error) {
+			res := &mcp.ListToolsResult{Tools: []*mcp.Tool{}}
+			for _, name := range toolNames {
+				res.Tools = append(res.Tools, &mcp.Tool{Name: name, InputSchema: &jsonschema.Schema{Type: "object"}})
 			}
-			if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-				return nil, err
-			}
-			return textResult(in.Text), nil
+			return res, nil
 		},
-		"progress": func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		"tools/call": f.callTool,
+	}
+}
+
+func (f *fixture) callTool(ctx context.Context, r *session.Request) (any, error) {
+	var p mcp.CallToolParamsRaw
+	if err := json.Unmarshal(r.Params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call: " + err.Error()}
+	}
+	switch p.Name {
+	case "echo":
+		var in struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(p.Arguments, &in); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "echo: " + err.Error()}
+		}
+		return textResult(in.Text), nil
+	case "progress":
+		if tok := p.GetProgressToken(); tok != nil {
 			for i := range 3 {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-					ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: 3,
+				if err := r.Notify(ctx, "notifications/progress", &mcp.ProgressNotificationParams{
+					ProgressToken: tok, Progress: float64(i + 1), Total: 3,
 				}); err != nil {
 					return nil, err
 				}
 			}
-			return textResult("done"), nil
-		},
-		"roots": func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, err := req.Session.ListRoots(ctx, nil)
-			if err != nil {
-				return nil, err
-			}
-			var names []string
-			for _, r := range res.Roots {
-				names = append(names, r.URI)
-			}
-			return textResult(strings.Join(names, ",")), nil
-		},
-		"wait": func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			select {
-			case <-ctx.Done():
-				return textResult("cancelled"), nil
-			case <-time.After(3 * time.Second):
-				return textResult("not cancelled"), nil
-			}
-		},
-		"empty": func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		},
-	}
-	for name, h := range ts.tools {
-		ts.srv.AddTool(&mcp.Tool{Name: name, InputSchema: &jsonschema.Schema{Type: "object"}}, h)
-	}
-	ts.srv.AddReceivingMiddleware(Related)
-	return ts
-}
-
-// directHandler answers tools/call as switchboard's views do: the same
-// receiving middleware around the tool's handler.
-func (ts *testServer) directHandler(*mcp.Server) mcp.MethodHandler {
-	return Related(func(ctx context.Context, _ string, req mcp.Request) (mcp.Result, error) {
-		ts.direct.Add(1)
-		ct := req.(*mcp.CallToolRequest)
-		h, ok := ts.tools[ct.Params.Name]
-		if !ok {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", ct.Params.Name)}
 		}
-		return h(ctx, ct)
-	})
+		return textResult("done"), nil
+	case "roots":
+		raw, err := r.Ask(ctx, "roots/list", &mcp.ListRootsParams{})
+		if err != nil {
+			return nil, err
+		}
+		var res mcp.ListRootsResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, err
+		}
+		var uris []string
+		for _, root := range res.Roots {
+			uris = append(uris, root.URI)
+		}
+		return textResult(strings.Join(uris, ",")), nil
+	case "wait":
+		select {
+		case f.waiting <- r.ID:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			return textResult("cancelled"), nil
+		case <-time.After(3 * time.Second):
+			return textResult("not cancelled"), nil
+		}
+	case "empty":
+		return &mcp.CallToolResult{}, nil
+	}
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 }
 
-// modes runs a test with tools/call answered by the server and by the
-// direct path.
-func modes(t *testing.T, f func(t *testing.T, ts *testServer, direct func(*mcp.Server) mcp.MethodHandler)) {
-	for _, mode := range []string{"server", "direct"} {
-		t.Run(mode, func(t *testing.T) {
-			ts := newTestServer()
-			var direct func(*mcp.Server) mcp.MethodHandler
-			if mode == "direct" {
-				direct = ts.directHandler
-				t.Cleanup(func() {
-					if ts.direct.Load() == 0 {
-						t.Error("no call took the direct path")
-					}
-				})
-			}
-			f(t, ts, direct)
-		})
+// testLogger sends a test's log lines to t.Log, and drops those that come
+// after the test ended.
+func testLogger(t *testing.T) hclog.Logger {
+	w := &logWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return hclog.New(&hclog.LoggerOptions{Name: "streamhttp", Level: hclog.Debug, Output: w})
+}
+
+type logWriter struct {
+	mu   sync.Mutex
+	t    *testing.T
+	done bool
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
+	return len(p), nil
+}
+
+// serve starts a fixture for a test, with a goroutine-leak check that
+// runs once the fixture is closed.
+func serve(t *testing.T) *fixture {
+	t.Helper()
+	checkGoroutines(t)
+	return newFixture(t, testLogger(t))
 }
 
 // checkGoroutines fails the test if it leaves goroutines behind.
-func checkGoroutines(t *testing.T) {
-	t.Helper()
+func checkGoroutines(tb testing.TB) {
+	tb.Helper()
 	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		deadline := time.Now().Add(5 * time.Second)
 		for runtime.NumGoroutine() > before {
 			if time.Now().After(deadline) {
 				buf := make([]byte, 1<<20)
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+				tb.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 				return
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -137,25 +223,34 @@ func checkGoroutines(t *testing.T) {
 	})
 }
 
-func serve(t *testing.T, srv *mcp.Server, direct func(*mcp.Server) mcp.MethodHandler) (*Handler, *httptest.Server) {
-	t.Helper()
-	h := New(func(*http.Request) *mcp.Server { return srv }, direct, nil)
-	ts := httptest.NewServer(h)
-	t.Cleanup(func() {
-		h.Close()
-		ts.CloseClientConnections()
-		ts.Close()
-	})
-	return h, ts
+func waitFor(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not within 5s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
-func connect(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientSession {
+// closed reports whether a session has ended, without waiting.
+func closed(s *session.Session) bool {
+	select {
+	case <-s.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func connect(t *testing.T, f *fixture, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, opts)
 	c.AddRoots(&mcp.Root{URI: "file:///a"}, &mcp.Root{URI: "file:///b"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.ts.URL, HTTPClient: f.ts.Client()}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -171,19 +266,14 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 // TestClientRoundTrip runs the go-sdk's own client against the handler:
-// its discovery and fallback to a stateful version, calls, a call's progress
-// on the call's stream, a server request inside a call, and a notification
-// with no call on the standalone stream.
-func TestClientRoundTrip(t *testing.T) { modes(t, testClientRoundTrip) }
-
-func testClientRoundTrip(t *testing.T, fx *testServer, direct func(*mcp.Server) mcp.MethodHandler) {
-	checkGoroutines(t)
-	srv := fx.srv
-	h, ts := serve(t, srv, direct)
-
+// its discovery and fallback to a stateful version, calls, a call's progress,
+// a server request inside a call, a notification with no call on the
+// standalone stream, and the DELETE that ends the session.
+func TestClientRoundTrip(t *testing.T) {
+	f := serve(t)
 	var progress atomic.Int32
 	changed := make(chan struct{}, 1)
-	cs := connect(t, ts.URL, &mcp.ClientOptions{
+	cs := connect(t, f, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -192,11 +282,38 @@ func testClientRoundTrip(t *testing.T, fx *testServer, direct func(*mcp.Server) 
 			}
 		},
 	})
-	if got := cs.InitializeResult().ProtocolVersion; got >= v20260728 {
-		t.Fatalf("negotiated %s on a stateful server", got)
+	// The client asks server/discover at 2026-07-28 first; the session lists
+	// only legacy versions, and the client falls back to initialize.
+	if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
+		t.Fatalf("negotiated %q, want 2025-11-25", got)
 	}
+	ss := f.session(t, cs.ID())
+	if got := ss.ProtocolVersion(); got != "2025-11-25" {
+		t.Fatalf("session's version %q", got)
+	}
+	if info := ss.ClientInfo(); info == nil || info.Name != "client" {
+		t.Fatalf("session's client info %+v", info)
+	}
+	// The discover POST opened a session of its own, closed at once.
+	if n := f.opened(); n != 2 {
+		t.Errorf("sessions opened: %d, want 2 (discover, initialize)", n)
+	}
+	waitFor(t, "only the initialized session left", func() bool { return f.h.Sessions() == 1 })
+
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(names, toolNames) {
+		t.Fatalf("tools/list: %q", names)
+	}
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	if err != nil {
@@ -215,9 +332,9 @@ func testClientRoundTrip(t *testing.T, fx *testServer, direct func(*mcp.Server) 
 		t.Fatalf("progress result %q", got)
 	}
 	// The go-sdk client may hand the answer to the caller before its
-	// notification handler ran; TestRequestChecks checks the order on the
-	// wire.
-	waitFor(t, func() bool { return progress.Load() == 3 })
+	// notification handler ran; TestProgressBeforeAnswer checks the order on
+	// the wire.
+	waitFor(t, "3 progress notifications", func() bool { return progress.Load() == 3 })
 
 	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "roots"}); err != nil {
 		t.Fatal(err)
@@ -226,62 +343,73 @@ func testClientRoundTrip(t *testing.T, fx *testServer, direct func(*mcp.Server) 
 		t.Fatalf("roots from inside a call: %q", got)
 	}
 
-	// Not about a call: goes to the standalone GET stream.
-	mcp.AddTool(srv, &mcp.Tool{Name: "late"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{}, nil, nil
-	})
-	select {
-	case <-changed:
-	case <-ctx.Done():
-		t.Fatal("tools/list_changed never reached the client")
+	if _, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "nope"}); err == nil || !strings.Contains(err.Error(), `unknown tool "nope"`) {
+		t.Fatalf("unknown tool: %v", err)
 	}
 
-	if h.Sessions() != 1 {
-		t.Fatalf("sessions: %d", h.Sessions())
+	// Not about a call: goes to the standalone GET stream, which the client
+	// opens on its own once initialized.
+	if err := notifyUntilDelivered(ss, "notifications/tools/list_changed"); err != nil {
+		t.Errorf("session.Notify with no call: %v", err)
+	} else {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Error("tools/list_changed never reached the client")
+		}
 	}
+
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The client's DELETE ends the session on the server.
-	waitFor(t, func() bool { return h.Sessions() == 0 })
+	// The client's DELETE ends the session.
+	if !closed(ss) {
+		t.Error("session still open after the client's DELETE")
+	}
+	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
 }
 
-// Sessions is the number of open sessions.
-func (h *Handler) Sessions() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
+// notifyUntilDelivered sends a notification on the session's own stream,
+// again while there is none yet: a client opens its GET stream on its own
+// time.
+func notifyUntilDelivered(ss *session.Session, method string) error {
 	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
+	for {
+		err := ss.Notify(context.Background(), method, nil)
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-// post sends one raw POST.
-func post(t *testing.T, url, session, body string, hdr map[string]string) *http.Response {
-	t.Helper()
-	return send(t, http.MethodPost, url, session, body, hdr)
-}
-
 // send sends one raw request with a POST's headers, changed by hdr (an
 // empty value removes a header; "Host" sets the request's host).
-func send(t *testing.T, method, url, session, body string, hdr map[string]string) *http.Response {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+func send(tb testing.TB, f *fixture, method, sid, body string, hdr map[string]string) *http.Response {
+	tb.Helper()
+	resp, err := rawSend(f, method, sid, strings.NewReader(body), hdr)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// rawSend is send for any body, and for any goroutine.
+func rawSend(f *fixture, method, sid string, body io.Reader, hdr map[string]string) (*http.Response, error) {
+	return rawSendCtx(context.Background(), f, method, sid, body, hdr)
+}
+
+// rawSendCtx is rawSend bounded by ctx.
+func rawSendCtx(ctx context.Context, f *fixture, method, sid string, body io.Reader, hdr map[string]string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, f.ts.URL, body)
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set(sessionIDHeader, session)
+	if sid != "" {
+		req.Header.Set(sessionIDHeader, sid)
 	}
 	for k, v := range hdr {
 		switch {
@@ -293,41 +421,102 @@ func send(t *testing.T, method, url, session, body string, hdr map[string]string
 			req.Header.Set(k, v)
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return f.ts.Client().Do(req)
 }
 
-const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+// answered is what a POST answered: its status and events.
+type answered struct {
+	status int
+	events []string
+	err    error
+}
 
-// initialize opens a session by hand and returns its ID.
-func initialize(t *testing.T, url string) string {
+// postAsync sends a POST whose answer may take long (net/http sends a POST's
+// headers with its first event) and reads its events to the end.
+func postAsync(f *fixture, sid, body string, hdr map[string]string) <-chan answered {
+	ch := make(chan answered, 1)
+	go func() {
+		resp, err := rawSend(f, http.MethodPost, sid, strings.NewReader(body), hdr)
+		if err != nil {
+			ch <- answered{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		got, err := readEvents(resp)
+		ch <- answered{status: resp.StatusCode, events: got, err: err}
+	}()
+	return ch
+}
+
+// wantCancelled checks a call's answer: the wait tool's, cancelled.
+func wantCancelled(t *testing.T, a answered, id string) {
 	t.Helper()
-	resp := post(t, url, "", initBody, nil)
+	if a.err != nil || a.status != http.StatusOK || len(a.events) != 1 || !strings.Contains(a.events[0], `"text":"cancelled"`) || !strings.Contains(a.events[0], `"id":`+id) {
+		t.Fatalf("cancelled call answered %d %q, %v", a.status, a.events, a.err)
+	}
+}
+
+// post sends one raw POST.
+func post(tb testing.TB, f *fixture, sid, body string, hdr map[string]string) *http.Response {
+	tb.Helper()
+	return send(tb, f, http.MethodPost, sid, body, hdr)
+}
+
+// get opens a standalone stream with GET's headers, changed by hdr.
+func get(tb testing.TB, f *fixture, sid string, hdr map[string]string) *http.Response {
+	tb.Helper()
+	h := map[string]string{"Accept": "text/event-stream", "Content-Type": ""}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	return send(tb, f, http.MethodGet, sid, "", h)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// v25 is the header of a request of an initialized 2025-11-25 session.
+var v25 = map[string]string{protocolVersionHeader: "2025-11-25"}
+
+// initialize opens a session by hand, with the given headers, and returns
+// its ID.
+func initialize(tb testing.TB, f *fixture, hdr map[string]string) string {
+	tb.Helper()
+	resp := post(tb, f, "", initBody, hdr)
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("initialize: %s", resp.Status)
+		tb.Fatalf("initialize: %s", resp.Status)
 	}
 	id := resp.Header.Get(sessionIDHeader)
 	if id == "" {
-		t.Fatal("no session ID")
+		tb.Fatal("no session ID")
 	}
-	events(t, resp)
-	r := post(t, url, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{protocolVersionHeader: "2025-11-25"})
-	if r.StatusCode != http.StatusAccepted {
-		t.Fatalf("initialized: %s", r.Status)
+	if got := events(tb, resp); len(got) != 1 || !strings.Contains(got[0], `"protocolVersion":"2025-11-25"`) {
+		tb.Fatalf("initialize answered %q", got)
+	}
+	h := map[string]string{protocolVersionHeader: "2025-11-25"}
+	for k, v := range hdr {
+		h[k] = v
+	}
+	if r := post(tb, f, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h); r.StatusCode != http.StatusAccepted {
+		tb.Fatalf("initialized: %s", r.Status)
 	}
 	return id
 }
 
 // events reads an SSE response to its end and returns the data of each
 // message event.
-func events(t *testing.T, resp *http.Response) []string {
-	t.Helper()
+func events(tb testing.TB, resp *http.Response) []string {
+	tb.Helper()
+	out, err := readEvents(resp)
+	if err != nil {
+		tb.Fatalf("%s: %v", resp.Status, err)
+	}
+	return out
+}
+
+func readEvents(resp *http.Response) ([]string, error) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("content type %q", ct)
+		body, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("content type %q: %s", ct, body)
 	}
 	var out []string
 	sc := bufio.NewScanner(resp.Body)
@@ -340,223 +529,661 @@ func events(t *testing.T, resp *http.Response) []string {
 			event = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
 			if event != "message" {
-				t.Fatalf("data in event %q", event)
+				return out, fmt.Errorf("data in event %q", event)
 			}
 			out = append(out, strings.TrimPrefix(line, "data: "))
 		}
 	}
-	return out
+	return out, sc.Err()
 }
 
-func status(t *testing.T, resp *http.Response, want int) string {
-	t.Helper()
+// status checks a response's status and returns its body.
+func status(tb testing.TB, resp *http.Response, want int) string {
+	tb.Helper()
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != want {
-		t.Fatalf("status %s, want %d: %s", resp.Status, want, body)
+		tb.Fatalf("status %s, want %d: %s", resp.Status, want, body)
 	}
 	return string(body)
 }
 
-// TestRequestChecks: what the handler refuses, and how.
-func TestRequestChecks(t *testing.T) { modes(t, testRequestChecks) }
-
-func testRequestChecks(t *testing.T, fx *testServer, direct func(*mcp.Server) mcp.MethodHandler) {
-	checkGoroutines(t)
-	h, ts := serve(t, fx.srv, direct)
-	id := initialize(t, ts.URL)
-	v := map[string]string{protocolVersionHeader: "2025-11-25"}
-	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
-
-	status(t, post(t, ts.URL, id, call, map[string]string{"Content-Type": "text/plain"}), http.StatusUnsupportedMediaType)
-	status(t, post(t, ts.URL, id, call, map[string]string{"Accept": "application/json"}), http.StatusBadRequest)
-	status(t, post(t, ts.URL, id, call, map[string]string{lastEventIDHeader: "x_1"}), http.StatusBadRequest)
-	status(t, post(t, ts.URL, "nope", call, v), http.StatusNotFound)
-	status(t, post(t, ts.URL, id, "  ", v), http.StatusBadRequest)
-	status(t, post(t, ts.URL, id, call, map[string]string{protocolVersionHeader: "1999-01-01"}), http.StatusBadRequest)
-
-	// Not JSON-RPC: a JSON-RPC parse error, and the session goes on.
-	body := status(t, post(t, ts.URL, id, `{"jsonrpc":"2.0",`, v), http.StatusBadRequest)
-	var e struct {
-		ID    any `json:"id"`
-		Error struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != -32700 || e.ID != nil {
-		t.Fatalf("malformed body answered with %q", body)
-	}
-
-	// Batches: refused from 2025-06-18, answered before.
-	batch := `[` + call + `,{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo","arguments":{"text":"y"}}}]`
-	status(t, post(t, ts.URL, id, batch, v), http.StatusBadRequest)
-	got := events(t, post(t, ts.URL, id, batch, map[string]string{protocolVersionHeader: "2025-03-26"}))
-	if len(got) != 2 || !strings.Contains(strings.Join(got, ""), `"text":"x"`) || !strings.Contains(strings.Join(got, ""), `"text":"y"`) {
-		t.Fatalf("batch answers: %q", got)
-	}
-	// One ID twice in a batch.
-	status(t, post(t, ts.URL, id, `[`+call+`,`+call+`]`, map[string]string{protocolVersionHeader: "2025-03-26"}), http.StatusBadRequest)
-
-	// A call answered on its stream.
-	got = events(t, post(t, ts.URL, id, call, v))
-	if len(got) != 1 || !strings.Contains(got[0], `"id":7`) || !strings.Contains(got[0], `"text":"x"`) {
-		t.Fatalf("answer: %q", got)
-	}
-	// A call's notifications go on its own stream, before its answer.
-	got = events(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`, v))
-	if len(got) != 4 || !strings.Contains(got[0], `notifications/progress`) || !strings.Contains(got[2], `"progress":3`) || !strings.Contains(got[3], `"id":"p"`) {
-		t.Fatalf("progress call's stream: %q", got)
-	}
-	// An unknown method reaches the session: method not found, on the stream.
-	got = events(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","id":9,"method":"no/such"}`, v))
-	if len(got) != 1 || !strings.Contains(got[0], `-32601`) {
-		t.Fatalf("unknown method: %q", got)
-	}
-
-	// 2026-07-28 requests on a stateful server: SEP-2575's refusal.
-	body = status(t, post(t, ts.URL, id, call, map[string]string{protocolVersionHeader: v20260728}), http.StatusBadRequest)
-	if !strings.Contains(body, `-32022`) || !strings.Contains(body, `"supported":["2025-11-25"`) {
-		t.Fatalf("2026 call answered with %q", body)
-	}
-	status(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`, map[string]string{protocolVersionHeader: v20260728}), http.StatusBadRequest)
-
-	// Other methods.
-	resp := send(t, http.MethodPut, ts.URL, id, "", nil)
-	status(t, resp, http.StatusMethodNotAllowed)
-	if got := resp.Header.Get("Allow"); got != "GET, POST, DELETE" {
-		t.Fatalf("PUT: Allow %q", got)
-	}
-	status(t, send(t, http.MethodDelete, ts.URL, "", "", nil), http.StatusBadRequest)
-
-	// DNS rebinding: a loopback listener serves loopback names only.
-	status(t, post(t, ts.URL, id, call, map[string]string{"Host": "evil.example"}), http.StatusForbidden)
-	status(t, post(t, ts.URL, id, call, map[string]string{"Host": "localhost", protocolVersionHeader: "2025-11-25"}), http.StatusOK)
-
-	// A first POST that does not initialize leaves no session behind.
-	status(t, post(t, ts.URL, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil), http.StatusAccepted)
-	waitFor(t, func() bool { return h.Sessions() == 1 })
-
-	// DELETE ends the session; then it is unknown.
-	status(t, send(t, http.MethodDelete, ts.URL, id, "", nil), http.StatusNoContent)
-	status(t, post(t, ts.URL, id, call, v), http.StatusNotFound)
-	waitFor(t, func() bool { return h.Sessions() == 0 })
+// wireMsg is one JSON-RPC message as the tests read it.
+type wireMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
 }
 
-// TestSessionBoundToToken: a session opened with a token answers only that
-// token.
-func TestSessionBoundToToken(t *testing.T) {
-	checkGoroutines(t)
-	h := New(func(*http.Request) *mcp.Server { return newTestServer().srv }, nil, nil)
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		return &auth.TokenInfo{UserID: token, Expiration: time.Now().Add(time.Hour)}, nil
+func decode(tb testing.TB, data string) wireMsg {
+	tb.Helper()
+	var m wireMsg
+	if err := json.Unmarshal([]byte(data), &m); err != nil {
+		tb.Fatalf("not a JSON-RPC message: %q: %v", data, err)
 	}
-	withUser := auth.RequireBearerToken(verify, nil)(h)
-	ts := httptest.NewServer(withUser)
-	defer ts.Close()
-	resp := post(t, ts.URL, "", initBody, map[string]string{"Authorization": "Bearer alice"})
-	id := resp.Header.Get(sessionIDHeader)
-	events(t, resp)
-	call := `{"jsonrpc":"2.0","id":2,"method":"ping"}`
-	status(t, post(t, ts.URL, id, call, map[string]string{"Authorization": "Bearer mallory"}), http.StatusForbidden)
-	if got := events(t, post(t, ts.URL, id, call, map[string]string{"Authorization": "Bearer alice"})); len(got) != 1 {
+	return m
+}
+
+// TestRequestChecks: what the handler refuses, and how. Every case runs
+// on one initialized session, which goes on answering.
+func TestRequestChecks(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
+	const discoverMeta = `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	v26 := map[string]string{protocolVersionHeader: v20260728, methodHeader: "server/discover"}
+	for _, tc := range []struct {
+		name   string
+		method string // POST if empty
+		sid    string // the session's if empty, none if "-"
+		body   string
+		hdr    map[string]string
+		status int
+		code   int    // a JSON-RPC error's code, if the body is one
+		want   string // in the body
+	}{
+		{name: "content type", body: call, hdr: map[string]string{"Content-Type": "text/plain"}, status: http.StatusUnsupportedMediaType},
+		{name: "no content type", body: call, hdr: map[string]string{"Content-Type": ""}, status: http.StatusUnsupportedMediaType},
+		{name: "content type with charset", body: call, hdr: map[string]string{"Content-Type": "application/json; charset=utf-8", protocolVersionHeader: "2025-11-25"}, status: http.StatusOK},
+		{name: "accept without event stream", body: call, hdr: map[string]string{"Accept": "application/json"}, status: http.StatusBadRequest},
+		{name: "accept without json", body: call, hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusBadRequest},
+		{name: "accept wildcard", body: call, hdr: map[string]string{"Accept": "*/*", protocolVersionHeader: "2025-11-25"}, status: http.StatusOK},
+		{name: "last event id", body: call, hdr: map[string]string{lastEventIDHeader: "x_1"}, status: http.StatusBadRequest},
+		{name: "unknown session", sid: "nope", body: call, hdr: v25, status: http.StatusNotFound},
+		{name: "empty body", body: "  ", hdr: v25, status: http.StatusBadRequest},
+		{name: "unsupported version", body: call, hdr: map[string]string{protocolVersionHeader: "1999-01-01"}, status: http.StatusBadRequest},
+		// Not JSON-RPC: a JSON-RPC parse error with a null ID.
+		{name: "bad json", body: `{"jsonrpc":"2.0",`, hdr: v25, status: http.StatusBadRequest, code: jsonrpc.CodeParseError, want: `"id":null`},
+		{name: "wrong jsonrpc version", body: `{"jsonrpc":"1.0","id":1,"method":"ping"}`, hdr: v25, status: http.StatusBadRequest, code: jsonrpc.CodeParseError},
+		{name: "trailing data", body: call + `x`, hdr: v25, status: http.StatusBadRequest, code: jsonrpc.CodeParseError},
+		// Batches: refused from 2025-06-18.
+		{name: "batch at 2025-06-18", body: `[` + call + `]`, hdr: map[string]string{protocolVersionHeader: "2025-06-18"}, status: http.StatusBadRequest, want: "batching is not supported"},
+		{name: "batch at 2025-11-25", body: `[` + call + `]`, hdr: v25, status: http.StatusBadRequest, want: "batching is not supported"},
+		{name: "duplicate ID in a batch", body: `[` + call + `,` + call + `]`, hdr: map[string]string{protocolVersionHeader: "2025-03-26"}, status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest, want: "duplicate request ID 7"},
+		// SEP-2575 on a stateful server: 2026-07-28 calls are refused,
+		// server/discover is answered when its headers and _meta agree.
+		{name: "2026 call", body: call, hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call"}, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion, want: `"requested":"2026-07-28"`},
+		{name: "later unknown version call", body: call, hdr: map[string]string{protocolVersionHeader: "2027-01-01", methodHeader: "tools/call"}, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion, want: `"requested":"2027-01-01"`},
+		{name: "2026 meta on a legacy call", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, hdr: v25, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion},
+		{name: "discover", body: discoverMeta, hdr: v26, status: http.StatusOK, want: `"supportedVersions":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`},
+		{name: "discover without meta", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`, hdr: v26, status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, want: "missing or invalid _meta field"},
+		{name: "discover meta without header", body: discoverMeta, hdr: map[string]string{methodHeader: "server/discover"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "header is required"},
+		{name: "discover meta mismatch", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, hdr: v26, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "does not match"},
+		{name: "Mcp-Method missing", body: discoverMeta, hdr: map[string]string{protocolVersionHeader: v20260728}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "missing required Mcp-Method header"},
+		{name: "Mcp-Method mismatch", body: discoverMeta, hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/list"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "'tools/list' does not match body value 'server/discover'"},
+		{name: "Mcp-Method on a 2026 notification", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr: map[string]string{protocolVersionHeader: v20260728}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch},
+		// Other methods and hosts.
+		{name: "PUT", method: http.MethodPut, status: http.StatusMethodNotAllowed, want: "Method Not Allowed"},
+		{name: "DELETE without a session", method: http.MethodDelete, sid: "-", status: http.StatusBadRequest},
+		{name: "DELETE of an unknown session", method: http.MethodDelete, sid: "nope", status: http.StatusNotFound},
+		{name: "GET without a session", method: http.MethodGet, sid: "-", hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusBadRequest},
+		{name: "GET of an unknown session", method: http.MethodGet, sid: "nope", hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusNotFound},
+		{name: "GET without event stream", method: http.MethodGet, hdr: map[string]string{"Accept": "application/json"}, status: http.StatusBadRequest},
+		{name: "GET with last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x_1"}, status: http.StatusBadRequest, want: "replay unsupported"},
+		// DNS rebinding: a loopback listener serves loopback names only.
+		{name: "foreign host", body: call, hdr: map[string]string{"Host": "evil.example", protocolVersionHeader: "2025-11-25"}, status: http.StatusForbidden},
+		{name: "localhost", body: call, hdr: map[string]string{"Host": "localhost", protocolVersionHeader: "2025-11-25"}, status: http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			method, sid := tc.method, tc.sid
+			if method == "" {
+				method = http.MethodPost
+			}
+			switch sid {
+			case "":
+				sid = id
+			case "-":
+				sid = ""
+			}
+			resp := send(t, f, method, sid, tc.body, tc.hdr)
+			var body string
+			if tc.status == http.StatusOK {
+				if resp.StatusCode != http.StatusOK {
+					status(t, resp, tc.status)
+				}
+				body = strings.Join(events(t, resp), "\n")
+			} else {
+				body = status(t, resp, tc.status)
+			}
+			if tc.code != 0 {
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("content type %q", ct)
+				}
+				if m := decode(t, body); m.Error == nil || m.Error.Code != tc.code {
+					t.Fatalf("want JSON-RPC error %d, got %s", tc.code, body)
+				}
+			}
+			if !strings.Contains(body, tc.want) {
+				t.Fatalf("body %q lacks %q", body, tc.want)
+			}
+			if tc.method == http.MethodPut {
+				if got := resp.Header.Get("Allow"); got != "GET, POST, DELETE" {
+					t.Fatalf("Allow %q", got)
+				}
+			}
+		})
+	}
+
+	// The refusal of a 2026 call lists exactly the versions the session
+	// negotiates, for the client to fall back to.
+	resp := post(t, f, id, call, map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call"})
+	m := decode(t, status(t, resp, http.StatusBadRequest))
+	var data mcp.UnsupportedProtocolVersionData
+	if m.Error == nil || json.Unmarshal(m.Error.Data, &data) != nil || !slices.Equal(data.Supported, session.Versions) || string(m.ID) != "7" {
+		t.Fatalf("2026 call refused with %+v (data %s), want supported %q", m, m.Error.Data, session.Versions)
+	}
+
+	// Nothing refused ended the session.
+	if f.h.Sessions() != 1 || closed(f.session(t, id)) {
+		t.Fatalf("sessions %d after the checks", f.h.Sessions())
+	}
+}
+
+// emptyResult is an empty CallToolResult as the empty tool's answer
+// carries it.
+var emptyResult = func() string {
+	b, err := json.Marshal(&mcp.CallToolResult{})
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
+// TestAnswers: what a session answers on a POST's stream.
+func TestAnswers(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	echo := func(id any, text string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, text)
+	}
+	for _, tc := range []struct {
+		name string
+		body string
+		hdr  map[string]string
+		want []string // one per event, in any order: each in its event
+	}{
+		// Every case has IDs of its own: TestIDReusableAfterAnswer is about
+		// reusing them.
+		{name: "call", body: echo(7, "x"), hdr: v25, want: []string{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`}},
+		{name: "string ID", body: echo(`"s"`, "<a & b>"), hdr: v25, want: []string{`"id":"s"`}},
+		// The result goes out as the tool encodes it.
+		{name: "empty result", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"empty"}}`, hdr: v25, want: []string{`{"jsonrpc":"2.0","id":1,"result":` + emptyResult + `}`}},
+		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"x"}}`, hdr: v25, want: []string{`"error":{"code":-32602,"message":"unknown tool \"x\""}`}},
+		{name: "bad arguments", body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":"not an object"}}`, hdr: v25, want: []string{`"code":-32602`}},
+		{name: "unknown method", body: `{"jsonrpc":"2.0","id":9,"method":"no/such"}`, hdr: v25, want: []string{`"error":{"code":-32601`}},
+		{name: "ping", body: `{"jsonrpc":"2.0","id":2,"method":"ping"}`, hdr: v25, want: []string{`{"jsonrpc":"2.0","id":2,"result":{}}`}},
+		{name: "tools/list", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`, hdr: v25, want: []string{`"name":"echo"`}},
+		// Batches before 2025-06-18: one stream for every answer; a batch
+		// without a version header is of the default, 2025-03-26.
+		{name: "batch", body: `[` + echo(10, "x") + `,` + echo(11, "y") + `]`, hdr: map[string]string{protocolVersionHeader: "2025-03-26"}, want: []string{`"text":"x"`, `"text":"y"`}},
+		{name: "batch without version", body: `[` + echo(12, "x") + `,{"jsonrpc":"2.0","method":"notifications/initialized"},` + echo(13, "y") + `]`, want: []string{`"text":"x"`, `"text":"y"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := events(t, post(t, f, id, tc.body, tc.hdr))
+			if len(got) != len(tc.want) {
+				t.Fatalf("events %q, want %d", got, len(tc.want))
+			}
+			// A batch's calls run at once: their answers come in any order.
+			left := slices.Clone(got)
+			for _, want := range tc.want {
+				i := slices.IndexFunc(left, func(e string) bool { return strings.Contains(e, want) })
+				if i < 0 {
+					t.Fatalf("no event has %q: %q", want, got)
+				}
+				left = slices.Delete(left, i, i+1)
+			}
+		})
+	}
+	// An answer without a call: 202, no body.
+	status(t, post(t, f, id, `{"jsonrpc":"2.0","id":"sb-99","result":{}}`, v25), http.StatusAccepted)
+}
+
+// TestIDReusableAfterAnswer: once a call is answered, its ID is free
+// again: a client that reuses it at once, alone or in a batch, is not told
+// it is still in flight.
+func TestIDReusableAfterAnswer(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	const call = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
+	const other = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	for _, tc := range []struct {
+		name, body string
+		hdr        map[string]string
+		answers    int
+	}{
+		{name: "alone", body: call, hdr: v25, answers: 1},
+		{name: "in a batch", body: `[` + call + `,` + other + `]`, hdr: map[string]string{protocolVersionHeader: "2025-03-26"}, answers: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range 500 {
+				got := events(t, post(t, f, id, tc.body, tc.hdr))
+				if len(got) != tc.answers || slices.ContainsFunc(got, func(e string) bool { return decode(t, e).Error != nil }) {
+					t.Fatalf("call %d answered %q", i, got)
+				}
+			}
+		})
+	}
+}
+
+// TestProgressBeforeAnswer: a call's notifications go on its own stream,
+// before its answer, whether it came alone or in a batch.
+func TestProgressBeforeAnswer(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	const progress = `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`
+	for _, tc := range []struct {
+		name, body string
+		hdr        map[string]string
+	}{
+		{name: "alone", body: progress, hdr: v25},
+		{name: "in a batch", body: `[` + progress + `]`, hdr: map[string]string{protocolVersionHeader: "2025-03-26"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := events(t, post(t, f, id, tc.body, tc.hdr))
+			if len(got) != 4 {
+				t.Fatalf("progress call's stream: %q", got)
+			}
+			for i, e := range got[:3] {
+				m := decode(t, e)
+				var p mcp.ProgressNotificationParams
+				if m.Method != "notifications/progress" || json.Unmarshal(m.Params, &p) != nil || p.ProgressToken != "tok" || p.Progress != float64(i+1) {
+					t.Fatalf("event %d: %s", i, e)
+				}
+			}
+			if m := decode(t, got[3]); string(m.ID) != `"p"` || !strings.Contains(string(m.Result), `"text":"done"`) {
+				t.Fatalf("answer: %s", got[3])
+			}
+		})
+	}
+}
+
+// TestServerRequestInCall: a request the session sends the client inside a
+// call goes on the call's stream, and the client's answer, POSTed on its
+// own, reaches the call.
+func TestServerRequestInCall(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	resp := post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"roots"}}`, v25)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("roots call: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var ask wireMsg
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			ask = decode(t, data)
+			break
+		}
+	}
+	if ask.Method != "roots/list" || len(ask.ID) == 0 {
+		t.Fatalf("first event on the call's stream: %+v", ask)
+	}
+	status(t, post(t, f, id, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"roots":[{"uri":"file:///r"}]}}`, v25), http.StatusAccepted)
+	var rest []string
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			rest = append(rest, data)
+		}
+	}
+	if len(rest) != 1 || !strings.Contains(rest[0], `"text":"file:///r"`) || decode(t, rest[0]).Error != nil {
+		t.Fatalf("after the client's answer: %q", rest)
+	}
+}
+
+// TestFirstPostWithoutInitialize: a first POST that does not initialize is
+// answered and leaves no session behind.
+func TestFirstPostWithoutInitialize(t *testing.T) {
+	f := serve(t)
+	for _, tc := range []struct {
+		name, body string
+		hdr        map[string]string
+		status     int
+	}{
+		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: http.StatusAccepted},
+		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: http.StatusOK},
+		{name: "tools/list", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, status: http.StatusOK},
+		{name: "discover", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "server/discover"}, status: http.StatusOK},
+		{name: "duplicate IDs", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, status: http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := f.opened()
+			resp := post(t, f, "", tc.body, tc.hdr)
+			status(t, resp, tc.status)
+			if sid := resp.Header.Get(sessionIDHeader); sid != "" {
+				t.Errorf("answer names session %q", sid)
+			}
+			if f.opened() != before+1 {
+				t.Fatalf("sessions opened: %d, want %d", f.opened(), before+1)
+			}
+			f.mu.Lock()
+			var opened *session.Session
+			for _, s := range f.sessions {
+				if !closed(s) {
+					opened = s
+				}
+			}
+			f.mu.Unlock()
+			if opened != nil {
+				t.Fatalf("session %s left open", opened.ID())
+			}
+			waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+		})
+	}
+	// A batch that initializes opens a session; its answer names it.
+	resp := post(t, f, "", `[`+initBody+`]`, nil)
+	sid := resp.Header.Get(sessionIDHeader)
+	if got := events(t, resp); len(got) != 1 || sid == "" {
+		t.Fatalf("batch initialize: session %q, %q", sid, got)
+	}
+	if f.h.Sessions() != 1 || !f.session(t, sid).Initialized() {
+		t.Fatalf("sessions %d after a batch initialize", f.h.Sessions())
+	}
+}
+
+// TestSessionBoundToToken: a session opened with a token answers only
+// that token, on POST, GET and DELETE.
+func TestSessionBoundToToken(t *testing.T) {
+	f := serve(t)
+	alice := map[string]string{"Authorization": "Bearer alice", protocolVersionHeader: "2025-11-25"}
+	mallory := map[string]string{"Authorization": "Bearer mallory", protocolVersionHeader: "2025-11-25"}
+	id := initialize(t, f, map[string]string{"Authorization": "Bearer alice"})
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	status(t, post(t, f, id, ping, mallory), http.StatusForbidden)
+	status(t, post(t, f, id, ping, v25), http.StatusForbidden)
+	status(t, get(t, f, id, mallory), http.StatusForbidden)
+	if got := events(t, post(t, f, id, ping, alice)); len(got) != 1 || !strings.Contains(got[0], `"result":{}`) {
 		t.Fatalf("ping by the owner: %q", got)
 	}
-	status(t, send(t, http.MethodDelete, ts.URL, id, "", map[string]string{"Authorization": "Bearer mallory"}), http.StatusForbidden)
-	status(t, send(t, http.MethodDelete, ts.URL, id, "", map[string]string{"Authorization": "Bearer alice"}), http.StatusNoContent)
-	waitFor(t, func() bool { return h.Sessions() == 0 })
+	status(t, send(t, f, http.MethodDelete, id, "", mallory), http.StatusForbidden)
+	if closed(f.session(t, id)) {
+		t.Fatal("another token's DELETE closed the session")
+	}
+	status(t, send(t, f, http.MethodDelete, id, "", alice), http.StatusNoContent)
+	if !closed(f.session(t, id)) {
+		t.Fatal("the owner's DELETE left the session open")
+	}
+	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
 }
 
-// TestStandaloneStream: one GET stream per session; a second conflicts; it
+// TestStandaloneStream: one GET stream per session, opened at once; what
+// the session sends outside a call goes on it; a second GET conflicts; it
 // ends with the session.
 func TestStandaloneStream(t *testing.T) {
-	checkGoroutines(t)
-	h, ts := serve(t, newTestServer().srv, nil)
-	id := initialize(t, ts.URL)
-	get := func() *http.Response {
-		req, _ := http.NewRequest(http.MethodGet, ts.URL, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set(sessionIDHeader, id)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+	f := serve(t)
+	id := initialize(t, f, nil)
+	ss := f.session(t, id)
+	if err := ss.Notify(context.Background(), "notifications/tools/list_changed", nil); err == nil {
+		t.Error("notification with no stream open reported delivered")
 	}
-	first := get()
-	defer first.Body.Close()
-	if first.StatusCode != http.StatusOK {
-		t.Fatalf("GET: %s", first.Status)
+	stream := get(t, f, id, v25)
+	if stream.StatusCode != http.StatusOK || stream.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET: %s %q", stream.Status, stream.Header.Get("Content-Type"))
 	}
 	// Headers and a comment arrive at once.
-	br := bufio.NewReader(first.Body)
+	br := bufio.NewReader(stream.Body)
 	if line, err := br.ReadString('\n'); err != nil || line != ": ok\n" {
 		t.Fatalf("first line %q, %v", line, err)
 	}
-	second := get()
-	second.Body.Close()
-	if second.StatusCode != http.StatusConflict {
-		t.Fatalf("second GET: %s", second.Status)
+	status(t, get(t, f, id, v25), http.StatusConflict)
+
+	// The stream's events, until it ends.
+	evs := make(chan string)
+	ended := make(chan error, 1)
+	go func() {
+		defer close(evs)
+		sc := bufio.NewScanner(br)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				evs <- data
+			}
+		}
+		ended <- sc.Err()
+	}()
+	next := func() (wireMsg, bool) {
+		t.Helper()
+		select {
+		case data, ok := <-evs:
+			if !ok {
+				t.Error("GET stream ended")
+				return wireMsg{}, false
+			}
+			return decode(t, data), true
+		case <-time.After(5 * time.Second):
+			t.Error("nothing on the GET stream in 5s")
+			return wireMsg{}, false
+		}
 	}
-	h.Close()
+
+	// A notification with no call.
+	if err := ss.Notify(context.Background(), "notifications/tools/list_changed", nil); err != nil {
+		t.Errorf("session.Notify with the GET stream open: %v", err)
+	} else if m, ok := next(); ok && m.Method != "notifications/tools/list_changed" {
+		t.Errorf("GET stream: %+v", m)
+	}
+
+	// A request with no call, answered by a POST.
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	asked := make(chan answer, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() {
+		raw, err := ss.Ask(ctx, "roots/list", &mcp.ListRootsParams{})
+		asked <- answer{raw, err}
+	}()
+	select {
+	case a := <-asked:
+		t.Errorf("session.Ask with the GET stream open: %s, %v", a.raw, a.err)
+	case data := <-evs:
+		if m := decode(t, data); m.Method != "roots/list" {
+			t.Errorf("GET stream: %+v", m)
+		} else {
+			status(t, post(t, f, id, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"roots":[]}}`, v25), http.StatusAccepted)
+			if a := <-asked; a.err != nil || string(a.raw) != `{"roots":[]}` {
+				t.Errorf("session.Ask: %s, %v", a.raw, a.err)
+			}
+		}
+	}
+
+	status(t, send(t, f, http.MethodDelete, id, "", v25), http.StatusNoContent)
 	// The stream ends with the session.
-	if _, err := io.ReadAll(br); err != nil {
+	for range evs {
+	}
+	if err := <-ended; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return h.Sessions() == 0 })
+	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
 }
 
-// TestDirectMatchesServer: the direct path answers byte for byte as the
-// server does, errors included.
-func TestDirectMatchesServer(t *testing.T) {
-	checkGoroutines(t)
-	fx := newTestServer()
-	_, viaServer := serve(t, newTestServer().srv, nil)
-	_, viaDirect := serve(t, fx.srv, fx.directHandler)
-	sServer, sDirect := initialize(t, viaServer.URL), initialize(t, viaDirect.URL)
-	v := map[string]string{protocolVersionHeader: "2025-11-25"}
-	for _, params := range []string{
-		`{"name":"echo","arguments":{"text":"<a & b>"}}`,
-		`{"name":"echo","arguments":{"text":"x"},"_meta":{"progressToken":7}}`,
-		`{"name":"echo","arguments":"not an object"}`,
-		`{"name":"empty"}`,
-		`{"name":"nope","arguments":{}}`,
-		`{"name":"echo","arguments":{"text":"\u00e9\n"}}`,
-	} {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
-		want := events(t, post(t, viaServer.URL, sServer, body, v))
-		got := events(t, post(t, viaDirect.URL, sDirect, body, v))
-		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("%s:\ndirect %q\nserver %q", params, got, want)
-		}
+// TestDelete: DELETE closes the session, cancels its calls and ends its
+// streams; then the session is unknown.
+func TestDelete(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	ss := f.session(t, id)
+	stream := get(t, f, id, v25)
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", stream.Status)
 	}
-	if fx.direct.Load() != 6 {
-		t.Fatalf("direct calls: %d, want 6", fx.direct.Load())
+	answer := postAsync(f, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`, v25)
+	waitCall(t, f, "w")
+
+	status(t, send(t, f, http.MethodDelete, id, "", v25), http.StatusNoContent)
+	if !closed(ss) {
+		t.Fatal("session open after DELETE answered")
 	}
+	wantCancelled(t, <-answer, `"w"`)
+	if _, err := io.ReadAll(stream.Body); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+	status(t, post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), http.StatusNotFound)
+	status(t, get(t, f, id, v25), http.StatusNotFound)
+	status(t, send(t, f, http.MethodDelete, id, "", v25), http.StatusNotFound)
 }
 
-// TestCancel: notifications/cancelled ends the call it names, on either
-// path, and its answer still comes, as the SDK's server sends it: the
-// tool's result, or "context canceled" when the server had not started it.
-func TestCancel(t *testing.T) { modes(t, testCancel) }
-
-func testCancel(t *testing.T, fx *testServer, direct func(*mcp.Server) mcp.MethodHandler) {
-	checkGoroutines(t)
-	_, ts := serve(t, fx.srv, direct)
-	id := initialize(t, ts.URL)
-	v := map[string]string{protocolVersionHeader: "2025-11-25"}
-	answer := make(chan []string, 1)
-	go func() {
-		answer <- events(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`, v))
-	}()
-	// Cancel until the call is in flight and takes it.
+// waitCall waits until the wait tool runs the call with the given ID.
+func waitCall(t *testing.T, f *fixture, id any) {
+	t.Helper()
+	want, err := jsonrpc.MakeID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(5 * time.Second)
 	for {
-		status(t, post(t, ts.URL, id, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`, v), http.StatusAccepted)
 		select {
-		case got := <-answer:
-			if len(got) != 1 || !strings.Contains(got[0], `"text":"cancelled"`) && !strings.Contains(got[0], `"message":"context canceled"`) {
-				t.Fatalf("cancelled call answered %q", got)
+		case got := <-f.waiting:
+			if got == want {
+				return
 			}
-			return
-		case <-time.After(50 * time.Millisecond):
+		case <-timeout:
+			t.Fatalf("wait call %v never ran", id)
 		}
 	}
+}
+
+// TestCancel: notifications/cancelled reaches the call it names, alone on
+// its POST or in a batch, and the call's answer still comes.
+func TestCancel(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	const wait = `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`
+	const cancel = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w","reason":"test"}}`
+	for _, tc := range []struct {
+		name, body string
+		hdr        map[string]string
+	}{
+		{name: "alone", body: wait, hdr: v25},
+		{name: "in a batch", body: `[` + wait + `]`, hdr: map[string]string{protocolVersionHeader: "2025-03-26"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer := postAsync(f, id, tc.body, tc.hdr)
+			waitCall(t, f, "w")
+			status(t, post(t, f, id, cancel, v25), http.StatusAccepted)
+			select {
+			case a := <-answer:
+				wantCancelled(t, a, `"w"`)
+			case <-time.After(2 * time.Second):
+				// The wait tool gives up after 3s on its own.
+				t.Fatal("notifications/cancelled did not reach the call")
+			}
+		})
+	}
+}
+
+// TestDuplicateInFlightID: a request ID still in flight on the session is
+// refused on another POST; the first call is not disturbed.
+func TestDuplicateInFlightID(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	answer := postAsync(f, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`, v25)
+	waitCall(t, f, "w")
+	// The session answers on the POST's stream; the go-sdk's handler
+	// answers the whole POST with a 400. Either is a JSON-RPC error.
+	resp := post(t, f, id, `{"jsonrpc":"2.0","id":"w","method":"ping"}`, v25)
+	var got string
+	if resp.StatusCode == http.StatusBadRequest {
+		got = status(t, resp, http.StatusBadRequest)
+	} else if ev := events(t, resp); len(ev) == 1 {
+		got = ev[0]
+	}
+	if m := decode(t, got); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || string(m.ID) != `"w"` {
+		t.Fatalf("duplicate in-flight ID answered %q", got)
+	}
+	status(t, post(t, f, id, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`, v25), http.StatusAccepted)
+	wantCancelled(t, <-answer, `"w"`)
+}
+
+// TestBodyTooLarge: a body over MaxBodyBytes is refused with 413, whether
+// its length is announced or not; one at the limit is served.
+func TestBodyTooLarge(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	body := func(n int) string {
+		const head, tail = `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`, `"}}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	for _, tc := range []struct {
+		name    string
+		size    int
+		chunked bool
+		status  int
+	}{
+		{name: "at the limit", size: MaxBodyBytes, status: http.StatusOK},
+		{name: "at the limit, chunked", size: MaxBodyBytes, chunked: true, status: http.StatusOK},
+		{name: "over the limit", size: MaxBodyBytes + 1, status: http.StatusRequestEntityTooLarge},
+		{name: "over the limit, chunked", size: MaxBodyBytes + 1, chunked: true, status: http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r io.Reader = strings.NewReader(body(tc.size))
+			if tc.chunked {
+				r = io.MultiReader(r) // no length: sent chunked
+			}
+			resp, err := rawSend(f, http.MethodPost, id, r, v25)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if tc.status == http.StatusOK {
+				if got := events(t, resp); len(got) != 1 || !strings.Contains(got[0], `"result":{}`) {
+					t.Fatalf("ping at the limit: %q", got)
+				}
+				return
+			}
+			status(t, resp, tc.status)
+		})
+	}
+	if closed(f.session(t, id)) {
+		t.Fatal("a large body closed the session")
+	}
+}
+
+// TestHandlerClose: Close ends every session, its calls and its streams,
+// and may be called again, concurrently.
+func TestHandlerClose(t *testing.T) {
+	f := serve(t)
+	withStream, withCall, withBatch := initialize(t, f, nil), initialize(t, f, nil), initialize(t, f, nil)
+	stream := get(t, f, withStream, v25)
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", stream.Status)
+	}
+	call := postAsync(f, withCall, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`, v25)
+	waitCall(t, f, "w")
+	batch := postAsync(f, withBatch, `[{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"wait"}}]`, map[string]string{protocolVersionHeader: "2025-03-26"})
+	waitCall(t, f, "b")
+	if f.h.Sessions() != 3 {
+		t.Fatalf("sessions: %d", f.h.Sessions())
+	}
+
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(f.h.Close)
+	}
+	wg.Wait()
+	if n := f.h.Sessions(); n != 0 {
+		t.Fatalf("sessions after Close: %d", n)
+	}
+	for _, id := range []string{withStream, withCall, withBatch} {
+		if !closed(f.session(t, id)) {
+			t.Errorf("session %s open after Close", id)
+		}
+	}
+	if _, err := io.ReadAll(stream.Body); err != nil {
+		t.Fatalf("GET stream: %v", err)
+	}
+	// A lone call runs on its POST: its answer, cancelled, still goes out.
+	wantCancelled(t, <-call, `"w"`)
+	// A batch's stream ends with the session, with or without the answer.
+	if a := <-batch; a.err != nil || a.status != http.StatusOK || len(a.events) > 1 || len(a.events) == 1 && !strings.Contains(a.events[0], `"text":"cancelled"`) {
+		t.Fatalf("batch in flight answered %d %q, %v", a.status, a.events, a.err)
+	}
+	f.h.Close()
 }

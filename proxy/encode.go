@@ -1,4 +1,4 @@
-package direct
+package proxy
 
 import (
 	"unicode/utf8"
@@ -45,7 +45,7 @@ func appendTextResult(dst []byte, r *mcp.CallToolResult) []byte {
 	return append(dst, '}')
 }
 
-const hex = "0123456789abcdef"
+const hexDigits = "0123456789abcdef"
 
 // appendString appends s as a JSON string as encoding/json writes it with
 // HTML escaping (json.Marshal): <, > and & escaped, invalid UTF-8 replaced
@@ -74,7 +74,7 @@ func appendString(dst []byte, s string) []byte {
 			case '\t':
 				dst = append(dst, '\\', 't')
 			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
 			}
 			i++
 			start = i
@@ -90,7 +90,7 @@ func appendString(dst []byte, s string) []byte {
 		}
 		if c == '\u2028' || c == '\u2029' {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
 			i += size
 			start = i
 			continue

@@ -1,0 +1,221 @@
+// Package wire is MCP's JSON-RPC 2.0 codec as both sides of switchboard
+// speak it: the upstream connections (stdio lines, streamable HTTP bodies
+// and events) and the downstream transports (stdio, streamable HTTP, SSE).
+// It decodes a message in one pass and agrees with the go-sdk's decoder on
+// what is a message and what it says (the tests and fuzz targets check
+// it); it writes messages as the go-sdk's encoder does.
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sjson "github.com/segmentio/encoding/json"
+)
+
+// MaxLine is the longest line a stdio peer may write, as the SDK's
+// DefaultMaxLineLength.
+const MaxLine = 16 << 20
+
+// maxDepth bounds the nesting of one message, as the SDK's decoder does.
+const maxDepth = 1000
+
+// ErrLineTooLong is ReadLine's error for a line over its limit.
+var ErrLineTooLong = errors.New("line longer than the limit")
+
+// ReadLine returns the next line without its newline, in a slice of its
+// own (messages keep sub-slices of it); a line over limit bytes is
+// ErrLineTooLong. At EOF, a final unterminated line is returned first.
+func ReadLine(br *bufio.Reader, limit int) ([]byte, error) {
+	frag, err := br.ReadSlice('\n')
+	if err == nil {
+		return bytes.Clone(frag[:len(frag)-1]), nil
+	}
+	var line []byte
+	for errors.Is(err, bufio.ErrBufferFull) {
+		line = append(line, frag...)
+		if len(line) > limit {
+			return nil, ErrLineTooLong
+		}
+		frag, err = br.ReadSlice('\n')
+	}
+	if err == nil {
+		return append(line, frag[:len(frag)-1]...), nil
+	}
+	line = append(line, frag...)
+	if len(bytes.TrimSpace(line)) > 0 && errors.Is(err, io.EOF) {
+		return line, nil
+	}
+	return nil, err
+}
+
+// wireMsg is one JSON-RPC 2.0 message as sent, decoded as the SDK's own
+// decoder does. Method stays raw so that a present method key makes a
+// request whatever its value.
+type wireMsg struct {
+	Version string          `json:"jsonrpc"`
+	ID      any             `json:"id,omitempty"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// ParseFlags are the flags of every decode here: field names match exactly, as in the SDK's own decoder; raw
+// values and strings alias the line, which readLine gives each message to
+// keep.
+const ParseFlags = sjson.DontMatchCaseInsensitiveStructFields | sjson.DontCopyRawMessage | sjson.DontCopyString
+
+// decode decodes one trimmed, non-empty message or batch.
+func decode(line []byte) ([]jsonrpc.Message, error) {
+	if err := checkDepth(line); err != nil {
+		return nil, err
+	}
+	if line[0] == '[' {
+		var raws []json.RawMessage
+		if _, err := sjson.Parse(line, &raws, ParseFlags); err != nil {
+			return nil, fmt.Errorf("batch: %w", err)
+		}
+		if len(raws) == 0 {
+			return nil, errors.New("empty batch")
+		}
+		msgs := make([]jsonrpc.Message, 0, len(raws))
+		for _, raw := range raws {
+			m, err := decodeMessage(raw)
+			if err != nil {
+				return nil, err
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, nil
+	}
+	m, err := decodeMessage(line)
+	if err != nil {
+		return nil, err
+	}
+	return []jsonrpc.Message{m}, nil
+}
+
+// AppendResponse appends a result response to dst as the SDK's encoder
+// writes it (jsonrpc.EncodeMessage), without encoding the result a second
+// time; nil when the response is not that simple (an error, no result, an
+// ID that needs escaping, a result with a line break, which would end an
+// SSE data line), for the encoder to write. The result must be JSON as an
+// encoder wrote it.
+func AppendResponse(dst []byte, r *jsonrpc.Response) []byte {
+	if r.Error != nil || len(r.Result) == 0 || bytes.ContainsAny(r.Result, "\r\n") {
+		return nil
+	}
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	switch id := r.ID.Raw().(type) {
+	case int64:
+		dst = strconv.AppendInt(dst, id, 10)
+	case string:
+		for i := 0; i < len(id); i++ {
+			if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+				return nil
+			}
+		}
+		dst = append(append(append(dst, '"'), id...), '"')
+	default:
+		return nil
+	}
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, r.Result...)
+	return append(dst, '}')
+}
+
+// Decode decodes one JSON-RPC message, or a batch of them (batch
+// reports which), exactly as the SDK's jsonrpc.DecodeMessage reads a
+// message: one pass, no decoder buffer, field names matched exactly,
+// strings and raw values aliasing data (which the messages then keep). A
+// stdio line, a streamable HTTP body and an SSE event's data are all one
+// such value.
+func Decode(data []byte) (msgs []jsonrpc.Message, batch bool, err error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return nil, false, errors.New("empty message")
+	}
+	msgs, err = decode(data)
+	return msgs, data[0] == '[', err
+}
+
+// Encode is msg as the SDK's jsonrpc.EncodeMessage writes it; a result
+// response is written around its result without encoding it again.
+func Encode(msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		if data := AppendResponse(make([]byte, 0, len(r.Result)+48), r); data != nil {
+			return data, nil
+		}
+	}
+	return jsonrpc.EncodeMessage(msg)
+}
+
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var w wireMsg
+	rest, err := sjson.Parse(data, &w, ParseFlags)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, errors.New("trailing data after the message")
+	}
+	if w.Version != "2.0" {
+		return nil, fmt.Errorf("jsonrpc version %q, want \"2.0\"", w.Version)
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(w.Method) > 0 {
+		var method string
+		if _, err := sjson.Parse(w.Method, &method, ParseFlags); err != nil {
+			return nil, fmt.Errorf("method: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("neither a request nor a response")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		resp.Error = w.Error
+	}
+	return resp, nil
+}
+
+// checkDepth refuses messages nested deeper than maxDepth before they reach
+// the recursive decoder.
+func checkDepth(data []byte) error {
+	depth, inString, escaped := 0, false, false
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > maxDepth {
+				return fmt.Errorf("nested deeper than %d", maxDepth)
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
