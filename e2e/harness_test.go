@@ -225,7 +225,11 @@ func startSwitchboard(t *testing.T, cfg any, extraArgs ...string) *sb {
 func startSwitchboardIn(t *testing.T, dir, workDir string, cfg any, env []string, extraArgs ...string) *sb {
 	t.Helper()
 	ready := filepath.Join(dir, "ready")
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready, "--log-level", "debug"}
+	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready}
+	if m, ok := cfg.(map[string]any); !ok || m["logLevel"] == nil {
+		// A config that sets its own level keeps it (a flag would win).
+		args = append(args, "--log-level", "debug")
+	}
 	s := &sb{dir: dir}
 	if cfg != nil {
 		s.config = writeConfig(t, dir, cfg)

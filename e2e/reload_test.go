@@ -516,3 +516,99 @@ func TestAdminReload(t *testing.T) {
 		return lr != nil && strings.Contains(fmt.Sprint(lr["reason"]), "admin")
 	})
 }
+
+// TestReloadAppliesInPlace: a reload that changes toolTimeout and the
+// breaker keeps the server's process and applies both at once; audit,
+// telemetry and logLevel apply without a restart; a changed listen address
+// is refused with a message naming it, and nothing of that edit applies.
+func TestReloadAppliesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	auditPath := filepath.Join(dir, "audit.log")
+	cfg := map[string]any{"logLevel": "info", "mcpServers": map[string]any{"a": fixtureServer("a")}}
+	s := startSwitchboardIn(t, dir, dir, cfg, nil)
+	cs := s.client(t, nil)
+	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_sleep"] != nil })
+	pid := pidOf(t, cs, "mcp_a_pid")
+	if res := mustCall(t, cs, "mcp_a_sleep", map[string]any{"ms": 600}); res.IsError {
+		t.Fatalf("sleep under the default timeout: %s", js(res))
+	}
+	if got := sample(s.scrape(t), "switchboard_tool_calls_total", map[string]string{"tool": "mcp_a_sleep"}); got < 1 {
+		t.Fatalf("before the reload /metrics counts %v sleep calls", got)
+	}
+
+	a := with(fixtureServer("a"), "toolTimeout", 300, "breaker", map[string]any{"failures": 2, "openMs": 60000})
+	rewrite(t, s.config, map[string]any{
+		"logLevel":   "debug",
+		"audit":      map[string]any{"file": auditPath},
+		"telemetry":  map[string]any{"prometheus": false},
+		"mcpServers": map[string]any{"a": a},
+	})
+	s.waitGen(t, 2)
+	if got := pidOf(t, cs, "mcp_a_pid"); got != pid {
+		t.Errorf("toolTimeout and breaker change restarted the server: pid %d -> %d", pid, got)
+	}
+	// toolTimeout: a 600 ms call now times out; two timeouts open the
+	// breaker (failures: 2), and the next call is refused at once.
+	for i := range 2 {
+		if res := mustCall(t, cs, "mcp_a_sleep", map[string]any{"ms": 600}); !res.IsError || !strings.Contains(textOf(res), "timed out") {
+			t.Errorf("call %d under toolTimeout 300 ms: %s", i+1, js(res))
+		}
+	}
+	if res := mustCall(t, cs, "mcp_a_echo", map[string]any{"text": "x"}); !res.IsError || !strings.Contains(textOf(res), "breaker") {
+		t.Errorf("after two timeouts with breaker.failures 2: %s", js(res))
+	}
+	if got := pidOf2(t, s, "a"); got != pid {
+		t.Errorf("server restarted: pid %d -> %d", pid, got)
+	}
+	// audit: the calls since the reload are in the new audit file.
+	eventually(t, 5*time.Second, "audit records", func() bool {
+		b, _ := os.ReadFile(auditPath)
+		return strings.Count(string(b), "mcp_a_sleep") >= 2
+	})
+	// telemetry: prometheus off empties /metrics.
+	if got := sample(s.scrape(t), "switchboard_tool_calls_total", nil); got != -1 {
+		t.Errorf("prometheus: false, yet /metrics still has tool calls (%v)", got)
+	}
+	// logLevel: debug lines appear (an unchanged reload logs one).
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "a debug line after the reload", func() bool {
+		return strings.Contains(s.Stderr(), "reload skipped")
+	})
+
+	// listen: refused, with its name and both values; the rest of the
+	// edit does not apply.
+	rewrite(t, s.config, map[string]any{
+		"listen":     "127.0.0.1:1",
+		"logLevel":   "debug",
+		"mcpServers": map[string]any{"a": fixtureServer("a"), "b": fixtureServer("b")},
+	})
+	eventually(t, 10*time.Second, "listen change refused", func() bool {
+		lr := s.lastReload(t)
+		return lr != nil && lr["ok"] == false
+	})
+	if msg := fmt.Sprint(s.lastReload(t)["error"]); !strings.Contains(msg, "listen") || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "restart") {
+		t.Errorf("refusal does not name the setting and what to do: %s", msg)
+	}
+	if g := s.gen(t); g != 2 {
+		t.Errorf("a refused reload changed the generation to %d", g)
+	}
+	if listTools(t, cs)["mcp_b_echo"] != nil {
+		t.Error("server b of the refused edit was added")
+	}
+}
+
+// pidOf2 is a server's PID from /status.
+func pidOf2(t *testing.T, s *sb, name string) int {
+	t.Helper()
+	servers, _ := s.status(t)["servers"].([]any)
+	for _, v := range servers {
+		if m, _ := v.(map[string]any); m["name"] == name {
+			pid, _ := m["pid"].(float64)
+			return int(pid)
+		}
+	}
+	t.Fatalf("no server %q in /status", name)
+	return 0
+}

@@ -24,9 +24,8 @@ import (
 // that a healthy neighbour is not disturbed, what the client gets, what
 // /status says, and that no process is left behind (newMark).
 //
-// Timings are real, except where a test sets SWITCHBOARD_TEST_BACKOFF_SCALE,
-// a test hook of the binary that shortens every restart delay (used by the
-// soak and load tests, which need many restarts in little time).
+// Timings are real, except where a test sets a server's restartBackoff
+// (the soak and load tests, which need many restarts in little time).
 
 // backoffSlack is what a restart may take beyond its backoff: starting a
 // race-built fixture and initializing it on a loaded two-core machine.
@@ -404,6 +403,10 @@ func TestFaultStderrFlood(t *testing.T) {
 		t.Errorf("flooding server: %s", js(res))
 	}
 	healthyEcho(t, cs)
+	// The dropped lines are reported once the burst is over.
+	eventually(t, 10*time.Second, "the dropped lines reported", func() bool {
+		return strings.Contains(s.Stderr(), "stderr lines dropped")
+	})
 	logs := s.Stderr()
 	if n := strings.Count(logs, "flood line"); n > 1000 {
 		t.Errorf("%d of 20000 flood lines reached the log; want rate limiting", n)
@@ -724,9 +727,9 @@ func TestResilienceUnderLoad(t *testing.T) {
 	mark := newMark(t)
 	dir := t.TempDir()
 	s := startSwitchboardIn(t, dir, dir, map[string]any{"mcpServers": map[string]any{
-		"victim":  with(markedServer("victim", mark), "maxRestarts", 1000),
+		"victim":  with(with(markedServer("victim", mark), "maxRestarts", 1000), "restartBackoff", map[string]any{"initialMs": 50, "maxMs": 1500}),
 		"healthy": markedServer("healthy", mark),
-	}}, []string{"SWITCHBOARD_TEST_BACKOFF_SCALE=0.05"})
+	}}, nil)
 	clients := []*mcp.ClientSession{s.client(t, nil), s.client(t, nil)}
 	waitListed(t, clients[0], "mcp_victim_crash", "mcp_healthy_echo")
 
@@ -791,9 +794,9 @@ func TestSoakCrashRestart(t *testing.T) {
 	dir := t.TempDir()
 	s := startSwitchboardIn(t, dir, dir, map[string]any{
 		"mcpServers": map[string]any{
-			"victim": with(markedServer("victim", mark, "--spawn-grandchild", gcFile), "maxRestarts", 100000),
+			"victim": with(with(markedServer("victim", mark, "--spawn-grandchild", gcFile), "maxRestarts", 100000), "restartBackoff", map[string]any{"initialMs": 1, "maxMs": 30}),
 		},
-	}, []string{"SWITCHBOARD_TEST_BACKOFF_SCALE=0.001"}, "--log-level", "info") // the captured log stays small over hundreds of cycles
+	}, nil, "--log-level", "info") // the captured log stays small over hundreds of cycles
 	cs := s.client(t, nil)
 	waitListed(t, cs, "mcp_victim_crash")
 

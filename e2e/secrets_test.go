@@ -130,7 +130,7 @@ func TestSecretLeakSuite(t *testing.T) {
 		"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "test-secret-access-key", "AWS_REGION": "us-east-1",
 		"AWS_ENDPOINT_URL_SECRETS_MANAGER": urls["aws"], "AWS_EC2_METADATA_DISABLED": "true",
 		"GOOGLE_APPLICATION_CREDENTIALS": filepath.Join(dir, "sa.json"), "GOOGLE_CLOUD_PROJECT": "proj",
-		"SWITCHBOARD_TEST_GCP_ENDPOINT": urls["gcp"],
+		"SWITCHBOARD_GCP_SECRETMANAGER_ENDPOINT": urls["gcp"],
 	}
 	var envList []string
 	for k, v := range env {

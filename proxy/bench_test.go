@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
@@ -16,17 +17,41 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // The benchmarks in this file run a whole proxy in the test process: the
 // downstream client speaks newline-delimited JSON over in-process pipes (the
-// stdio downstream), and each upstream is an in-process go-sdk server
-// reached over pipes on switchboard's own stdio connection. allocs/op counts
-// the whole process: client, proxy and upstream server. BenchmarkDirectCall
-// measures the same client and echo server with no proxy between them, so
-// the difference is switchboard's.
+// stdio downstream), and the upstream is a real stdio child: this test
+// binary, started again as a go-sdk echo server (TestMain). allocs/op counts
+// the test process: client and proxy. BenchmarkDirectCall measures the
+// same client and echo child with no proxy between them, so the difference
+// is switchboard's.
+
+// benchEchoEnv makes this test binary an echo server on stdio, with that
+// many padding tools.
+const benchEchoEnv = "SWITCHBOARD_BENCH_ECHO"
+
+func TestMain(m *testing.M) {
+	if n := os.Getenv(benchEchoEnv); n != "" {
+		extra, _ := strconv.Atoi(n)
+		if err := echoServer(extra).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// benchConfig is a config with one echo child with extra padding tools;
+// full adds wrapping and a policy.
+func benchConfig(full bool, extra int) string {
+	self, _ := json.Marshal(os.Args[0])
+	server := fmt.Sprintf(`{"echo": {"command": %s, "env": {%q: "%d"}}}`, self, benchEchoEnv, extra)
+	if !full {
+		return `{"mcpServers": ` + server + `, "sanitize": {"wrapResults": false}}`
+	}
+	return `{"mcpServers": ` + server + `, "sanitize": {"wrapResults": true}, "tools": {"allow": ["mcp_*"], "deny": ["mcp_*_nothing*"]}}`
+}
 
 // echoServer answers tool "echo" with its "text" argument. With extra > 0 it
 // also offers tools pad-0 … pad-(extra-1).
@@ -63,29 +88,14 @@ func pipeTransports() (client, server mcp.Transport) {
 	return &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.IOTransport{Reader: sr, Writer: sw}
 }
 
-// benchProxy serves config through a proxy whose upstreams are the given
-// in-process servers, and returns a downstream session once tool wantTool is
-// listed. The downstream (down) is the proxy's stdio mode on in-process
+// benchProxy serves config through a proxy and returns a downstream
+// session once tool wantTool is listed. The downstream (down) is the proxy's stdio mode on in-process
 // pipes ("stdio", with the client's default protocol, 2026-07-28;
 // "stdio-2025", pinned to 2025-11-25 as most clients speak today), or its
 // streamable HTTP endpoint on 127.0.0.1 ("http").
-func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wantTool, down string) *mcp.ClientSession {
+func benchProxy(b *testing.B, config string, wantTool, down string) *mcp.ClientSession {
 	b.Helper()
 	http := down == "http"
-	testDial = func(spec upstream.Spec) (mcp.Transport, error) {
-		s := servers[spec.Name]
-		if s == nil {
-			return nil, fmt.Errorf("no in-process server %q", spec.Name)
-		}
-		// The upstream is reached as a stdio child is, over pipes.
-		cr, sw := io.Pipe()
-		sr, cw := io.Pipe()
-		if _, err := s.Connect(context.Background(), &mcp.IOTransport{Reader: sr, Writer: sw}, nil); err != nil {
-			return nil, err
-		}
-		return upstream.PipeTransport(cr, cw), nil
-	}
-	b.Cleanup(func() { testDial = nil })
 
 	dir := b.TempDir()
 	path := filepath.Join(dir, "switchboard.json")
@@ -154,13 +164,6 @@ func benchProxy(b *testing.B, config string, servers map[string]*mcp.Server, wan
 	}
 }
 
-const (
-	benchPlain = `{"mcpServers": {"echo": {"command": "in-process"}}, "sanitize": {"wrapResults": false}}`
-	benchFull  = `{"mcpServers": {"echo": {"command": "in-process"}},
-		"sanitize": {"wrapResults": true},
-		"tools": {"allow": ["mcp_*"], "deny": ["mcp_*_nothing*"]}}`
-)
-
 func benchCalls(b *testing.B, cs *mcp.ClientSession, tool string) {
 	b.Helper()
 	// As serve does: the collector target switchboard runs with.
@@ -200,18 +203,16 @@ func containsWord(text, want string) bool {
 	return false
 }
 
-// BenchmarkDirectCall is the floor: the same client and echo server, no proxy.
+// BenchmarkDirectCall is the floor: the same client and echo child, no
+// proxy.
 func BenchmarkDirectCall(b *testing.B) {
-	ct, st := pipeTransports()
-	ss, err := echoServer(0).Connect(context.Background(), st, nil)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), benchEchoEnv+"=0")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cs.Close(); ss.Wait() })
+	b.Cleanup(func() { cs.Close() })
 	benchCalls(b, cs, "echo")
 }
 
@@ -220,11 +221,11 @@ func BenchmarkDirectCall(b *testing.B) {
 func BenchmarkForwardCall(b *testing.B) {
 	for _, down := range []string{"stdio", "stdio-2025", "http"} {
 		for _, c := range []struct{ name, config string }{
-			{"plain", benchPlain},
-			{"wrap+policy", benchFull},
+			{"plain", benchConfig(false, 0)},
+			{"wrap+policy", benchConfig(true, 0)},
 		} {
 			b.Run(down+"/"+c.name, func(b *testing.B) {
-				cs := benchProxy(b, c.config, map[string]*mcp.Server{"echo": echoServer(0)}, "mcp_echo_echo", down)
+				cs := benchProxy(b, c.config, "mcp_echo_echo", down)
 				benchCalls(b, cs, "mcp_echo_echo")
 			})
 		}
@@ -251,7 +252,7 @@ func waitReady(b *testing.B, path string) string {
 
 // BenchmarkToolsList500 lists 501 tools through switchboard.
 func BenchmarkToolsList500(b *testing.B) {
-	cs := benchProxy(b, benchFull, map[string]*mcp.Server{"echo": echoServer(500)}, "mcp_echo_echo", "stdio")
+	cs := benchProxy(b, benchConfig(true, 500), "mcp_echo_echo", "stdio")
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -55,7 +55,9 @@ func (p *Proxy) adminRoutes() http.Handler {
 	r.HandleFunc("/readyz", p.readyz).Methods(http.MethodGet, http.MethodHead)
 	r.HandleFunc("/status", p.status).Methods(http.MethodGet)
 	r.HandleFunc("/admin/reload", p.adminReload).Methods(http.MethodPost)
-	r.Handle("/metrics", p.tel.metricsHandler()).Methods(http.MethodGet)
+	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		p.tel.Load().metricsHandler().ServeHTTP(w, r)
+	}).Methods(http.MethodGet)
 	return r
 }
 

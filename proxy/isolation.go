@@ -51,7 +51,6 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *session.Session) *upstream.Handle 
 		Expander:   p.resolver,
 		Peer:       p.peer,
 		ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
-		Dial:       testDial,
 	})
 	if c.handles == nil {
 		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*session.Session{}

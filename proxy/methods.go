@@ -147,7 +147,7 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	rt, ok := st.tools[params.Name]
 	if !ok {
 		// Unknown or hidden by policy: the two are indistinguishable.
-		p.tel.denials.Add(ctx, 1)
+		p.tel.Load().denials.Add(ctx, 1)
 		return nil, unknownTool(params.Name)
 	}
 	res, err := p.forward(ctx, v.id, st.snap, rt, r, &params)
@@ -271,7 +271,7 @@ func (p *Proxy) traced(method string, next session.Handler) session.Handler {
 		if carrier := incomingTraceContext(r); carrier != nil {
 			ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
 		}
-		if !p.tel.tracing {
+		if !p.tel.Load().tracing {
 			// Nothing is recorded; an incoming trace context still
 			// reaches the upstream through ctx (callSpan).
 			return next(ctx, r)
@@ -296,7 +296,7 @@ func (p *Proxy) traced(method string, next session.Handler) session.Handler {
 			name += " " + tool
 			attrs = append(attrs, attrTool.String(tool))
 		}
-		ctx, span := p.tel.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		ctx, span := p.tel.Load().tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		defer span.End()
 		res, err := next(ctx, r)
 		switch {

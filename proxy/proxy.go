@@ -89,8 +89,8 @@ type Proxy struct {
 	peer     *peer
 	dispatch session.Methods
 	clients  clientHandles
-	tel      *telemetry
-	audit    *auditLog
+	tel      atomic.Pointer[telemetry] // replaced when a reload changes telemetry
+	audit    atomic.Pointer[auditLog]  // replaced when a reload changes audit; nil: off
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -174,13 +174,17 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	p.dispatch = p.methods()
 	views := map[string]*view{}
 	p.views.Store(&views)
-	if p.tel, err = newTelemetry(context.Background(), c, p); err != nil {
+	tel, err := newTelemetry(context.Background(), c, p)
+	if err != nil {
 		return nil, nil, err
 	}
-	p.pins.onViolation = func() { p.tel.pinViolations.Add(context.Background(), 1) }
-	if p.audit, err = newAuditLog(c.Audit, o.Stderr, p.redact); err != nil {
+	p.tel.Store(tel)
+	p.pins.onViolation = func() { p.tel.Load().pinViolations.Add(context.Background(), 1) }
+	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact)
+	if err != nil {
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 	}
+	p.audit.Store(audit)
 	return p, c, nil
 }
 
@@ -294,13 +298,21 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 // server's tools never disappear. Then it publishes the snapshot, brings
 // every view in line, and drains the handles that are no longer used.
 func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	// Token references may be remote lookups: resolved before the lock.
 	at, reloadToken, err := p.resolveAuth(ctx, c)
 	if err != nil {
 		return &ConfigError{err}
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	obs := &observers{}
+	if prev := p.cur.Load(); prev != nil {
+		if obs, err = p.prepareObservers(ctx, prev.Config, c); err != nil {
+			return err
+		}
+	}
 	if err := p.pins.use(pinFilePath(c)); err != nil {
+		obs.discard()
 		return &ConfigError{err}
 	}
 	if wait {
@@ -310,9 +322,11 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	planned, specs := planViews(c)
 	next := make(map[string]*upstream.Handle, len(specs))
 	var started, retired []*upstream.Handle
+	kept := map[string]*upstream.Handle{}
 	for key, spec := range specs {
 		if h, ok := p.handles[key]; ok && h.Spec().Fingerprint() == spec.Fingerprint() {
 			next[key] = h
+			kept[key] = h
 			continue
 		}
 		h := upstream.New(spec, upstream.Options{
@@ -322,9 +336,6 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 			OnChange:   p.onUpstreamChange,
 			Peer:       p.peer,
 			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
-			Dial:       testDial,
-
-			BackoffScale: testBackoffScale(p.opts.Getenv),
 		})
 		next[key] = h
 		started = append(started, h)
@@ -345,6 +356,14 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	if wait {
 		waitFirstAttempts(ctx, started)
 	}
+	// Settings that need no new process apply in place (timeouts, restart
+	// policy, breaker, laziness).
+	for key, h := range kept {
+		if err := h.Update(specs[key]); err != nil {
+			p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
+		}
+	}
+	obs.commit(p)
 	p.gen++
 	snap := buildSnapshot(p.gen, c, next, planned)
 	snap.auth, snap.reloadToken = at, reloadToken
@@ -496,8 +515,8 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	_ = p.resolver.Close()
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
-	p.tel.close(tctx)
-	p.audit.close()
+	p.tel.Load().close(tctx)
+	p.audit.Load().close()
 	p.log.Info("stopped")
 }
 
@@ -557,19 +576,18 @@ func warnPlaintext(log hclog.Logger, server string, env, headers map[string]stri
 	}
 }
 
+// gcpEndpointEnv names the GCP Secret Manager endpoint to use instead of
+// the global one: a regional endpoint, or a Private Service Connect
+// address (docs/config.md). AWS has its SDK's own variable,
+// AWS_ENDPOINT_URL_SECRETS_MANAGER.
+const gcpEndpointEnv = "SWITCHBOARD_GCP_SECRETMANAGER_ENDPOINT"
+
 // resolverOptions configures secret resolution from the standard
-// environment (VAULT_*, GOOGLE_*, AWS_*). SWITCHBOARD_TEST_GCP_ENDPOINT points
-// GCP Secret Manager calls at a test server; it is a test hook, not a
-// config field, and AWS needs none (AWS_ENDPOINT_URL_SECRETS_MANAGER is the
-// SDK's own).
+// environment (VAULT_*, GOOGLE_*, AWS_*) and gcpEndpointEnv.
 func resolverOptions(redactor *secrets.Set) secrets.Options {
 	o := secrets.Options{Redact: redactor}
-	if ep := os.Getenv("SWITCHBOARD_TEST_GCP_ENDPOINT"); ep != "" {
+	if ep := os.Getenv(gcpEndpointEnv); ep != "" {
 		o.GCP = &secrets.GCPOptions{Endpoint: ep}
 	}
 	return o
 }
-
-// testDial replaces the upstream transports in this package's benchmarks,
-// which run whole proxies on in-process servers.
-var testDial func(upstream.Spec) (mcp.Transport, error)

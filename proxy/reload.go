@@ -5,15 +5,18 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -86,7 +89,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := p.audit.reopen(); err != nil {
+				if err := p.audit.Load().reopen(); err != nil {
 					p.log.Warn("audit log reopen", "error", err)
 				}
 				p.triggerReload("sighup")
@@ -168,7 +171,7 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		case !res.OK:
 			result = "failed"
 		}
-		p.tel.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+		p.tel.Load().reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
 	}()
 	c, err := loadConfig(p.opts)
 	if err == nil && c.Digest() == p.cur.Load().Digest {
@@ -177,10 +180,9 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		return
 	}
 	if err == nil {
-		old := p.cur.Load().Config
-		if c.Listen != old.Listen || c.AdminListen != old.AdminListen {
-			p.log.Warn("listen address change needs a restart", "reason", reason)
-		}
+		err = fixedSettings(p.cur.Load().Config, c)
+	}
+	if err == nil {
 		err = p.apply(ctx, c, true)
 	}
 	if err != nil {
@@ -217,4 +219,74 @@ func (p *Proxy) adminReload(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	_ = json.NewEncoder(w).Encode(map[string]any{"queued": true, "gen": snap.Gen})
+}
+
+// fixedSettings refuses a reload that changes what only a start can apply:
+// the addresses switchboard listens on.
+func fixedSettings(old, c *config.Config) error {
+	var changed []string
+	if orDefault(c.Listen, config.DefaultListen) != orDefault(old.Listen, config.DefaultListen) {
+		changed = append(changed, fmt.Sprintf("listen (%q → %q)", orDefault(old.Listen, config.DefaultListen), orDefault(c.Listen, config.DefaultListen)))
+	}
+	if orDefault(c.AdminListen, config.DefaultAdminListen) != orDefault(old.AdminListen, config.DefaultAdminListen) {
+		changed = append(changed, fmt.Sprintf("adminListen (%q → %q)", orDefault(old.AdminListen, config.DefaultAdminListen), orDefault(c.AdminListen, config.DefaultAdminListen)))
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	return &ConfigError{fmt.Errorf("%s cannot change on reload: restart switchboard to apply it, or restore the running value", strings.Join(changed, " and "))}
+}
+
+// observers are the audit log and telemetry a reload builds when their
+// settings changed; commit puts them in place and closes the old ones.
+type observers struct {
+	audit    *auditLog
+	newAudit bool
+	tel      *telemetry
+}
+
+// prepareObservers builds what changed between old and c. A failure (an
+// audit file that cannot be opened, an exporter that cannot start)
+// rejects the reload with nothing changed.
+func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*observers, error) {
+	o := &observers{}
+	if !reflect.DeepEqual(old.Audit, c.Audit) {
+		a, err := newAuditLog(c.Audit, p.opts.Stderr, p.redact)
+		if err != nil {
+			return nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
+		}
+		o.audit, o.newAudit = a, true
+	}
+	if !reflect.DeepEqual(old.Telemetry, c.Telemetry) {
+		t, err := newTelemetry(ctx, c, p)
+		if err != nil {
+			o.discard()
+			return nil, err
+		}
+		o.tel = t
+	}
+	return o, nil
+}
+
+// commit puts the new observers in place and closes the ones they replace.
+func (o *observers) commit(p *Proxy) {
+	if o.newAudit {
+		p.audit.Swap(o.audit).close()
+	}
+	if o.tel != nil {
+		old := p.tel.Swap(o.tel)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		old.close(ctx)
+	}
+}
+
+// discard closes observers a failed reload built.
+func (o *observers) discard() {
+	o.audit.close()
+	if o.tel != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		o.tel.close(ctx)
+	}
 }

@@ -2,30 +2,9 @@ package proxy
 
 import (
 	"context"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
-
-// backoffScaleEnv names the test hook that shortens every upstream restart
-// delay by a factor (for example 0.001 turns 1 s … 30 s into 1 ms … 30 ms).
-// Only the resilience soak tests set it; it is not a product setting and
-// is not part of the config.
-const backoffScaleEnv = "SWITCHBOARD_TEST_BACKOFF_SCALE"
-
-// testBackoffScale reads backoffScaleEnv; anything but a positive number
-// means the real delays.
-func testBackoffScale(getenv func(string) string) float64 {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	f, err := strconv.ParseFloat(getenv(backoffScaleEnv), 64)
-	if err != nil || f <= 0 || f > 1 {
-		return 0
-	}
-	return f
-}
 
 // warmLazy starts the view's lazy servers that have not started yet, and
 // brings the view in line when one of them was still starting, so a

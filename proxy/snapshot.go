@@ -63,7 +63,10 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 	if s.Breaker != nil {
 		failures = s.Breaker.Failures
 	}
+	backoff, backoffMax := s.RestartBackoff.Delays()
 	return upstream.Spec{
+		BackoffInitial:  backoff,
+		BackoffMax:      backoffMax,
 		Name:            key,
 		Transport:       s.EffectiveTransport(),
 		Command:         s.Command,

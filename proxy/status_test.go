@@ -42,11 +42,3 @@ func TestPrintStatusTable(t *testing.T) {
 		}
 	}
 }
-
-func TestBackoffScaleHook(t *testing.T) {
-	for in, want := range map[string]float64{"": 0, "abc": 0, "0": 0, "-1": 0, "2": 0, "0.01": 0.01, "1": 1} {
-		if got := testBackoffScale(func(string) string { return in }); got != want {
-			t.Errorf("%q: %v, want %v", in, got, want)
-		}
-	}
-}

@@ -46,6 +46,7 @@ type telemetry struct {
 	tracer   trace.Tracer
 	tracing  bool // spans are recorded; else tracer is a no-op that only carries context
 	registry *promclient.Registry
+	metrics  http.Handler // serves registry
 	shutdown []func(context.Context) error
 
 	calls         metric.Int64Counter
@@ -190,12 +191,11 @@ func newTelemetry(ctx context.Context, c *config.Config, p *Proxy) (*telemetry, 
 	if err != nil {
 		return nil, err
 	}
+	t.metrics = promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
 	return t, nil
 }
 
-func (t *telemetry) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
-}
+func (t *telemetry) metricsHandler() http.Handler { return t.metrics }
 
 func (t *telemetry) close(ctx context.Context) {
 	for _, f := range t.shutdown {
@@ -219,8 +219,8 @@ func (p *Proxy) callSpan(ctx context.Context, r *route, meta mcp.Meta) (context.
 	// With tracing off there is no span of our own; an incoming trace
 	// context still travels on as the context's span.
 	span := trace.SpanFromContext(ctx)
-	if p.tel.tracing {
-		ctx, span = p.tel.tracer.Start(ctx, "tools/call "+r.original, trace.WithSpanKind(trace.SpanKindClient),
+	if p.tel.Load().tracing {
+		ctx, span = p.tel.Load().tracer.Start(ctx, "tools/call "+r.original, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(attrMethod.String("tools/call"), attrTool.String(r.original), attrServer.String(r.entry.Key)))
 	}
 	if span.SpanContext().IsValid() {

@@ -19,7 +19,8 @@ import (
 // still reaches the upstream call's _meta unchanged.
 func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	p := &Proxy{tel: &telemetry{tracer: noop.NewTracerProvider().Tracer("test")}}
+	p := &Proxy{}
+	p.tel.Store(&telemetry{tracer: noop.NewTracerProvider().Tracer("test")})
 	r := &route{original: "echo", entry: &ServerEntry{Key: "s"}}
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

@@ -79,25 +79,25 @@ func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
 // Handle's Close cut short; the breaker excludes it.
 var errCallerGone = errors.New("caller went away")
 
-func (h *Handle) breakerFailures() int {
-	if h.spec.BreakerFailures <= 0 {
+func breakerFailures(spec *Spec) int {
+	if spec.BreakerFailures <= 0 {
 		return 5
 	}
-	return h.spec.BreakerFailures
+	return spec.BreakerFailures
 }
 
 // newBreaker builds the Handle's circuit breaker. It counts transport
 // failures and timeouts; answers (even isError results and JSON-RPC errors)
 // are successes, and calls whose caller went away are not counted at all.
 // Half-open lets one probe call through at a time.
-func (h *Handle) newBreaker() *gobreaker.CircuitBreaker[any] {
-	failures := h.breakerFailures()
-	open := h.spec.BreakerOpen
+func (h *Handle) newBreaker(spec *Spec) *gobreaker.CircuitBreaker[any] {
+	failures := breakerFailures(spec)
+	open := spec.BreakerOpen
 	if open <= 0 {
 		open = 30 * time.Second
 	}
 	return gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
-		Name:        h.spec.Name,
+		Name:        spec.Name,
 		MaxRequests: 1,
 		Timeout:     open,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
@@ -123,7 +123,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 		return s, nil
 	}
 	h.ensureStarted()
-	deadline := time.NewTimer(h.spec.connectTimeout())
+	deadline := time.NewTimer(h.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
 		if s := h.sess.Load(); s != nil {
@@ -140,7 +140,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 			case <-deadline.C:
-				return nil, &UnavailableError{Server: h.spec.Name, State: st, Reason: "still starting"}
+				return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: "still starting"}
 			}
 		case StateReady:
 			// Between publish and the session store; look again.
@@ -150,15 +150,15 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			}
 			continue
 		case StateRestarting:
-			return nil, &UnavailableError{Server: h.spec.Name, State: st, RetryIn: time.Until(next)}
+			return nil, &UnavailableError{Server: h.sp().Name, State: st, RetryIn: time.Until(next)}
 		case StateFailed:
 			var retry time.Duration
 			if !next.IsZero() {
 				retry = time.Until(next)
 			}
-			return nil, &UnavailableError{Server: h.spec.Name, State: st, Reason: last, RetryIn: retry}
+			return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: last, RetryIn: retry}
 		default:
-			return nil, &UnavailableError{Server: h.spec.Name, State: st}
+			return nil, &UnavailableError{Server: h.sp().Name, State: st}
 		}
 	}
 }
@@ -173,7 +173,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 		return zero, err
 	}
 	if !h.acquire() {
-		return zero, &UnavailableError{Server: h.spec.Name, State: StateStopped}
+		return zero, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 	}
 	defer h.release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -181,7 +181,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	// Calls still running when Close gave up draining are cancelled, so the
 	// upstream hears of it and the session can close.
 	defer context.AfterFunc(h.ctx, cancel)()
-	res, err := h.breaker.Execute(func() (any, error) {
+	res, err := h.breaker.Load().Execute(func() (any, error) {
 		r, err := fn(cctx, s)
 		if err != nil && (ctx.Err() != nil || h.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
@@ -193,19 +193,19 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	}
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState):
-		return zero, &UnavailableError{Server: h.spec.Name, Breaker: true,
-			Reason:  fmt.Sprintf("circuit breaker open after %d consecutive failures", h.breakerFailures()),
+		return zero, &UnavailableError{Server: h.sp().Name, Breaker: true,
+			Reason:  fmt.Sprintf("circuit breaker open after %d consecutive failures", breakerFailures(h.sp())),
 			RetryIn: time.Until(time.Unix(0, h.breakerTTL.Load()))}
 	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return zero, &UnavailableError{Server: h.spec.Name, Breaker: true,
+		return zero, &UnavailableError{Server: h.sp().Name, Breaker: true,
 			Reason: "circuit breaker half-open, a probe call is in progress"}
 	case errors.Is(err, errCallerGone):
 		if ctx.Err() != nil {
 			return zero, ctx.Err()
 		}
-		return zero, &UnavailableError{Server: h.spec.Name, Reason: "switchboard stopped it during the call"}
+		return zero, &UnavailableError{Server: h.sp().Name, Reason: "switchboard stopped it during the call"}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return zero, &TimeoutError{Server: h.spec.Name, After: timeout}
+		return zero, &TimeoutError{Server: h.sp().Name, After: timeout}
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
@@ -213,9 +213,9 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	}
 	if h.connectionLost(s, err) {
 		s.markLost()
-		return zero, &UnavailableError{Server: h.spec.Name, Reason: "connection lost during the call; it restarts"}
+		return zero, &UnavailableError{Server: h.sp().Name, Reason: "connection lost during the call; it restarts"}
 	}
-	return zero, &UnavailableError{Server: h.spec.Name, Reason: err.Error()}
+	return zero, &UnavailableError{Server: h.sp().Name, Reason: err.Error()}
 }
 
 // responsive pings a session after a call failed without an answer. A stdio
@@ -254,7 +254,7 @@ func (h *Handle) connectionLost(s *session, err error) bool {
 // mints, which Call writes into params. A JSON-RPC error answer is returned
 // as *jsonrpc.Error.
 func (h *Handle) Call(ctx context.Context, method string, params mcp.Params, sink Sink) (json.RawMessage, error) {
-	return do(h, ctx, h.spec.callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
+	return do(h, ctx, h.sp().callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
 		return s.cl.call(ctx, method, params, sink)
 	})
 }

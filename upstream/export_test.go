@@ -39,10 +39,12 @@ func SetMaxLine(n int) (reset func()) {
 }
 
 // BackoffDelay is the unscaled delay before attempt n, with jitter.
-func BackoffDelay(n int) time.Duration { return backoffDelay(n) }
+func BackoffDelay(n int) time.Duration { return backoffDelay(n, 0, 0) }
 
 // BreakerConsecutiveFailures reports the breaker's current failure run.
-func BreakerConsecutiveFailures(h *Handle) uint32 { return h.breaker.Counts().ConsecutiveFailures }
+func BreakerConsecutiveFailures(h *Handle) uint32 {
+	return h.breaker.Load().Counts().ConsecutiveFailures
+}
 
 // StderrWriter is the child stderr re-logger.
 type StderrWriter interface {

@@ -54,15 +54,6 @@ type Options struct {
 	// nil, notifications are dropped and switchboard advertises no client
 	// capabilities (sampling, elicitation, roots) upstream.
 	Peer Peer
-	// BackoffScale multiplies every restart delay. It is a test hook (the
-	// binary reads it from SWITCHBOARD_TEST_BACKOFF_SCALE) so that soak tests
-	// can run hundreds of restart cycles; production leaves it zero, which
-	// means 1.
-	BackoffScale float64
-	// Dial, when set, replaces the real transports: the Handle connects to
-	// whatever transport it returns (in-process servers in benchmarks and
-	// tests). References are still resolved, and no process is started.
-	Dial func(Spec) (mcp.Transport, error)
 }
 
 // Catalog is what an upstream offers, listed through all pages. It is
@@ -116,7 +107,7 @@ var (
 // with backoff, and forwards calls through a circuit breaker. Handle is safe
 // for concurrent use.
 type Handle struct {
-	spec Spec
+	spec atomic.Pointer[Spec] // the settings; see Update
 	opt  Options
 	log  hclog.Logger
 
@@ -134,7 +125,7 @@ type Handle struct {
 	catalog atomic.Pointer[Catalog]
 	resync  chan struct{}
 
-	breaker    *gobreaker.CircuitBreaker[any]
+	breaker    atomic.Pointer[gobreaker.CircuitBreaker[any]]
 	breakerTTL atomic.Int64 // unix nanos when an open breaker half-opens
 
 	inflight atomic.Int64
@@ -189,7 +180,6 @@ func New(spec Spec, opt Options) *Handle {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Handle{
-		spec:      spec,
 		opt:       opt,
 		log:       opt.Logger.Named(spec.Name),
 		ctx:       ctx,
@@ -201,21 +191,44 @@ func New(spec Spec, opt Options) *Handle {
 		since:     time.Now(),
 		changed:   make(chan struct{}),
 	}
-	h.breaker = h.newBreaker()
+	h.spec.Store(&spec)
+	h.breaker.Store(h.newBreaker(&spec))
 	return h
 }
 
 // Spec returns the spec the Handle runs.
-func (h *Handle) Spec() Spec { return h.spec }
+func (h *Handle) Spec() Spec { return *h.sp() }
+
+// sp is the current spec; see Update.
+func (h *Handle) sp() *Spec { return h.spec.Load() }
+
+// Update applies a spec with the same Fingerprint in place: the process or
+// session stays. Timeouts, the restart policy and backoff apply from the
+// next call or attempt; changed breaker settings start a fresh breaker
+// (closed); a server that stops being lazy starts now.
+func (h *Handle) Update(spec Spec) error {
+	old := h.sp()
+	if spec.Fingerprint() != old.Fingerprint() {
+		return fmt.Errorf("upstream %s: update changes how the server is started or reached; it needs a new Handle", old.Name)
+	}
+	h.spec.Store(&spec)
+	if spec.BreakerFailures != old.BreakerFailures || spec.BreakerOpen != old.BreakerOpen {
+		h.breaker.Store(h.newBreaker(&spec))
+	}
+	if old.Lazy && !spec.Lazy {
+		h.ensureStarted()
+	}
+	return nil
+}
 
 // Name returns the server's config key.
-func (h *Handle) Name() string { return h.spec.Name }
+func (h *Handle) Name() string { return h.sp().Name }
 
 // Start begins supervising an eager server; a lazy one waits for its first
 // use (a call, or a tools/list through Warm). Start never blocks and may be
 // called more than once.
 func (h *Handle) Start() {
-	if h.spec.Lazy {
+	if h.sp().Lazy {
 		h.finishFirst()
 		return
 	}
@@ -231,7 +244,7 @@ func (h *Handle) Start() {
 // whether the server was idle or still starting, in which case the caller's
 // view of the catalog may be stale. It is safe for concurrent use.
 func (h *Handle) Warm(ctx context.Context) bool {
-	if !h.spec.Lazy {
+	if !h.sp().Lazy {
 		return false
 	}
 	h.mu.Lock()
@@ -241,10 +254,10 @@ func (h *Handle) Warm(ctx context.Context) bool {
 		return false
 	}
 	h.ensureStarted()
-	if h.spec.LazyList == LazyListCached {
+	if h.sp().LazyList == LazyListCached {
 		return true
 	}
-	deadline := time.NewTimer(h.spec.connectTimeout())
+	deadline := time.NewTimer(h.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
 		h.mu.Lock()
@@ -290,7 +303,7 @@ func (h *Handle) Status() Status {
 	now := time.Now()
 	h.mu.Lock()
 	st := Status{
-		Name: h.spec.Name, Transport: h.spec.Transport, State: h.state, Lazy: h.spec.Lazy, PID: h.pid,
+		Name: h.sp().Name, Transport: h.sp().Transport, State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
 		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
 		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt,
 	}
@@ -298,7 +311,7 @@ func (h *Handle) Status() Status {
 	if st.State == StateReady && !st.UpSince.IsZero() {
 		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
 	}
-	bs := h.breaker.State()
+	bs := h.breaker.Load().State()
 	st.Breaker = bs.String()
 	if bs == gobreaker.StateOpen {
 		st.BreakerProbe = time.Unix(0, h.breakerTTL.Load())
@@ -430,8 +443,8 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	h.failures++
 	n := h.failures
 	h.mu.Unlock()
-	remote := h.spec.Transport != TransportStdio
-	giveUp := !h.spec.RestartOnCrash || n > h.spec.MaxRestarts
+	remote := h.sp().Transport != TransportStdio
+	giveUp := !h.sp().RestartOnCrash || n > h.sp().MaxRestarts
 	if giveUp && !remote {
 		h.catalog.Store(nil)
 		h.mu.Lock()
@@ -474,24 +487,29 @@ func (h *Handle) sleepUntil(next time.Time) bool {
 	}
 }
 
-// maxBackoffStep is the first attempt whose delay is backoffMax.
-const maxBackoffStep = 6
+// maxBackoffStep is an attempt past every doubling: its delay is the
+// longest.
+const maxBackoffStep = 64
 
-// backoff returns the delay before attempt n (1-based): 1, 2, 4, 8, 16, then
-// 30 seconds, each ±10 %, times Options.BackoffScale.
+// backoff returns the delay before attempt n (1-based): BackoffInitial
+// (1 s), doubled at each attempt up to BackoffMax (30 s), each ±10 %.
 func (h *Handle) backoff(n int) time.Duration {
-	d := backoffDelay(n)
-	if s := h.opt.BackoffScale; s > 0 {
-		d = time.Duration(float64(d) * s)
-	}
-	return d
+	sp := h.sp()
+	return backoffDelay(n, sp.BackoffInitial, sp.BackoffMax)
 }
 
-func backoffDelay(n int) time.Duration {
-	d := backoffMax
-	if n < maxBackoffStep+2 {
-		d = min(backoffBase<<max(n-1, 0), backoffMax)
+func backoffDelay(n int, base, ceil time.Duration) time.Duration {
+	if base <= 0 {
+		base = backoffBase
 	}
+	if ceil <= 0 {
+		ceil = backoffMax
+	}
+	d := base
+	for i := 1; i < n && d < ceil; i++ {
+		d *= 2
+	}
+	d = min(d, ceil)
 	jitter := (rand.Float64()*0.2 - 0.1) * float64(d)
 	return d + time.Duration(jitter)
 }
@@ -533,7 +551,7 @@ func (h *Handle) serve(s *session) error {
 				return errConnectionLost
 			}
 		case <-h.resync:
-			ctx, cancel := context.WithTimeout(h.ctx, h.spec.connectTimeout())
+			ctx, cancel := context.WithTimeout(h.ctx, h.sp().connectTimeout())
 			cat, err := listCatalog(ctx, s.cl)
 			cancel()
 			if err != nil {
@@ -561,22 +579,19 @@ func (h *Handle) requestResync() {
 var testTransport func(Spec) (mcp.Transport, error)
 
 // transport returns how to reach the server: a child process (s.proc is
-// set), a remote endpoint, or what Options.Dial or the test hook give.
+// set), a remote endpoint, or what the test hook gives.
 func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, error) {
 	dial := testTransport
-	if h.opt.Dial != nil {
-		dial = h.opt.Dial
-	}
-	if h.spec.Transport == TransportStdio {
+	if h.sp().Transport == TransportStdio {
 		env, args, err := h.expandStdio(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if dial != nil {
-			return dial(h.spec)
+			return dial(*h.sp())
 		}
 		noise := newNoiseWriter(h.log)
-		t, proc, err := stdioTransport(h.spec, env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
+		t, proc, err := stdioTransport(*h.sp(), env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
 		s.proc = proc
 		return t, err
 	}
@@ -585,15 +600,15 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 		return nil, err
 	}
 	if dial != nil {
-		return dial(h.spec)
+		return dial(*h.sp())
 	}
-	return remoteTransport(h.spec, url, headers, h.log), nil
+	return remoteTransport(*h.sp(), url, headers, h.log), nil
 }
 
 // connect starts the server (resolving references first), initializes the
 // session and lists the catalog, all within the connect timeout.
 func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
-	ctx, cancel := context.WithTimeout(parent, h.spec.connectTimeout())
+	ctx, cancel := context.WithTimeout(parent, h.sp().connectTimeout())
 	defer cancel()
 	s := &session{stderr: newLineWriter(h.log), lost: make(chan struct{})}
 	t, err := h.transport(ctx, s)
@@ -616,7 +631,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	s.cl = newClient(conn, h.hooks(), h.log)
-	if err := s.cl.initialize(ctx, h.spec.protocolVersion(), h.opt.ClientInfo, h.capabilities()); err != nil {
+	if err := s.cl.initialize(ctx, h.sp().protocolVersion(), h.opt.ClientInfo, h.capabilities()); err != nil {
 		s.close()
 		if s.proc != nil && ctx.Err() == nil && errors.Is(err, ErrConnectionClosed) {
 			err = fmt.Errorf("process exited before initialize finished: %w", err)
@@ -648,8 +663,8 @@ func (h *Handle) expand(ctx context.Context, v string) (string, error) {
 
 func (h *Handle) expandStdio(ctx context.Context) (map[string]string, []string, error) {
 	var errs []error
-	env := make(map[string]string, len(h.spec.Env))
-	for k, v := range h.spec.Env {
+	env := make(map[string]string, len(h.sp().Env))
+	for k, v := range h.sp().Env {
 		x, err := h.expand(ctx, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("env %s: %w", k, err))
@@ -657,8 +672,8 @@ func (h *Handle) expandStdio(ctx context.Context) (map[string]string, []string, 
 		}
 		env[k] = x
 	}
-	args := make([]string, len(h.spec.Args))
-	for i, a := range h.spec.Args {
+	args := make([]string, len(h.sp().Args))
+	for i, a := range h.sp().Args {
 		x, err := h.expand(ctx, a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("args[%d]: %w", i, err))
@@ -671,12 +686,12 @@ func (h *Handle) expandStdio(ctx context.Context) (map[string]string, []string, 
 
 func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, error) {
 	var errs []error
-	url, err := h.expand(ctx, h.spec.URL)
+	url, err := h.expand(ctx, h.sp().URL)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("url: %w", err))
 	}
-	headers := make(map[string]string, len(h.spec.Headers))
-	for k, v := range h.spec.Headers {
+	headers := make(map[string]string, len(h.sp().Headers))
+	for k, v := range h.sp().Headers {
 		x, err := h.expand(ctx, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("headers %s: %w", k, err))

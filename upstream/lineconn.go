@@ -212,17 +212,3 @@ func (c *lineConn) Close() error {
 }
 
 func (c *lineConn) SessionID() string { return "" }
-
-// PipeTransport speaks newline-delimited JSON-RPC over r and w on the
-// connection switchboard uses for a stdio child, to a server in the same
-// process (benchmarks and tests). Close closes w.
-func PipeTransport(r io.Reader, w io.WriteCloser) mcp.Transport { return pipeTransport{r, w} }
-
-type pipeTransport struct {
-	r io.Reader
-	w io.WriteCloser
-}
-
-func (t pipeTransport) Connect(context.Context) (mcp.Connection, error) {
-	return newLineConn(t.r, t.w, nil, nil), nil
-}

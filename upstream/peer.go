@@ -36,11 +36,11 @@ func (h *Handle) hooks() clientHooks {
 			}
 		},
 		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			if method == "roots/list" && !h.spec.ClientRoots {
-				if h.spec.Roots == nil {
+			if method == "roots/list" && !h.sp().ClientRoots {
+				if h.sp().Roots == nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard offers this server no roots"}
 				}
-				return json.Marshal(&mcp.ListRootsResult{Roots: h.spec.Roots})
+				return json.Marshal(&mcp.ListRootsResult{Roots: h.sp().Roots})
 			}
 			if h.opt.Peer == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not answer " + method}
@@ -60,8 +60,8 @@ func (h *Handle) capabilities() *mcp.ClientCapabilities {
 		caps.Sampling = &mcp.SamplingCapabilities{}
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	}
-	if h.spec.ClientRoots || h.spec.Roots != nil {
-		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: h.spec.ClientRoots}
+	if h.sp().ClientRoots || h.sp().Roots != nil {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: h.sp().ClientRoots}
 	}
 	return caps
 }

@@ -66,13 +66,29 @@ type Spec struct {
 
 	BreakerFailures int           // consecutive failures that open the breaker; if zero, 5
 	BreakerOpen     time.Duration // open period before a half-open probe; if zero, 30s
+
+	// BackoffInitial is the first restart delay, doubled at each failed
+	// attempt up to BackoffMax; if zero, 1s and 30s.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
 }
 
 // Fingerprint hashes exactly the fields whose change needs a new process or
-// session. Specs with equal fingerprints are interchangeable, so a reload
-// keeps the running Handle.
+// session: how to start or reach the server, and what it is offered at
+// initialize. Specs with equal fingerprints share a Handle: a reload keeps
+// it and applies the rest (timeouts, restart policy, breaker, laziness) in
+// place with Update.
 func (s Spec) Fingerprint() string {
-	b, err := json.Marshal(s)
+	b, err := json.Marshal(struct {
+		Name, Transport, Command string
+		Args                     []string
+		Env                      map[string]string
+		Dir, URL                 string
+		Headers                  map[string]string
+		Protocol                 string
+		Roots                    []*mcp.Root
+		ClientRoots              bool
+	}{s.Name, s.Transport, s.Command, s.Args, s.Env, s.Dir, s.URL, s.Headers, s.Protocol, s.Roots, s.ClientRoots})
 	if err != nil {
 		panic("upstream: spec fingerprint: " + err.Error()) // only plain data
 	}

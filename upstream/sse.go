@@ -33,6 +33,9 @@ var (
 	listenBackoffMin = 100 * time.Millisecond
 	listenBackoffMax = 5 * time.Second
 	listenRetryMax   = 30 * time.Second
+	// listenMaxFailures consecutive attempts that reach no server end the
+	// connection: the server is gone, and the Handle reconnects.
+	listenMaxFailures = 5
 )
 
 // sseLineSlack is what a line may hold beyond the data limit: the field
@@ -302,8 +305,9 @@ func (c *streamableConn) startListening() {
 func (c *streamableConn) listen() {
 	delay := listenBackoffMin
 	var (
-		lastID string
-		retry  time.Duration
+		lastID   string
+		retry    time.Duration
+		failures int // consecutive attempts that reached no server
 	)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -332,9 +336,14 @@ func (c *streamableConn) listen() {
 			if c.ctx.Err() != nil {
 				return
 			}
+			if failures++; failures >= listenMaxFailures {
+				c.fail(fmt.Errorf("streamable http: standalone stream: %d attempts failed: %w", failures, err))
+				return
+			}
 			delay = next
 			continue
 		}
+		failures = 0
 		switch {
 		case resp.StatusCode == http.StatusNotFound && sent:
 			closeBody(resp)

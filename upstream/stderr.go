@@ -31,6 +31,7 @@ type lineWriter struct {
 	tokens   float64
 	last     time.Time
 	dropped  int
+	report   *time.Timer // reports dropped lines after a burst
 }
 
 // lineKind is what a lineWriter logs.
@@ -109,6 +110,16 @@ func (w *lineWriter) emitLocked(line []byte) {
 	w.last = now
 	if w.tokens < 1 {
 		w.dropped++
+		if w.report == nil {
+			// A burst followed by silence is reported too, once the
+			// burst is over.
+			w.report = time.AfterFunc(time.Second, func() {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				w.report = nil
+				w.reportDroppedLocked()
+			})
+		}
 		return
 	}
 	w.tokens--

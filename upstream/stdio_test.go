@@ -121,7 +121,9 @@ func TestStdioLifecycle(t *testing.T) {
 
 func TestStdioCrashRestarts(t *testing.T) {
 	checkGoroutines(t)
-	h := startHandle(t, childSpec(t, "crashy", nil), upstream.Options{BackoffScale: 0.05})
+	spec := childSpec(t, "crashy", nil)
+	spec.BackoffInitial = 50 * time.Millisecond
+	h := startHandle(t, spec, upstream.Options{})
 	first := waitState(t, h, 20*time.Second, upstream.StateReady)
 	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}}, nil)
 	var ue *upstream.UnavailableError
@@ -151,7 +153,8 @@ func TestStdioExitAtStartGivesUp(t *testing.T) {
 	checkGoroutines(t)
 	spec := childSpec(t, "dead", map[string]string{"UPSTREAM_TEST_EXIT": "7"})
 	spec.MaxRestarts = 2
-	h := startHandle(t, spec, upstream.Options{BackoffScale: 0.01})
+	spec.BackoffInitial = 10 * time.Millisecond
+	h := startHandle(t, spec, upstream.Options{})
 	st := waitState(t, h, 20*time.Second, upstream.StateFailed)
 	if st.Restarts != 2 || st.Failures != 3 {
 		t.Errorf("restarts %d failures %d, want 2 and 3", st.Restarts, st.Failures)

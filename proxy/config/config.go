@@ -18,18 +18,20 @@ import (
 // Defaults for fields the config may leave out. values.yaml in the chart
 // repeats them; keep both in step.
 const (
-	DefaultListen          = "127.0.0.1:8931"
-	DefaultAdminListen     = "127.0.0.1:8932"
-	DefaultTimeoutMS       = 30000
-	DefaultToolTimeoutMS   = 60000
-	DefaultMaxRestarts     = 5
-	DefaultMaxResultBytes  = 50 << 20
-	DefaultMaxMediaBytes   = 20 << 20
-	DefaultMaxDescChars    = 4096
-	DefaultShutdownMS      = 10000
-	DefaultDrainMS         = 30000
-	DefaultBreakerFailures = 5
-	DefaultBreakerOpenMS   = 30000
+	DefaultListen           = "127.0.0.1:8931"
+	DefaultAdminListen      = "127.0.0.1:8932"
+	DefaultTimeoutMS        = 30000
+	DefaultToolTimeoutMS    = 60000
+	DefaultMaxRestarts      = 5
+	DefaultMaxResultBytes   = 50 << 20
+	DefaultMaxMediaBytes    = 20 << 20
+	DefaultMaxDescChars     = 4096
+	DefaultShutdownMS       = 10000
+	DefaultDrainMS          = 30000
+	DefaultBreakerFailures  = 5
+	DefaultBreakerOpenMS    = 30000
+	DefaultBackoffInitialMS = 1000
+	DefaultBackoffMaxMS     = 30000
 )
 
 // Config is the whole config file. JSON and YAML share this schema; unknown
@@ -86,6 +88,14 @@ type Server struct {
 	ResourceFilter []string          `json:"resourceFilter,omitempty"`
 	Wrap           *bool             `json:"wrap,omitempty"`
 	Breaker        *Breaker          `json:"breaker,omitempty"`
+	RestartBackoff *Backoff          `json:"restartBackoff,omitempty"`
+}
+
+// Backoff tunes the delay between restart attempts: initialMs, doubled at
+// each failed attempt up to maxMs.
+type Backoff struct {
+	InitialMS *int `json:"initialMs,omitempty"`
+	MaxMS     *int `json:"maxMs,omitempty"`
 }
 
 // Breaker tunes one server's circuit breaker.
@@ -317,6 +327,14 @@ func (b *Breaker) OpenPeriod() time.Duration {
 		return DefaultBreakerOpenMS * time.Millisecond
 	}
 	return ms(b.OpenMS, DefaultBreakerOpenMS)
+}
+
+// Delays are the first and the longest restart delay. b may be nil.
+func (b *Backoff) Delays() (initial, longest time.Duration) {
+	if b == nil {
+		return DefaultBackoffInitialMS * time.Millisecond, DefaultBackoffMaxMS * time.Millisecond
+	}
+	return ms(b.InitialMS, DefaultBackoffInitialMS), ms(b.MaxMS, DefaultBackoffMaxMS)
 }
 
 // ms is *p milliseconds, or def milliseconds when p is nil.

@@ -297,6 +297,13 @@ func (v *validator) server(path, key string, s *Server) {
 	if s.MaxRestarts != nil && *s.MaxRestarts < 0 {
 		v.add(path+".maxRestarts", "must not be negative")
 	}
+	if b := s.RestartBackoff; b != nil {
+		v.positiveMS(path+".restartBackoff.initialMs", b.InitialMS)
+		v.positiveMS(path+".restartBackoff.maxMs", b.MaxMS)
+		if initial, longest := b.Delays(); b.InitialMS != nil && b.MaxMS != nil && initial > longest {
+			v.add(path+".restartBackoff", fmt.Sprintf("initialMs (%d) is over maxMs (%d)", *b.InitialMS, *b.MaxMS))
+		}
+	}
 	if s.Namespace != nil && !*s.Namespace && s.ToolPrefix != "" {
 		v.add(path+".toolPrefix", "has no effect with namespace: false; remove one of them")
 	}

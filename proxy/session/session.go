@@ -343,10 +343,9 @@ func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
 		<-s.slot
 		return
 	}
-	go func() {
-		defer func() { <-s.slot }()
-		s.run(rctx, release, m, out)
-	}()
+	// The slot, like the ID, is free before the answer goes out: a client
+	// may send its next request as soon as it has the answer.
+	go s.run(rctx, func() { release(); <-s.slot }, m, out)
 }
 
 // Handle handles one message from the client and returns when it is
@@ -514,8 +513,18 @@ func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {
 
 func (s *Session) initialize(r *Request) (any, error) {
 	var p mcp.InitializeParams
+	// The SDK's type keeps the roots capability in a field JSON does not
+	// fill (RootsV2, its fix of go-sdk#607): it is read beside it.
+	var roots struct {
+		Capabilities struct {
+			Roots *mcp.RootCapabilities `json:"roots"`
+		} `json:"capabilities"`
+	}
 	if err := json.Unmarshal(r.Params, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
+	}
+	if p.Capabilities != nil && json.Unmarshal(r.Params, &roots) == nil {
+		p.Capabilities.RootsV2 = roots.Capabilities.Roots
 	}
 	version := Versions[0]
 	if slices.Contains(Versions, p.ProtocolVersion) {

@@ -191,9 +191,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	st.mu.Lock()
 	st.w = w
 	st.mu.Unlock()
-	if err := st.event("endpoint", []byte(endpoint.RequestURI())); err != nil {
-		return
-	}
+	// The session is found before its endpoint goes out: a client may POST
+	// as soon as it has read it.
 	h.mu.Lock()
 	h.sessions[id] = &conn{sess, st}
 	h.mu.Unlock()
@@ -202,6 +201,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		delete(h.sessions, id)
 		h.mu.Unlock()
 	}()
+	if err := st.event("endpoint", []byte(endpoint.RequestURI())); err != nil {
+		return
+	}
 	select {
 	case <-r.Context().Done():
 	case <-sess.Done():
