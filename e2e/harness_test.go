@@ -225,9 +225,14 @@ func startSwitchboard(t *testing.T, cfg any, extraArgs ...string) *sb {
 func startSwitchboardIn(t *testing.T, dir, workDir string, cfg any, env []string, extraArgs ...string) *sb {
 	t.Helper()
 	ready := filepath.Join(dir, "ready")
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready}
-	if m, ok := cfg.(map[string]any); !ok || m["logLevel"] == nil {
-		// A config that sets its own level keeps it (a flag would win).
+	args := []string{"serve", "--admin-listen", "127.0.0.1:0", "--ready-file", ready}
+	// A config that sets its own listen address or log level keeps it (a
+	// flag would win).
+	m, _ := cfg.(map[string]any)
+	if m["listen"] == nil {
+		args = append(args, "--listen", "127.0.0.1:0")
+	}
+	if m["logLevel"] == nil {
 		args = append(args, "--log-level", "debug")
 	}
 	s := &sb{dir: dir}

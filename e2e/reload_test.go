@@ -524,7 +524,7 @@ func TestAdminReload(t *testing.T) {
 func TestReloadAppliesInPlace(t *testing.T) {
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.log")
-	cfg := map[string]any{"logLevel": "info", "mcpServers": map[string]any{"a": fixtureServer("a")}}
+	cfg := map[string]any{"listen": "127.0.0.1:0", "logLevel": "info", "mcpServers": map[string]any{"a": fixtureServer("a")}}
 	s := startSwitchboardIn(t, dir, dir, cfg, nil)
 	cs := s.client(t, nil)
 	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_sleep"] != nil })
@@ -538,6 +538,7 @@ func TestReloadAppliesInPlace(t *testing.T) {
 
 	a := with(fixtureServer("a"), "toolTimeout", 300, "breaker", map[string]any{"failures": 2, "openMs": 60000})
 	rewrite(t, s.config, map[string]any{
+		"listen":     "127.0.0.1:0",
 		"logLevel":   "debug",
 		"audit":      map[string]any{"file": auditPath},
 		"telemetry":  map[string]any{"prometheus": false},
