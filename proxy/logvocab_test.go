@@ -24,6 +24,8 @@ var logKeys = map[string]bool{
 	"gogc": true, "memlimit": true,
 	// Child stderr re-logging.
 	"line": true, "truncated": true, "pid": true, "code": true, "signal": true,
+	// Refused downstream input: its size, never its content.
+	"bytes": true,
 }
 
 // logMethods are hclog's leveled methods.

@@ -35,6 +35,9 @@ var ErrLineTooLong = errors.New("line longer than the limit")
 func ReadLine(br *bufio.Reader, limit int) ([]byte, error) {
 	frag, err := br.ReadSlice('\n')
 	if err == nil {
+		if len(frag)-1 > limit {
+			return nil, ErrLineTooLong
+		}
 		return bytes.Clone(frag[:len(frag)-1]), nil
 	}
 	var line []byte
@@ -46,13 +49,17 @@ func ReadLine(br *bufio.Reader, limit int) ([]byte, error) {
 		frag, err = br.ReadSlice('\n')
 	}
 	if err == nil {
-		return append(line, frag[:len(frag)-1]...), nil
+		line = append(line, frag[:len(frag)-1]...)
+	} else {
+		line = append(line, frag...)
+		if len(bytes.TrimSpace(line)) == 0 || !errors.Is(err, io.EOF) {
+			return nil, err
+		}
 	}
-	line = append(line, frag...)
-	if len(bytes.TrimSpace(line)) > 0 && errors.Is(err, io.EOF) {
-		return line, nil
+	if len(line) > limit {
+		return nil, ErrLineTooLong
 	}
-	return nil, err
+	return line, nil
 }
 
 // wireMsg is one JSON-RPC 2.0 message as sent, decoded as the SDK's own

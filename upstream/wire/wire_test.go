@@ -97,6 +97,17 @@ func TestReadLine(t *testing.T) {
 	}
 
 	limit = 1 << 10
+	// Exactly the limit passes; one byte more fails, however the line
+	// falls on the reader's buffer.
+	for _, size := range []int{16, 100} {
+		br = bufio.NewReaderSize(strings.NewReader(strings.Repeat("c", limit)+"\n"+strings.Repeat("d", limit+1)+"\n"), size)
+		if got, err := ReadLine(br, limit); err != nil || len(got) != limit {
+			t.Errorf("buffer %d: a line of exactly the limit: %d bytes, %v", size, len(got), err)
+		}
+		if _, err := ReadLine(br, limit); !errors.Is(err, ErrLineTooLong) {
+			t.Errorf("buffer %d: a line one byte over the limit: %v", size, err)
+		}
+	}
 	br = bufio.NewReaderSize(strings.NewReader(strings.Repeat("b", 4<<10)+"\n"), 16)
 	if _, err := ReadLine(br, limit); !errors.Is(err, ErrLineTooLong) {
 		t.Errorf("over-long line: %v", err)

@@ -33,12 +33,9 @@ import (
 // batchesUntil is the first protocol version without JSON-RPC batches.
 const batchesUntil = "2025-06-18"
 
-// Limits of logging refused lines: a client that writes garbage must not
-// flood the log.
-const (
-	maxLoggedLine   = 4096
-	maxLoggedRefuse = 100
-)
+// maxLoggedRefuse bounds the refused lines logged: a client that writes
+// garbage must not flood the log.
+const maxLoggedRefuse = 100
 
 // Serve serves ss on r and w until r ends (nil), reading fails, or ctx is
 // done (its error). The session's own stream is w. Requests still in
@@ -139,12 +136,10 @@ func (s *server) refuse(b []byte, err error) {
 		code, msg = jsonrpc.CodeInvalidRequest, "invalid request: "+err.Error()
 	}
 	s.writeError(code, msg)
+	// The line itself is not logged: it may carry a tool's arguments.
 	switch s.refused++; {
 	case s.refused <= maxLoggedRefuse:
-		if len(b) > maxLoggedLine {
-			b = b[:maxLoggedLine]
-		}
-		s.log.Warn("stdin line refused: not JSON-RPC", "line", strings.ToValidUTF8(string(b), "\uFFFD"), "error", err)
+		s.log.Warn("stdin line refused: not JSON-RPC", "bytes", len(b), "error", err)
 	case s.refused == maxLoggedRefuse+1:
 		s.log.Warn("stdin lines refused: not logging more of them", "count", maxLoggedRefuse)
 	}
