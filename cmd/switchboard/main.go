@@ -6,13 +6,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/mcp-switchboard/switchboard/proxy"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := proxy.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

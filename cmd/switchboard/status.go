@@ -1,15 +1,18 @@
-package proxy
+package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
@@ -32,27 +35,27 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(addr, "/")+"/status", nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchboard status:", err)
-		return ExitConfig
+		return exitConfig
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchboard status: is switchboard running? ", err)
-		return ExitError
+		return exitError
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		fmt.Fprintf(stderr, "switchboard status: %s %v\n", resp.Status, err)
-		return ExitError
+		return exitError
 	}
 	if asJSON {
 		_, _ = stdout.Write(body)
-		return ExitOK
+		return exitOK
 	}
-	var rep StatusReport
+	var rep proxy.StatusReport
 	if err := json.Unmarshal(body, &rep); err != nil {
 		fmt.Fprintln(stderr, "switchboard status: unreadable answer:", err)
-		return ExitError
+		return exitError
 	}
 	printStatus(stdout, rep)
 	// Metrics highlights: calls, errors and latency per server.
@@ -61,10 +64,10 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	} else {
 		printCallStats(stdout, stats)
 	}
-	return ExitOK
+	return exitOK
 }
 
-func printStatus(w io.Writer, rep StatusReport) {
+func printStatus(w io.Writer, rep proxy.StatusReport) {
 	fmt.Fprintf(w, "switchboard %s  config gen %d (digest %s)  goroutines %d\n", rep.Version, rep.Gen, rep.Digest, rep.Goroutines)
 	if lr := rep.LastReload; lr != nil {
 		result := "ok"
@@ -107,7 +110,7 @@ func printStatus(w io.Writer, rep StatusReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.Name, s.Transport, state, breaker, s.Tools, pid, s.Restarts, uptime, lastErr)
 	}
 	tw.Flush()
-	for _, id := range sortedKeys(rep.Views) {
+	for _, id := range slices.Sorted(maps.Keys(rep.Views)) {
 		v := rep.Views[id]
 		fmt.Fprintf(w, "\nview %s: %d tools, %d sessions", id, v.Tools, v.Sessions)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package main
 
 import (
 	"bytes"
@@ -6,21 +6,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 func TestPrintStatusTable(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	rep := StatusReport{
+	rep := proxy.StatusReport{
 		Version: "v1", Gen: 3, Digest: "abc", Time: now, Goroutines: 42,
-		LastReload: &ReloadResult{OK: false, At: now, Reason: "sighup", Error: "mcpServers.x.command: required"},
+		LastReload: &proxy.ReloadResult{OK: false, At: now, Reason: "sighup", Error: "mcpServers.x.command: required"},
 		Servers: []upstream.Status{
 			{Name: "up", Transport: "stdio", State: upstream.StateReady, PID: 123, Tools: 4, Uptime: 3725, Breaker: "closed"},
 			{Name: "down", Transport: "http", State: upstream.StateRestarting, Restarts: 2, NextAttempt: now.Add(4 * time.Second),
 				Breaker: "open", BreakerProbe: now.Add(20 * time.Second), LastError: "session ended:\nexit status 3"},
 			{Name: "later", Transport: "stdio", State: upstream.StateIdle, Lazy: true, Breaker: "closed"},
 		},
-		Views: map[string]ViewStatus{"default": {Tools: 4, Sessions: 1}},
+		Views: map[string]proxy.ViewStatus{"default": {Tools: 4, Sessions: 1}},
 	}
 	var b bytes.Buffer
 	printStatus(&b, rep)

@@ -1,4 +1,4 @@
-package proxy
+package main
 
 import (
 	"context"
@@ -11,14 +11,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 // Exit codes of the CLI.
 const (
-	ExitOK     = 0
-	ExitError  = 1
-	ExitConfig = 2
+	exitOK     = 0
+	exitError  = 1
+	exitConfig = 2
 )
 
 const usage = `switchboard: one MCP endpoint for many MCP servers.
@@ -36,8 +37,8 @@ Run "switchboard COMMAND --help" for a command's flags. With no --config, serve
 and tools use the embedded default config (two demo servers).
 `
 
-// Main runs the CLI and returns the process exit code.
-func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// run runs the CLI and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		args = []string{"serve"}
 	}
@@ -55,27 +56,27 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return cmdPins(rest, stdout, stderr)
 	case "demo-server":
 		if len(rest) != 1 || strings.HasPrefix(rest[0], "-") {
-			fmt.Fprintf(stderr, "usage: switchboard demo-server NAME (one of %s)\n", strings.Join(DemoServers, ", "))
-			return ExitConfig
+			fmt.Fprintf(stderr, "usage: switchboard demo-server NAME (one of %s)\n", strings.Join(proxy.DemoServers, ", "))
+			return exitConfig
 		}
-		if err := RunDemoServer(ctx, rest[0]); err != nil && ctx.Err() == nil {
+		if err := proxy.RunDemoServer(ctx, rest[0]); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(stderr, "switchboard demo-server:", err)
-			return ExitError
+			return exitError
 		}
-		return ExitOK
+		return exitOK
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "switchboard", Version)
-		return ExitOK
+		fmt.Fprintln(stdout, "switchboard", proxy.Version)
+		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return ExitOK
+		return exitOK
 	}
 	if strings.HasPrefix(cmd, "-") {
 		// Flags without a command mean serve.
 		return cmdServe(ctx, args, stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "switchboard: unknown command %q\n\n%s", cmd, usage)
-	return ExitConfig
+	return exitConfig
 }
 
 func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
@@ -92,33 +93,33 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK, false
+			return exitOK, false
 		}
-		return ExitConfig, false
+		return exitConfig, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
-		return ExitConfig, false
+		return exitConfig, false
 	}
 	return 0, true
 }
 
 func configError(stderr io.Writer, err error) int {
-	var ce *ConfigError
+	var ce *proxy.ConfigError
 	if errors.As(err, &ce) {
 		fmt.Fprintln(stderr, "switchboard: invalid config:")
 		for _, line := range strings.Split(ce.Error(), "\n") {
 			fmt.Fprintln(stderr, "  "+line)
 		}
-		return ExitConfig
+		return exitConfig
 	}
 	fmt.Fprintln(stderr, "switchboard:", err)
-	return ExitError
+	return exitError
 }
 
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var o Options
+	var o proxy.Options
 	fs := newFlags("serve", "serve [flags]", stderr)
 	fs.StringVar(&o.ConfigPath, "config", "", "config file, JSON or YAML (default: the embedded demo config)")
 	fs.StringVar(&o.Listen, "listen", "", "downstream MCP address host:port (default "+config.DefaultListen+"; env SWITCHBOARD_LISTEN)")
@@ -131,11 +132,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
-	tuneGC(ctx, os.Getenv)
-	if err := Run(ctx, o); err != nil {
+	proxy.TuneGC(ctx, os.Getenv)
+	if err := proxy.Run(ctx, o); err != nil {
 		return configError(stderr, err)
 	}
-	return ExitOK
+	return exitOK
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) int {
@@ -148,18 +149,18 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	if path == "" {
 		fmt.Fprintln(stderr, "switchboard validate: --config is required")
 		fs.Usage()
-		return ExitConfig
+		return exitConfig
 	}
-	c, err := loadConfig(Options{ConfigPath: path})
+	c, err := proxy.LoadConfig(proxy.Options{ConfigPath: path})
 	if err != nil {
 		return configError(stderr, err)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.ServerNames()), c.Digest())
-	return ExitOK
+	return exitOK
 }
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var o Options
+	var o proxy.Options
 	var wait time.Duration
 	fs := newFlags("tools", "tools [--config FILE]", stderr)
 	fs.StringVar(&o.ConfigPath, "config", "", "config file (default: the embedded demo config)")
@@ -169,44 +170,23 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	o.Stderr = stderr
-	p, c, err := New(o)
+	rows, down, err := proxy.ListTools(ctx, o, wait)
 	if err != nil {
+		if ctx.Err() != nil {
+			return exitError
+		}
 		return configError(stderr, err)
 	}
-	if err := p.apply(ctx, c, false); err != nil {
-		return configError(stderr, err)
-	}
-	defer p.closeAll()
-	snap := p.cur.Load()
-	if wait == 0 {
-		for _, h := range snap.Handles {
-			wait = max(wait, h.Spec().ConnectTimeout)
-		}
-	}
-	deadline := time.After(wait)
-	for _, h := range snap.Handles {
-		h.Start()
-		select {
-		case <-h.FirstAttempt():
-		case <-deadline:
-		case <-ctx.Done():
-			return ExitError
-		}
-	}
-	v := p.viewFor("")
-	v.rebuild()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSERVER\tORIGINAL\tDESCRIPTION")
-	for _, r := range v.state.Load().list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.public, r.entry.Key, r.original, oneLine(r.tool.Description, 80))
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Public, r.Server, r.Original, oneLine(r.Description, 80))
 	}
 	tw.Flush()
-	for _, k := range sortedKeys(snap.Handles) {
-		if st := snap.Handles[k].Status(); st.State != "ready" && st.State != "idle" {
-			fmt.Fprintf(stderr, "server %q is %s: %s\n", k, st.State, p.redact(st.LastError))
-		}
+	for _, st := range down {
+		fmt.Fprintf(stderr, "server %q is %s: %s\n", st.Name, st.State, st.LastError)
 	}
-	return ExitOK
+	return exitOK
 }
 
 func oneLine(s string, n int) string {
@@ -220,7 +200,7 @@ func oneLine(s string, n int) string {
 func cmdPins(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "list" && args[0] != "approve") {
 		fmt.Fprintln(stderr, "usage: switchboard pins list|approve (--config FILE | --pin-file FILE) [--server S] [--tool T]")
-		return ExitConfig
+		return exitConfig
 	}
 	var cfgPath, pinPath, server, tool string
 	fs := newFlags("pins", args[0]+" (--config FILE | --pin-file FILE) [--server S] [--tool T]", stderr)
@@ -232,22 +212,22 @@ func cmdPins(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if pinPath == "" && cfgPath != "" {
-		c, err := loadConfig(Options{ConfigPath: cfgPath})
+		c, err := proxy.LoadConfig(proxy.Options{ConfigPath: cfgPath})
 		if err != nil {
 			return configError(stderr, err)
 		}
-		pinPath = pinFilePath(c)
+		pinPath = proxy.PinFilePath(c)
 	}
 	if pinPath == "" {
 		fmt.Fprintln(stderr, "switchboard pins: no pin file (set sanitize.pinFile in the config, or pass --pin-file)")
-		return ExitConfig
+		return exitConfig
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	err := runPins(pinPath, args[:1], server, tool, func(line string) { fmt.Fprintln(tw, line) })
+	err := proxy.RunPins(pinPath, args[0], server, tool, func(line string) { fmt.Fprintln(tw, line) })
 	tw.Flush()
 	if err != nil {
 		fmt.Fprintln(stderr, "switchboard pins:", err)
-		return ExitError
+		return exitError
 	}
-	return ExitOK
+	return exitOK
 }

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// What the command line (cmd/switchboard) asks of a proxy besides Run.
+
+// LoadConfig loads and validates the config o names (the embedded demo
+// config without a path), with o's overrides applied.
+func LoadConfig(o Options) (*config.Config, error) { return loadConfig(o) }
+
+// PinFilePath is the pin file c's sanitize.pinFile names ("" if none).
+func PinFilePath(c *config.Config) string { return pinFilePath(c) }
+
+// RunPins lists or approves (action "list" or "approve") the pinned tool
+// definitions in the pin file at path, for one server or tool when set,
+// handing out each line of the report.
+func RunPins(path, action, server, tool string, out func(string)) error {
+	return runPins(path, []string{action}, server, tool, out)
+}
+
+// TuneGC runs the collector tuning serve uses until ctx ends (see gc.go).
+func TuneGC(ctx context.Context, getenv func(string) string) { tuneGC(ctx, getenv) }
+
+// ToolRow is one published tool of the default view.
+type ToolRow struct {
+	Public, Server, Original, Description string
+}
+
+// ListTools starts the servers of the config o names, waits for each first
+// start attempt (at most wait; zero: the largest server timeout), and
+// returns the default view's tool table, and the servers that are not up
+// with their (redacted) errors.
+func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, []upstream.Status, error) {
+	p, c, err := New(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := p.apply(ctx, c, false); err != nil {
+		return nil, nil, err
+	}
+	defer p.closeAll()
+	snap := p.cur.Load()
+	if wait == 0 {
+		for _, h := range snap.Handles {
+			wait = max(wait, h.Spec().ConnectTimeout)
+		}
+	}
+	deadline := time.After(wait)
+	for _, h := range snap.Handles {
+		h.Start()
+		select {
+		case <-h.FirstAttempt():
+		case <-deadline:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	v := p.viewFor("")
+	v.rebuild()
+	var rows []ToolRow
+	for _, r := range v.state.Load().list {
+		rows = append(rows, ToolRow{Public: r.public, Server: r.entry.Key, Original: r.original, Description: r.tool.Description})
+	}
+	var down []upstream.Status
+	for _, k := range sortedKeys(snap.Handles) {
+		if st := snap.Handles[k].Status(); st.State != upstream.StateReady && st.State != upstream.StateIdle {
+			st.LastError = p.redact(st.LastError)
+			down = append(down, st)
+		}
+	}
+	return rows, down, nil
+}
