@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"encoding/json"
 	"net/http"
 	"runtime"
 	"sort"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -45,27 +45,14 @@ func (p *Proxy) track(h http.Handler) http.Handler {
 	})
 }
 
-// adminRoutes is the admin mux on adminListen.
-func (p *Proxy) adminRoutes() http.Handler {
-	r := mux.NewRouter()
-	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	}).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/readyz", p.readyz).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/status", p.status).Methods(http.MethodGet)
-	r.HandleFunc("/admin/reload", p.adminReload).Methods(http.MethodPost)
-	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		p.tel.Load().metricsHandler().ServeHTTP(w, r)
-	}).Methods(http.MethodGet)
-	return r
-}
+// adminBackend is what the admin endpoints read and trigger.
+type adminBackend struct{ p *Proxy }
 
-// readyz is ready once every eager server finished its first attempt
+// Readiness: ready once every eager server finished its first attempt
 // (ready or not), or, with requireReady, once those servers are ready.
-func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
-	snap := p.cur.Load()
-	var waiting []string
+func (a adminBackend) Readiness() admin.Readiness {
+	snap := a.p.cur.Load()
+	waiting := []string{}
 	if snap != nil {
 		required := map[string]bool{}
 		for _, n := range snap.Config.RequireReady {
@@ -87,13 +74,23 @@ func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	sort.Strings(waiting)
 	// While shutting down, take the pod out of the Service at once.
-	stopping := p.stopping.Load()
-	ready := snap != nil && len(waiting) == 0 && !stopping
-	w.Header().Set("Content-Type", "application/json")
-	if !ready {
-		w.WriteHeader(http.StatusServiceUnavailable)
+	stopping := a.p.stopping.Load()
+	return admin.Readiness{Ready: snap != nil && len(waiting) == 0 && !stopping, Waiting: waiting, Stopping: stopping}
+}
+
+func (a adminBackend) Status() any           { return a.p.statusReport() }
+func (a adminBackend) Metrics() http.Handler { return a.p.tel.Load().metricsHandler() }
+
+func (a adminBackend) ReloadToken() string {
+	if a.p.opts.ConfigPath == "" {
+		return "" // the embedded config: nothing to reload
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"ready": ready, "waiting": waiting, "stopping": stopping})
+	return a.p.cur.Load().reloadToken
+}
+
+func (a adminBackend) QueueReload() int64 {
+	a.p.triggerReload("admin")
+	return a.p.cur.Load().Gen
 }
 
 // StatusReport is the JSON of GET /status.
@@ -143,11 +140,4 @@ func (p *Proxy) statusReport() StatusReport {
 		rep.Views[name] = ViewStatus{Tools: len(v.state.Load().tools), Sessions: n}
 	}
 	return rep
-}
-
-func (p *Proxy) status(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(p.statusReport())
 }

@@ -71,14 +71,15 @@ func TestLayering(t *testing.T) {
 }
 
 // TestPackageDocs checks that every leaf, proxy and each package below
-// proxy/ has a doc.go (STYLE §11). proxy/internal is not checked yet.
+// proxy/ (proxy/internal included), and upstream's codec, has a doc.go
+// (STYLE §11).
 func TestPackageDocs(t *testing.T) {
-	dirs := append(append([]string{}, leaves...), "proxy")
+	dirs := append(append([]string{}, leaves...), "proxy", filepath.Join("upstream", "wire"))
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() || path == "." {
 			return err
 		}
-		if name := d.Name(); name == "testdata" || name == "internal" || strings.HasPrefix(name, ".") {
+		if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") {
 			return filepath.SkipDir
 		}
 		if gos, _ := filepath.Glob(filepath.Join(path, "*.go")); len(gos) > 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
@@ -229,10 +230,10 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 		return fmt.Errorf("admin listen: %w", err)
 	}
 	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
-	admin := &http.Server{Handler: p.adminRoutes(), ReadHeaderTimeout: 10 * time.Second}
+	adminSrv := &http.Server{Handler: admin.Handler(adminBackend{p}), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
-	go func() { errc <- admin.Serve(adm) }()
+	go func() { errc <- adminSrv.Serve(adm) }()
 	p.log.Info("listening", "addr", ln.Addr().String(), "admin", adm.Addr().String())
 	if p.opts.ReadyFile != "" {
 		if err := writeFileAtomic(p.opts.ReadyFile, ln.Addr().String()+"\n"+adm.Addr().String()+"\n"); err != nil {
@@ -255,7 +256,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	go func() { _ = srv.Shutdown(sctx) }()
 	p.inflight.drain(sctx)
 	_ = srv.Close()
-	_ = admin.Close()
+	_ = adminSrv.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}

@@ -2,11 +2,8 @@ package proxy
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -198,27 +195,6 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 	res.OK = true
 	snap := p.cur.Load()
 	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
-}
-
-// adminReload is POST /admin/reload. It exists only when admin.reloadToken
-// is set, and answers 202 once the reload was queued; /status shows the
-// outcome.
-func (p *Proxy) adminReload(w http.ResponseWriter, r *http.Request) {
-	snap := p.cur.Load()
-	if snap.reloadToken == "" || p.opts.ConfigPath == "" {
-		http.NotFound(w, r)
-		return
-	}
-	tok, ok := bearer(r)
-	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(snap.reloadToken)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-admin"`)
-		http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
-		return
-	}
-	p.triggerReload("admin")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_ = json.NewEncoder(w).Encode(map[string]any{"queued": true, "gen": snap.Gen})
 }
 
 // fixedSettings refuses a reload that changes what only a start can apply:

@@ -1,0 +1,88 @@
+package admin
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+)
+
+// Readiness is the answer of /readyz.
+type Readiness struct {
+	Ready bool `json:"ready"`
+	// Waiting lists the servers readiness waits for.
+	Waiting []string `json:"waiting"`
+	// Stopping is set once shutdown began: the pod leaves the Service.
+	Stopping bool `json:"stopping"`
+}
+
+// Backend is what the admin endpoints read and trigger. Its methods are
+// called concurrently.
+type Backend interface {
+	Readiness() Readiness
+	// Status is the value /status encodes.
+	Status() any
+	// Metrics serves /metrics.
+	Metrics() http.Handler
+	// ReloadToken is the bearer token POST /admin/reload requires; with
+	// none the endpoint does not exist.
+	ReloadToken() string
+	// QueueReload asks for a reload without waiting for it, and returns
+	// the config generation it will replace.
+	QueueReload() int64
+}
+
+// Handler serves the admin endpoints of b.
+func Handler(b Backend) http.Handler {
+	r := mux.NewRouter()
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		rd := b.Readiness()
+		w.Header().Set("Content-Type", "application/json")
+		if !rd.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(rd)
+	}).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(b.Status())
+	}).Methods(http.MethodGet)
+	r.HandleFunc("/admin/reload", func(w http.ResponseWriter, r *http.Request) {
+		want := b.ReloadToken()
+		if want == "" {
+			http.NotFound(w, r)
+			return
+		}
+		tok, ok := bearer(r)
+		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(want)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-admin"`)
+			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+			return
+		}
+		gen := b.QueueReload()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(map[string]any{"queued": true, "gen": gen})
+	}).Methods(http.MethodPost)
+	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		b.Metrics().ServeHTTP(w, r)
+	}).Methods(http.MethodGet)
+	return r
+}
+
+// bearer is the request's bearer token.
+func bearer(r *http.Request) (string, bool) {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return "", false
+	}
+	return f[1], true
+}
