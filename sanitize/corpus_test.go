@@ -95,8 +95,8 @@ func TestInjectionCorpus(t *testing.T) {
 			}
 			text := out.Content[0].(*mcp.TextContent).Text
 			_, body := checkWrapped(t, text, src)
-			if text != p.text && body != sanitize.Neutralize(p.text) {
-				t.Errorf("body is not the neutralised payload")
+			if text != p.text && body != sanitize.Neutralize(sanitize.Text(p.text)) {
+				t.Errorf("body is not the cleaned, neutralised payload")
 			}
 			if text == p.text && !slices.Contains(p.classes, "nested-wrapper") {
 				t.Errorf("payload passed as already wrapped")

@@ -6,7 +6,8 @@ import (
 	"sync"
 )
 
-// Pattern IDs name what Scan detects. They are stable: metrics, logs and
+// Pattern IDs name what Scan (and, for PatternHiddenInIdentifier, the
+// boundary functions) detects. They are stable: metrics, logs and
 // block messages use them.
 const (
 	// PatternMarkerSpoof is a boundary-marker look-alike in content.
@@ -40,6 +41,12 @@ const (
 	// reader: comments, display:none, zero font size, white text, zero-size
 	// images with alt text, the hidden attribute.
 	PatternHiddenMarkup = "hidden-markup"
+	// PatternHiddenInIdentifier is an invisible or control character (one
+	// that Text would remove) in a value the boundary keeps as it is
+	// because it must match elsewhere: a tool, prompt or argument name, a
+	// URI, a schema property name or pattern. Scan never reports it; the
+	// boundary functions do (see boundary.go).
+	PatternHiddenInIdentifier = "hidden-in-identifier"
 )
 
 const (
@@ -59,7 +66,7 @@ type patternSet uint32
 var patternIDs = [...]string{
 	PatternMarkerSpoof, PatternRoleTag, PatternChatTemplate, PatternIgnorePrevious,
 	PatternFakeSystem, PatternHiddenUnicode, PatternBidiOverride, PatternZeroWidthRun,
-	PatternTagChars, PatternBase64Run, PatternHiddenMarkup,
+	PatternTagChars, PatternBase64Run, PatternHiddenMarkup, PatternHiddenInIdentifier,
 }
 
 const (
@@ -74,6 +81,7 @@ const (
 	pTagChars
 	pBase64
 	pHiddenMarkup
+	pHiddenInIdentifier
 )
 
 func patternBit(id string) patternSet {
@@ -156,18 +164,9 @@ func (a *analysis) release() {
 
 // scan runs every detector. text is the raw text a was made from.
 func (a *analysis) scan(text string) patternSet {
-	var s patternSet
+	s := a.st.bits()
 	if a.marker {
 		s |= pMarkerSpoof
-	}
-	if a.st.tagChars > 0 {
-		s |= pTagChars | pHiddenUnicode
-	}
-	if a.st.bidi > 0 {
-		s |= pBidi | pHiddenUnicode
-	}
-	if a.st.zwRun >= MinZeroWidthRun {
-		s |= pZeroWidth | pHiddenUnicode
 	}
 	if hasBase64Run(text) {
 		s |= pBase64
@@ -175,6 +174,21 @@ func (a *analysis) scan(text string) patternSet {
 	s |= scanTags(a.sk)
 	s |= scanStyles(a.sk)
 	s |= scanWords(a.sk)
+	return s
+}
+
+// bits returns the hidden-Unicode patterns the statistics show.
+func (st *foldStats) bits() patternSet {
+	var s patternSet
+	if st.tagChars > 0 {
+		s |= pTagChars | pHiddenUnicode
+	}
+	if st.bidi > 0 {
+		s |= pBidi | pHiddenUnicode
+	}
+	if st.zwRun >= MinZeroWidthRun {
+		s |= pZeroWidth | pHiddenUnicode
+	}
 	return s
 }
 
