@@ -80,17 +80,11 @@ func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
 		if !spec.Prompts.Allows(en.Public) || !s.entry.Prompts.Allows(en.Public) {
 			continue
 		}
-		desc, findings := sanitize.Description(s.entry.Key, s.prompt.Description, maxDesc)
-		if len(findings) > 0 {
-			v.p.log.Warn("suspicious description", "upstream", s.entry.Key, "tool", s.prompt.Name, "reason", findingIDs(findings))
+		pub, findings := sanitize.Prompt(s.prompt, s.entry.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: v.p.redactor})
+		if !v.p.definitionOK(snap, s.entry.Key, s.prompt.Name, findings) {
+			continue
 		}
-		pub := &mcp.Prompt{Name: en.Public, Title: sanitize.Text(s.prompt.Title), Description: desc, Meta: s.prompt.Meta, Icons: s.prompt.Icons}
-		for _, a := range s.prompt.Arguments {
-			if a == nil {
-				continue
-			}
-			pub.Arguments = append(pub.Arguments, &mcp.PromptArgument{Name: a.Name, Title: sanitize.Text(a.Title), Description: sanitize.Text(a.Description), Required: a.Required})
-		}
+		pub.Name = en.Public
 		st.prompts[en.Public] = &promptRoute{public: en.Public, entry: s.entry, original: s.prompt.Name, prompt: pub, defHash: defHash(pub, s.entry.HandleKey)}
 	}
 	builtin := &mcp.Prompt{Name: ResourceContextPrompt, Title: "Resource context",
@@ -117,9 +111,11 @@ func (v *view) computeResources(snap *Snapshot, spec *ViewSpec, st *viewState) {
 				v.p.log.Warn("resource uri collision", "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
 				continue
 			}
-			desc, _ := sanitize.Description(e.Key, r.Description, maxDesc)
-			pub := &mcp.Resource{URI: r.URI, Name: sanitize.Text(r.Name), Title: serverTitle(r.Title, r.Name, e.Key),
-				Description: desc, MIMEType: r.MIMEType, Size: r.Size, Annotations: r.Annotations, Meta: r.Meta, Icons: r.Icons}
+			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: v.p.redactor})
+			if !v.p.definitionOK(snap, e.Key, r.URI, findings) {
+				continue
+			}
+			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
 			st.resources[r.URI] = &resourceRoute{entry: e, resource: pub, defHash: defHash(pub, e.HandleKey)}
 		}
 		for _, t := range cat.Templates {
@@ -131,20 +127,33 @@ func (v *view) computeResources(snap *Snapshot, spec *ViewSpec, st *viewState) {
 				v.p.log.Warn("resource template skipped", "upstream", e.Key, "error", err)
 				continue
 			}
-			desc, _ := sanitize.Description(e.Key, t.Description, maxDesc)
-			pub := &mcp.ResourceTemplate{URITemplate: t.URITemplate, Name: sanitize.Text(t.Name), Title: serverTitle(t.Title, t.Name, e.Key),
-				Description: desc, MIMEType: t.MIMEType, Annotations: t.Annotations, Meta: t.Meta, Icons: t.Icons}
+			pub, findings := sanitize.ResourceTemplate(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: v.p.redactor})
+			if !v.p.definitionOK(snap, e.Key, t.URITemplate, findings) {
+				continue
+			}
+			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
 			st.templates = append(st.templates, &templateRoute{entry: e, template: pub, compiled: compiled, defHash: defHash(pub, e.HandleKey)})
 		}
 	}
 }
 
-// serverTitle gives a resource's title the server as context.
+// serverTitle gives a resource's (cleaned) title the server as context.
 func serverTitle(title, name, server string) string {
 	if title == "" {
 		title = name
 	}
-	return sanitize.Text(title) + " (" + server + ")"
+	return title + " (" + server + ")"
+}
+
+// definitionOK logs a definition the trust boundary found suspicious, and
+// reports whether it may be published: not with onSuspicious block.
+func (p *Proxy) definitionOK(snap *Snapshot, server, name string, findings []sanitize.Finding) bool {
+	if len(findings) == 0 {
+		return true
+	}
+	block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
+	p.log.Warn("suspicious definition", "upstream", server, "tool", name, "reason", findingIDs(findings), "blocked", block)
+	return !block
 }
 
 func keepURI(filter []string, uri string) bool {
@@ -173,16 +182,15 @@ func (p *Proxy) getPrompt(ctx context.Context, v *view, req *session.Request) (a
 	if r.entry == nil {
 		return p.resourceContext(ctx, st, req)
 	}
+	src, opts := sanitize.Source{Server: r.entry.Key, Prompt: r.original}, p.boundary(st.snap, r.entry)
 	res, err := p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: params.Arguments, Meta: withProgress(&params)},
-		newCallSink(p, req, params.GetProgressToken()))
+		newCallSink(p, req, params.GetProgressToken(), src, opts))
 	if err != nil {
-		return nil, p.protocolError(err)
+		return nil, p.protocolError(ctx, err, src, opts)
 	}
-	opts := st.snap.Sanitize
-	opts.Wrap, opts.Redactor = r.entry.Wrap, p.redactor
-	out, rep, err := sanitize.PromptResult(res, sanitize.Source{Server: r.entry.Key, Prompt: r.original}, opts)
+	out, rep, err := sanitize.PromptResult(res, src, opts)
 	if err != nil {
-		return nil, p.protocolError(err)
+		return nil, p.protocolError(ctx, err, src, opts)
 	}
 	p.noteFindings(ctx, r.entry.Key, r.original, rep)
 	return out, nil
@@ -219,15 +227,14 @@ func (p *Proxy) readResource(ctx context.Context, v *view, req *session.Request)
 }
 
 func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, req *session.Request, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
-	res, err := p.handleFor(e, req.Session).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, req, nil))
+	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, p.boundary(st.snap, e)
+	res, err := p.handleFor(e, req.Session).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, req, nil, src, opts))
 	if err != nil {
-		return nil, p.protocolError(err)
+		return nil, p.protocolError(ctx, err, src, opts)
 	}
-	opts := st.snap.Sanitize
-	opts.Wrap, opts.Redactor = e.Wrap, p.redactor
 	out, rep, err := sanitize.ReadResult(res, e.Key, opts)
 	if err != nil {
-		return nil, p.protocolError(err)
+		return nil, p.protocolError(ctx, err, src, opts)
 	}
 	p.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
@@ -309,19 +316,23 @@ func (p *Proxy) complete(ctx context.Context, v *view, req *session.Request) (an
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	res, err := p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(p, req, nil))
+	src, opts := sanitize.Source{Server: e.Key}, p.boundary(st.snap, e)
+	res, err := p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(p, req, nil, src, opts))
 	if err != nil {
-		return nil, p.protocolError(err)
+		return nil, p.protocolError(ctx, err, src, opts)
 	}
-	return res, nil
+	out, rep := sanitize.Completion(res, opts)
+	p.noteFindings(ctx, e.Key, "", rep)
+	return out, nil
 }
 
 // protocolError maps an upstream failure on a non-tool request to a JSON-RPC
-// error (there is no isError result outside tools/call).
-func (p *Proxy) protocolError(err error) error {
+// error (there is no isError result outside tools/call); an upstream's own
+// JSON-RPC error passes the trust boundary.
+func (p *Proxy) protocolError(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) error {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
-		return &jsonrpc.Error{Code: we.Code, Message: p.redact(we.Message), Data: we.Data}
+		return p.upstreamError(ctx, we, src, opts)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -351,4 +362,20 @@ func catalogOf(e *ServerEntry) *upstream.Catalog {
 		return nil
 	}
 	return e.Handle.Catalog()
+}
+
+// boundary is the trust boundary's options for content from server e.
+func (p *Proxy) boundary(snap *Snapshot, e *ServerEntry) sanitize.Options {
+	opts := snap.Sanitize
+	opts.Wrap, opts.Redactor = e.Wrap, p.redactor
+	return opts
+}
+
+// upstreamError passes an upstream's JSON-RPC error through the trust
+// boundary: its message is content like a result's (cleaned, redacted,
+// scanned, wrapped), its data redacted and scanned.
+func (p *Proxy) upstreamError(ctx context.Context, we *jsonrpc.Error, src sanitize.Source, opts sanitize.Options) *jsonrpc.Error {
+	out, rep := sanitize.Error(we, src, opts)
+	p.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
+	return out
 }

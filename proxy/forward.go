@@ -76,22 +76,20 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
-	up, err := h.CallTool(cctx, params, newCallSink(p, req, tok))
+	src, opts := sanitize.Source{Server: r.entry.Key, Tool: r.original}, p.boundary(snap, r.entry)
+	up, err := h.CallTool(cctx, params, newCallSink(p, req, tok, src, opts))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
 		span.End()
-		return p.toResult(err)
+		return p.toResult(ctx, err, src, opts)
 	}
 	span.End()
-	opts := snap.Sanitize
-	opts.Wrap = r.entry.Wrap
-	opts.Redactor = p.redactor
-	out, rep, err := sanitize.ToolResult(up, sanitize.Source{Server: r.entry.Key, Tool: r.original}, opts)
+	out, rep, err := sanitize.ToolResult(up, src, opts)
 	rec.Bytes = rep.Bytes
 	if err != nil {
 		rec.Outcome = "too_large"
-		return p.toResult(err)
+		return p.toResult(ctx, err, src, opts)
 	}
 	if len(rep.Findings) > 0 {
 		rec.Suspicious = findingIDs(rep.Findings)
@@ -124,16 +122,17 @@ func outcomeOf(err error) string {
 
 // toResult maps an error to the MCP reply, in one place (STYLE §4.6): an
 // upstream problem the model can react to is an isError result; an upstream
-// JSON-RPC error passes through (redacted); the caller going away is
-// returned as is; anything else is an internal error with a generic message.
-func (p *Proxy) toResult(err error) (*mcp.CallToolResult, error) {
+// JSON-RPC error passes the trust boundary (sanitize.Error) as a result
+// would; the caller going away is returned as is; anything else is an
+// internal error with a generic message.
+func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) (*mcp.CallToolResult, error) {
 	var (
 		we *jsonrpc.Error
 		se *sanitize.SizeError
 	)
 	switch {
 	case errors.As(err, &we):
-		return nil, &jsonrpc.Error{Code: we.Code, Message: p.redact(we.Message), Data: we.Data}
+		return nil, p.upstreamError(ctx, we, src, opts)
 	case errors.Is(err, upstream.ErrUnavailable), errors.As(err, &se):
 		return errorResult(p.redact(err.Error())), nil
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
 // instructions is what initialize tells every client.
@@ -244,7 +245,8 @@ func (p *Proxy) subscribe(ctx context.Context, v *view, r *session.Request, on b
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	e := v.state.Load().ownerOf(params.URI)
+	st := v.state.Load()
+	e := st.ownerOf(params.URI)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
@@ -258,7 +260,7 @@ func (p *Proxy) subscribe(ctx context.Context, v *view, r *session.Request, on b
 		err = p.peer.unsubscribe(ctx, e.Handle, params.URI)
 	}
 	if err != nil {
-		return nil, p.protocolError(err)
+		return nil, p.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, p.boundary(st.snap, e))
 	}
 	return json.RawMessage("{}"), nil
 }

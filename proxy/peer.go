@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -48,10 +49,13 @@ type callSink struct {
 	p     *Proxy
 	req   *session.Request
 	token any // the downstream progress token, exactly as the client sent it
+	// src and opts are the trust boundary's for the request's server.
+	src  sanitize.Source
+	opts sanitize.Options
 }
 
-func newCallSink(p *Proxy, req *session.Request, token any) *callSink {
-	return &callSink{p: p, req: req, token: token}
+func newCallSink(p *Proxy, req *session.Request, token any, src sanitize.Source, opts sanitize.Options) *callSink {
+	return &callSink{p: p, req: req, token: token, src: src, opts: opts}
 }
 
 // Owner implements upstream.Sink.
@@ -65,9 +69,15 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 		if s.token == nil || json.Unmarshal(params, &n) != nil {
 			return
 		}
-		_ = s.req.Notify(ctx, method, &mcp.ProgressNotificationParams{ProgressToken: s.token, Progress: n.Progress, Total: n.Total, Message: s.p.redact(n.Message)})
+		out, rep := sanitize.Progress(&n, s.opts)
+		s.p.noteFindings(ctx, s.src.Server, s.src.Tool+s.src.Prompt, rep)
+		if out == nil {
+			return // withheld
+		}
+		out.ProgressToken = s.token
+		_ = s.req.Notify(ctx, method, out)
 	case "notifications/message":
-		if msg := s.p.logMessage(params); msg != nil {
+		if msg := s.p.logMessage(ctx, params, s.src, s.opts); msg != nil {
 			_ = s.req.Log(ctx, msg)
 		}
 	}
@@ -75,19 +85,49 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 
 // Request implements upstream.Sink.
 func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	return s.p.askClient(ctx, s.req.Session, s.req.Ask, method, params)
+	return s.p.askClient(ctx, s.req.Session, s.req.Ask, method, params, s.src, s.opts)
 }
 
-// logMessage decodes an upstream log message for a downstream session:
-// its logger names the upstream, its data is redacted. Nil when it does
-// not decode.
-func (p *Proxy) logMessage(params json.RawMessage) *mcp.LoggingMessageParams {
+// logMessage decodes an upstream log message for a downstream session and
+// passes it through the trust boundary. Nil when it does not decode or is
+// withheld.
+func (p *Proxy) logMessage(ctx context.Context, params json.RawMessage, src sanitize.Source, opts sanitize.Options) *mcp.LoggingMessageParams {
 	var n mcp.LoggingMessageParams
 	if json.Unmarshal(params, &n) != nil {
 		return nil
 	}
-	n.Data = redactAny(p, n.Data)
-	return &n
+	out, rep := sanitize.LogMessage(&n, src, opts)
+	p.noteFindings(ctx, src.Server, "", rep)
+	return out
+}
+
+// boundaryOf is the trust boundary's source and options for what handle h
+// sends outside a request: those of the server entry it runs, in the
+// current snapshot (a per-client instance: its server's).
+func (p *Proxy) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Options) {
+	snap := p.cur.Load()
+	src := sanitize.Source{Server: h.Name()}
+	if snap == nil {
+		return src, sanitize.Options{Wrap: true, Redactor: p.redactor}
+	}
+	var byName *ServerEntry
+	for _, vs := range snap.Views {
+		for _, e := range vs.Servers {
+			if e.Handle == h {
+				src.Server = e.Key
+				return src, p.boundary(snap, e)
+			}
+			if e.Key == h.Name() && byName == nil {
+				byName = e
+			}
+		}
+	}
+	if byName != nil {
+		return src, p.boundary(snap, byName)
+	}
+	opts := snap.Sanitize
+	opts.Wrap, opts.Redactor = true, p.redactor
+	return src, opts
 }
 
 // askClient sends a server→client request to a downstream session and
@@ -96,7 +136,7 @@ func (p *Proxy) logMessage(params json.RawMessage) *mcp.LoggingMessageParams {
 //
 // ask sends the request on the stream it belongs to: the calling request's
 // stream during a call, the session's own stream outside one.
-func (p *Proxy) askClient(ctx context.Context, ss *session.Session, ask func(context.Context, string, any) (json.RawMessage, error), method string, params json.RawMessage) (json.RawMessage, error) {
+func (p *Proxy) askClient(ctx context.Context, ss *session.Session, ask func(context.Context, string, any) (json.RawMessage, error), method string, params json.RawMessage, src sanitize.Source, opts sanitize.Options) (json.RawMessage, error) {
 	caps := ss.ClientCapabilities()
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -106,20 +146,30 @@ func (p *Proxy) askClient(ctx context.Context, ss *session.Session, ask func(con
 		if caps == nil || caps.Sampling == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support sampling"}
 		}
-		var p mcp.CreateMessageWithToolsParams
-		if err := json.Unmarshal(params, &p); err != nil {
+		var in mcp.CreateMessageWithToolsParams
+		if err := json.Unmarshal(params, &in); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
-		prm = &p
+		out, rep := sanitize.CreateMessageWithTools(&in, src, opts)
+		p.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
+		if out == nil {
+			return nil, withheld(method)
+		}
+		prm = out
 	case "elicitation/create":
 		if caps == nil || caps.Elicitation == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support elicitation"}
 		}
-		var p mcp.ElicitParams
-		if err := json.Unmarshal(params, &p); err != nil {
+		var in mcp.ElicitParams
+		if err := json.Unmarshal(params, &in); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: " + err.Error()}
 		}
-		prm = &p
+		out, rep := sanitize.Elicit(&in, src, opts)
+		p.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
+		if out == nil {
+			return nil, withheld(method)
+		}
+		prm = out
 	case "roots/list":
 		if caps == nil || caps.RootsV2 == nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the connected client does not support roots"}
@@ -135,7 +185,8 @@ func (p *Proxy) askClient(ctx context.Context, ss *session.Session, ask func(con
 func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/message":
-		msg := pr.p.logMessage(params)
+		src, opts := pr.p.boundaryOf(h)
+		msg := pr.p.logMessage(context.Background(), params, src, opts)
 		if msg == nil {
 			return
 		}
@@ -157,11 +208,19 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		if json.Unmarshal(params, &n) != nil {
 			return
 		}
+		// The subscription is on the URI as the upstream sent it; what
+		// goes down passes the trust boundary.
+		_, opts := pr.p.boundaryOf(h)
+		out, rep := sanitize.ResourceUpdated(&n, opts)
+		pr.p.noteFindings(context.Background(), h.Name(), "", rep)
+		if out == nil {
+			return
+		}
 		// Only the sessions that subscribed to the URI.
 		for _, v := range pr.p.viewsExposing(h) {
 			v.sessions.Range(func(k, _ any) bool {
 				if ss := k.(*session.Session); ss.Subscribed(n.URI) {
-					_ = ss.Notify(context.Background(), method, &n)
+					_ = ss.Notify(context.Background(), method, out)
 				}
 				return true
 			})
@@ -177,14 +236,13 @@ func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': it needs exactly one of the server's calls in flight (set isolation: per-client)", method, h.Name())}
 	}
-	return pr.p.askClient(ctx, ss, ss.Ask, method, params)
+	src, opts := pr.p.boundaryOf(h)
+	return pr.p.askClient(ctx, ss, ss.Ask, method, params, src, opts)
 }
 
-func redactAny(p *Proxy, v any) any {
-	if s, ok := v.(string); ok {
-		return p.redact(s)
-	}
-	return v
+// withheld refuses a server→client request the trust boundary blocked.
+func withheld(method string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: method + ": withheld by switchboard: it matched suspicious patterns"}
 }
 
 // viewsExposing lists the views whose current spec includes h.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -190,7 +191,7 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 		if !v.p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
 			continue // a changed definition held back until approved
 		}
-		r, err := v.p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile)
+		r, err := v.p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, snap.Sanitize.OnSuspicious)
 		if err != nil {
 			v.p.log.Warn("tool skipped", "upstream", s.entry.Key, "tool", s.tool.Name, "error", err)
 			continue
@@ -204,13 +205,78 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 // newRoute prepares one public tool: cleaned description, schemas checked
 // (AddTool panics on a non-object input schema), argument validator compiled
 // once per definition.
-func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string) (*route, error) {
-	in, err := toMap(t.InputSchema)
+func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, mode sanitize.Mode) (*route, error) {
+	// Arguments are validated against the schema the upstream declared;
+	// the client sees it as the trust boundary cleaned it.
+	in, err := objectSchema(t.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
+	if len(findings) > 0 {
+		ids := findingIDs(findings)
+		p.log.Warn("suspicious definition", "upstream", e.Key, "tool", t.Name, "reason", ids, "blocked", mode == sanitize.ModeBlock)
+		if mode == sanitize.ModeBlock {
+			return nil, fmt.Errorf("definition withheld: it matched suspicious patterns (%s)", strings.Join(ids, ", "))
+		}
+	}
+	shown, err := objectSchema(clean.InputSchema)
+	if err != nil {
+		return nil, err
+	}
+	published := any(shown)
+	if profile == "strict-llm" {
+		strict, err := sanitize.StrictLLMSchema(shown)
+		if err != nil {
+			return nil, fmt.Errorf("strict-llm schema: %w", err)
+		}
+		published = strict
+	}
+	// Schemas are published pre-encoded: every tools/list re-encodes every
+	// tool, and a decoded schema map costs a sorted-map encoding each time.
+	inRaw, err := json.Marshal(published)
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %w", err)
+	}
+	var outRaw any
+	if clean.OutputSchema != nil {
+		b, err := json.Marshal(clean.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("output schema: %w", err)
+		}
+		outRaw = json.RawMessage(b)
+	}
+	pub := &mcp.Tool{
+		Meta:         clean.Meta,
+		Annotations:  clean.Annotations,
+		Description:  clean.Description,
+		InputSchema:  json.RawMessage(inRaw),
+		OutputSchema: outRaw,
+		Name:         public,
+		Title:        clean.Title,
+		Icons:        clean.Icons,
+	}
+	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: newCallAttrs(e.Key, public)}
+	r.schema = p.schemas.resolve(in, p.log, e.Key, t.Name)
+	def, err := json.Marshal(pub)
+	if err != nil {
+		return nil, fmt.Errorf("definition: %w", err)
+	}
+	sum := sha256.Sum256(def)
+	r.defHash = hex.EncodeToString(sum[:12]) + e.HandleKey
+	return r, nil
+}
+
+// objectSchema is a tool's input schema as an object schema: none is an
+// empty object, and one that forgot its type but has properties is taken
+// as an object. AddTool-style consumers need type "object".
+func objectSchema(schema any) (map[string]any, error) {
+	in, err := toMap(schema)
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %w", err)
 	}
 	if in == nil {
-		in = map[string]any{"type": "object"}
+		return map[string]any{"type": "object"}, nil
 	}
 	switch typ := in["type"]; typ {
 	case "object":
@@ -224,51 +290,7 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 	default:
 		return nil, fmt.Errorf("input schema type is %v, not object", typ)
 	}
-	published := any(in)
-	if profile == "strict-llm" {
-		strict, err := sanitize.StrictLLMSchema(in)
-		if err != nil {
-			return nil, fmt.Errorf("strict-llm schema: %w", err)
-		}
-		published = strict
-	}
-	desc, findings := sanitize.Description(e.Key, t.Description, maxDesc)
-	if len(findings) > 0 {
-		p.log.Warn("suspicious description", "upstream", e.Key, "tool", t.Name, "reason", findingIDs(findings))
-	}
-	// Schemas are published pre-encoded: every tools/list re-encodes every
-	// tool, and a decoded schema map costs a sorted-map encoding each time.
-	inRaw, err := json.Marshal(published)
-	if err != nil {
-		return nil, fmt.Errorf("input schema: %w", err)
-	}
-	var outRaw any
-	if t.OutputSchema != nil {
-		b, err := json.Marshal(t.OutputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("output schema: %w", err)
-		}
-		outRaw = json.RawMessage(b)
-	}
-	pub := &mcp.Tool{
-		Meta:         t.Meta,
-		Annotations:  t.Annotations,
-		Description:  desc,
-		InputSchema:  json.RawMessage(inRaw),
-		OutputSchema: outRaw,
-		Name:         public,
-		Title:        sanitize.Text(t.Title),
-		Icons:        t.Icons,
-	}
-	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: newCallAttrs(e.Key, public)}
-	r.schema = p.schemas.resolve(in, p.log, e.Key, t.Name)
-	def, err := json.Marshal(pub)
-	if err != nil {
-		return nil, fmt.Errorf("definition: %w", err)
-	}
-	sum := sha256.Sum256(def)
-	r.defHash = hex.EncodeToString(sum[:12]) + e.HandleKey
-	return r, nil
+	return in, nil
 }
 
 func findingIDs(fs []sanitize.Finding) []string {
