@@ -1,0 +1,304 @@
+package sanitize
+
+import (
+	"bytes"
+	"strings"
+)
+
+// Chat-template tokens and role tags.
+
+var (
+	// templateTokens holds control tokens by their second byte.
+	templateTokens = func() (t [256][][]byte) {
+		for _, tok := range []string{
+			"<<sys>>", "<</sys>>", "<start_of_turn>", "<end_of_turn>", "[inst]", "[/inst]",
+			"[system_prompt]", "[/system_prompt]", "[available_tools]", "[tool_calls]",
+			"[tool_results]", "<im_start>", "<im_end>", "<eos>", "<bos>",
+		} {
+			t[tok[1]] = append(t[tok[1]], []byte(tok))
+		}
+		return t
+	}()
+	roleTagNames = map[string]bool{
+		"system": true, "user": true, "assistant": true, "human": true, "sys": true,
+		"system-reminder": true, "system_reminder": true, "system-prompt": true,
+		"system_prompt": true, "system-message": true, "system_message": true,
+	}
+)
+
+// scanTags looks at every '<' and '[' of the skeleton for control tokens,
+// role tags, HTML comments with text, zero-size images with alt text and
+// the hidden attribute.
+func scanTags(sk []byte) patternSet {
+	var s patternSet
+	for i := 0; i < len(sk); i++ {
+		c := sk[i]
+		if c != '<' && c != '[' {
+			continue
+		}
+		rest := sk[i:]
+		if len(rest) > 1 {
+			for _, t := range templateTokens[rest[1]] {
+				if bytes.HasPrefix(rest, t) {
+					s |= pChatTemplate
+				}
+			}
+		}
+		if eosToken(rest) {
+			s |= pChatTemplate
+		}
+		if c == '[' {
+			// Markdown comments: [//]: # (text) and [comment]: <> (text).
+			for _, p := range [...]string{"[//]:", "[comment]:"} {
+				if bytes.HasPrefix(rest, []byte(p)) && hasLetter(lineOf(rest[len(p):])) {
+					s |= pHiddenMarkup
+				}
+			}
+			continue
+		}
+		if len(rest) < 2 {
+			continue
+		}
+		switch {
+		case rest[1] == '|':
+			// <|name|> with a short name: ChatML, Llama 3, Phi, Harmony,
+			// DeepSeek (whose full-width bars fold to '|').
+			j := 2
+			for j < len(rest) && j < 48 && (letterOf[rest[j]] != 0 || rest[j] == '_' || rest[j] == ' ' ||
+				rest[j] == '-' || rest[j] == '.' || rest[j] == otherByte || '0' <= rest[j] && rest[j] <= '9') {
+				j++
+			}
+			if j > 2 && j+1 < len(rest) && rest[j] == '|' && rest[j+1] == '>' {
+				s |= pChatTemplate
+				if roleTagNames[string(bytes.TrimSpace(rest[2:j]))] {
+					s |= pRoleTag
+				}
+			}
+		case bytes.HasPrefix(rest, []byte("<!--")):
+			end := bytes.Index(rest[4:], []byte("-->"))
+			body := rest[4:]
+			if end >= 0 {
+				body = rest[4 : 4+end]
+			}
+			if hasLetter(body) {
+				s |= pHiddenMarkup
+			}
+			i += 3 + len(body)
+		default:
+			j := 1
+			if rest[1] == '/' {
+				j = 2
+			}
+			k := j
+			for k < len(rest) && k < 40 && ('a' <= rest[k] && rest[k] <= 'z' || rest[k] == '_' || rest[k] == '-') {
+				k++
+			}
+			if k == j || k >= len(rest) {
+				continue
+			}
+			name := rest[j:k]
+			if (rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/') && roleTagNames[string(name)] {
+				s |= pRoleTag
+			}
+			if rest[k] != ' ' || j == 2 {
+				continue
+			}
+			// Attributes up to '>' (or the next '<').
+			end := k
+			for end < len(rest) && rest[end] != '>' && rest[end] != '<' {
+				end++
+			}
+			attrs := rest[k:end]
+			if string(name) == "img" && hasAttr(attrs, "alt") && (zeroAttr(attrs, "width") || zeroAttr(attrs, "height")) {
+				s |= pHiddenMarkup
+			}
+			if hasBareAttr(attrs, "hidden") {
+				s |= pHiddenMarkup
+			}
+			if v, _ := attrValueAt(attrs, "type"); string(name) == "input" && string(v) == "hidden" && hasAttr(attrs, "value") {
+				s |= pHiddenMarkup
+			}
+			i += end - 1
+		}
+	}
+	return s
+}
+
+// eosToken recognises the Llama sequence tokens: "</s>" at the end of the
+// text or followed by "<s>", "[INST]" or "<|", and "<s>" followed by
+// "[INST]". A "<s>…</s>" pair elsewhere is HTML strike-through.
+func eosToken(b []byte) bool {
+	var rest []byte
+	switch {
+	case bytes.HasPrefix(b, []byte("</s>")):
+		rest = bytes.TrimLeft(b[4:], " \n")
+		if len(rest) == 0 || bytes.HasPrefix(rest, []byte("<s>")) || bytes.HasPrefix(rest, []byte("<|")) {
+			return true
+		}
+	case bytes.HasPrefix(b, []byte("<s>")):
+		rest = bytes.TrimLeft(b[3:], " \n")
+	default:
+		return false
+	}
+	return bytes.HasPrefix(rest, []byte("[inst]"))
+}
+
+func hasLetter(b []byte) bool {
+	for _, c := range b {
+		if 'a' <= c && c <= 'z' {
+			return true
+		}
+	}
+	return false
+}
+
+// lineOf returns the rest of the line b starts, up to 256 bytes (so that
+// many openers on one long line cost linear time).
+func lineOf(b []byte) []byte {
+	b = b[:min(len(b), 256)]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// attrValueAt returns the value of attribute name in attrs (quoted or not)
+// and whether the attribute is present.
+func attrValueAt(attrs []byte, name string) ([]byte, bool) {
+	for i := 0; i+len(name) <= len(attrs); i++ {
+		if attrs[i] != ' ' || !bytes.HasPrefix(attrs[i+1:], []byte(name)) {
+			continue
+		}
+		j := i + 1 + len(name)
+		for j < len(attrs) && attrs[j] == ' ' {
+			j++
+		}
+		if j >= len(attrs) || attrs[j] != '=' {
+			if j >= len(attrs) || attrs[j-1] == ' ' || attrs[j] == '/' {
+				return nil, true // bare attribute
+			}
+			continue
+		}
+		j++
+		for j < len(attrs) && attrs[j] == ' ' {
+			j++
+		}
+		if j < len(attrs) && (attrs[j] == '"' || attrs[j] == '\'') {
+			q := attrs[j]
+			end := bytes.IndexByte(attrs[j+1:], q)
+			if end < 0 {
+				return attrs[j+1:], true
+			}
+			return attrs[j+1 : j+1+end], true
+		}
+		end := j
+		for end < len(attrs) && attrs[end] != ' ' {
+			end++
+		}
+		return attrs[j:end], true
+	}
+	return nil, false
+}
+
+func hasAttr(attrs []byte, name string) bool {
+	v, ok := attrValueAt(attrs, name)
+	return ok && len(bytes.TrimSpace(v)) > 0
+}
+
+func hasBareAttr(attrs []byte, name string) bool {
+	_, ok := attrValueAt(attrs, name)
+	return ok
+}
+
+func zeroAttr(attrs []byte, name string) bool {
+	v, ok := attrValueAt(attrs, name)
+	if !ok {
+		return false
+	}
+	v = bytes.TrimSuffix(bytes.TrimSpace(v), []byte("px"))
+	return len(v) > 0 && len(bytes.Trim(v, "0")) == 0 || string(v) == "1"
+}
+
+// CSS that hides text.
+
+type cssRule struct {
+	prop   string
+	values []string // the value must start with one of these
+	zero   bool     // or be a zero length
+}
+
+var cssRules = []cssRule{
+	{prop: "display", values: []string{"none"}},
+	{prop: "visibility", values: []string{"hidden", "collapse"}},
+	{prop: "font-size", zero: true},
+	{prop: "opacity", zero: true},
+	{prop: "color", values: []string{"white", "#fff", "#ffffff", "transparent", "rgba(255,255,255,0)", "rgb(255,255,255)", "rgb(255, 255, 255)"}},
+}
+
+// scanStyles finds CSS declarations that hide text. A property must not be
+// the tail of a longer one ("background-color").
+func scanStyles(sk []byte) patternSet {
+	if bytes.IndexByte(sk, ':') < 0 {
+		return 0
+	}
+	for _, r := range cssRules {
+		p := []byte(r.prop)
+		for off := 0; ; {
+			i := bytes.Index(sk[off:], p)
+			if i < 0 {
+				break
+			}
+			i += off
+			off = i + len(p)
+			if !declStart(sk[:i]) {
+				continue
+			}
+			v := skipSpaces(sk[off:])
+			if len(v) == 0 || v[0] != ':' {
+				continue
+			}
+			v = skipSpaces(v[1:])
+			if r.zero && isZeroLength(v) {
+				return pHiddenMarkup
+			}
+			for _, want := range r.values {
+				if bytes.HasPrefix(v, []byte(want)) {
+					if rest := v[len(want):]; len(rest) == 0 || digitVal(rest[0]) >= 16 && letterOf[rest[0]] == 0 {
+						return pHiddenMarkup
+					}
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// declStart reports whether a CSS property may start right after before:
+// after a quote (style="…"), '{' or ';', spaces allowed. This keeps prose
+// such as "Color: white" and longer properties such as background-color out.
+func declStart(before []byte) bool {
+	i := len(before)
+	for i > 0 && before[i-1] == ' ' {
+		i--
+	}
+	return i > 0 && strings.IndexByte("\"'{;", before[i-1]) >= 0
+}
+
+func skipSpaces(b []byte) []byte {
+	for len(b) > 0 && b[0] == ' ' {
+		b = b[1:]
+	}
+	return b
+}
+
+// isZeroLength reports whether b starts with a CSS zero: 0, 0.0, 0px, 0em…
+func isZeroLength(b []byte) bool {
+	if len(b) == 0 || b[0] != '0' && b[0] != '.' {
+		return false
+	}
+	i := 0
+	for i < len(b) && (b[i] == '0' || b[i] == '.') {
+		i++
+	}
+	return i == len(b) || b[i] < '1' || b[i] > '9'
+}

@@ -1,0 +1,162 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// testTransport replaces the real transports in tests (export_test.go), so
+// that supervision can run on in-memory sessions inside a synctest bubble.
+var testTransport func(Spec) (mcp.Transport, error)
+
+// transport returns how to reach the server: a child process (s.proc is
+// set), a remote endpoint, or what the test hook gives.
+func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, error) {
+	dial := testTransport
+	if h.sp().Transport == TransportStdio {
+		env, args, err := h.expandStdio(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if dial != nil {
+			return dial(*h.sp())
+		}
+		noise := newNoiseWriter(h.log)
+		t, proc, err := stdioTransport(*h.sp(), env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
+		s.proc = proc
+		return t, err
+	}
+	url, headers, err := h.expandRemote(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if dial != nil {
+		return dial(*h.sp())
+	}
+	return remoteTransport(*h.sp(), url, headers, h.log), nil
+}
+
+// connect starts the server (resolving references first), initializes the
+// session and lists the catalog, all within the connect timeout.
+func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
+	ctx, cancel := context.WithTimeout(parent, h.sp().connectTimeout())
+	defer cancel()
+	s := &session{stderr: newLineWriter(h.log), lost: make(chan struct{})}
+	t, err := h.transport(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.proc != nil {
+		// A child that hangs in its start-up is stopped when the connect
+		// deadline passes.
+		defer s.proc.guard(ctx)()
+	}
+	// The connection outlives ctx: the SSE transport ties its stream to
+	// the Connect context.
+	conn, err := t.Connect(context.WithoutCancel(ctx))
+	if err != nil {
+		if s.proc != nil {
+			s.proc.reapGroup()
+		}
+		s.stderr.Flush()
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	s.cl = newClient(conn, h.hooks(), h.log)
+	if err := s.cl.initialize(ctx, h.sp().protocolVersion(), h.opt.ClientInfo, h.capabilities()); err != nil {
+		s.close()
+		if s.proc != nil && ctx.Err() == nil && errors.Is(err, ErrConnectionClosed) {
+			err = fmt.Errorf("process exited before initialize finished: %w", err)
+		}
+		return nil, nil, fmt.Errorf("connect: %w", timeoutCause(ctx, err))
+	}
+	cat, err := listCatalog(ctx, s.cl)
+	if err != nil {
+		s.close()
+		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))
+	}
+	h.restore(ctx, s.cl)
+	return s, cat, nil
+}
+
+func timeoutCause(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within the connect timeout: %w", err)
+	}
+	return err
+}
+
+func (h *Handle) expand(ctx context.Context, v string) (string, error) {
+	if h.opt.Expander == nil {
+		return v, nil
+	}
+	return h.opt.Expander.Expand(ctx, v)
+}
+
+func (h *Handle) expandStdio(ctx context.Context) (map[string]string, []string, error) {
+	var errs []error
+	env := make(map[string]string, len(h.sp().Env))
+	for k, v := range h.sp().Env {
+		x, err := h.expand(ctx, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("env %s: %w", k, err))
+			continue
+		}
+		env[k] = x
+	}
+	args := make([]string, len(h.sp().Args))
+	for i, a := range h.sp().Args {
+		x, err := h.expand(ctx, a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("args[%d]: %w", i, err))
+			continue
+		}
+		args[i] = x
+	}
+	return env, args, errors.Join(errs...)
+}
+
+func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, error) {
+	var errs []error
+	url, err := h.expand(ctx, h.sp().URL)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("url: %w", err))
+	}
+	headers := make(map[string]string, len(h.sp().Headers))
+	for k, v := range h.sp().Headers {
+		x, err := h.expand(ctx, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("headers %s: %w", k, err))
+			continue
+		}
+		headers[k] = x
+	}
+	return url, headers, errors.Join(errs...)
+}
+
+// close ends the session: the connection's close closes stdin and waits
+// while escalate signals the process group; whatever is left of the group
+// is then killed.
+func (s *session) close() {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	if s.proc != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.proc.escalate(done)
+		}()
+	}
+	if s.cl != nil {
+		_ = s.cl.close()
+	}
+	close(done)
+	wg.Wait()
+	if s.proc != nil {
+		s.proc.reapGroup()
+	}
+	s.stderr.Flush()
+}
