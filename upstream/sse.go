@@ -225,10 +225,13 @@ func (s *sseReader) finish(line []byte) []byte {
 
 // readPostStream reads the event stream answering req. Its messages go to
 // Read in order; requests and notifications among them are marked as
-// related to req. A stream that ends before the response is reported, not
-// resumed: the call fails through its own timeout, the session lives on.
+// related to req. A stream that ends before the response is resumed when
+// the server numbered its events (SEP-1699: a server may close a POST's
+// stream and let the client continue it): a GET with Last-Event-ID, after
+// the server's retry time, up to resumeAttempts times. One that cannot be
+// resumed is reported: the call fails through its own timeout, the
+// session lives on.
 func (c *streamableConn) readPostStream(ctx context.Context, cancel context.CancelFunc, resp *http.Response, req *jsonrpc.Request) {
-	defer resp.Body.Close()
 	answered := false
 	var tail *time.Timer
 	defer func() {
@@ -236,13 +239,48 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 			tail.Stop()
 		}
 	}()
-	sr := newSSEReader(resp.Body, c.max)
-	_, err := c.readEvents(ctx, sr, req.ID, func() {
+	onAnswer := func() {
 		if !answered {
 			answered = true
 			tail = time.AfterFunc(answerTail, cancel)
 		}
-	})
+	}
+	sr := newSSEReader(resp.Body, c.max)
+	_, err := c.readEvents(ctx, sr, req.ID, onAnswer)
+	resp.Body.Close()
+	lastID, retry := sr.lastID, sr.retry
+	for attempt := 0; !answered && ctx.Err() == nil && lastID != "" && attempt < resumeAttempts; attempt++ {
+		delay := retry
+		if delay <= 0 {
+			delay = listenBackoffMin << attempt
+		}
+		t := time.NewTimer(min(delay, listenRetryMax))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-c.failed:
+			t.Stop()
+			return
+		}
+		var gresp *http.Response
+		if gresp, err = c.resume(ctx, lastID); err != nil {
+			if errors.Is(err, errNoResume) {
+				break
+			}
+			continue
+		}
+		sr = newSSEReader(gresp.Body, c.max)
+		_, err = c.readEvents(ctx, sr, req.ID, onAnswer)
+		gresp.Body.Close()
+		if sr.lastID != "" {
+			lastID = sr.lastID
+		}
+		if sr.retry > 0 {
+			retry = sr.retry
+		}
+	}
 	if answered || ctx.Err() != nil {
 		return
 	}
@@ -250,6 +288,36 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 		err = errors.New("ended before the response")
 	}
 	c.report(req.Method, err)
+}
+
+// resumeAttempts bounds the GETs that continue one POST's stream.
+const resumeAttempts = 5
+
+// errNoResume: the server does not let this stream be continued.
+var errNoResume = errors.New("stream cannot be resumed")
+
+// resume opens the GET that continues a stream after lastID.
+func (c *streamableConn) resume(ctx context.Context, lastID string) (*http.Response, error) {
+	req, _, err := c.newRequest(ctx, http.MethodGet, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoResume, err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set(headerLastEventID, lastID)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.StatusCode >= 400 && resp.StatusCode < 500,
+		resp.StatusCode >= 200 && resp.StatusCode < 300 && mediaType(resp.Header.Get("Content-Type")) != "text/event-stream":
+		closeBody(resp)
+		return nil, fmt.Errorf("%w: %s", errNoResume, resp.Status)
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		closeBody(resp)
+		return nil, fmt.Errorf("resume: %s", resp.Status)
+	}
+	return resp, nil
 }
 
 // readEvents hands the messages of sr's events to Read until the stream
