@@ -234,8 +234,9 @@ func TestPolicyAtThreeLayers(t *testing.T) {
 }
 
 // TestInvalidArgumentsNeverReachUpstream: arguments failing the tool's
-// input schema, duplicate keys and case-variant keys are -32602 and the
-// upstream sees no call.
+// input schema, duplicate keys and case-variant keys are a tool error the
+// model can read (isError, naming the problem) and the upstream sees no
+// call.
 func TestInvalidArgumentsNeverReachUpstream(t *testing.T) {
 	calls := filepath.Join(t.TempDir(), "calls")
 	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"m": fixtureServer("m", "--calls-file", calls)}})
@@ -256,11 +257,10 @@ func TestInvalidArgumentsNeverReachUpstream(t *testing.T) {
 			tool = "mcp_m_echo"
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: c.args})
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: c.args})
 		cancel()
-		var we *jsonrpc.Error
-		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, c.want) {
-			t.Errorf("%s: want -32602 mentioning %q, got %v", c.name, c.want, err)
+		if err != nil || !res.IsError || !strings.Contains(textOf(res), "invalid arguments") || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("%s: want a tool error mentioning %q, got %v %s", c.name, c.want, err, js(res))
 		}
 	}
 	if b, _ := os.ReadFile(calls); len(b) > 0 {

@@ -54,7 +54,8 @@ func benchConfig(full bool, extra int) string {
 }
 
 // echoServer answers tool "echo" with its "text" argument. With extra > 0 it
-// also offers tools pad-0 … pad-(extra-1).
+// also offers tools pad-0 … pad-(extra-1); with testToolsEnv set, the tools
+// of addTestTools.
 func echoServer(extra int) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
 	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)
@@ -76,6 +77,9 @@ func echoServer(extra int) *mcp.Server {
 		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
+	}
+	if os.Getenv(testToolsEnv) != "" {
+		addTestTools(s) // pipeline_test.go; the benchmarks never set it
 	}
 	return s
 }

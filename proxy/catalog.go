@@ -184,7 +184,7 @@ func (p *Proxy) getPrompt(ctx context.Context, v *view, req *session.Request) (a
 	}
 	src, opts := sanitize.Source{Server: r.entry.Key, Prompt: r.original}, p.boundary(st.snap, r.entry)
 	res, err := p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: params.Arguments, Meta: withProgress(&params)},
-		newCallSink(p, req, params.GetProgressToken(), src, opts))
+		newCallSink(p, req, progressToken(req.Params), src, opts))
 	if err != nil {
 		return nil, p.protocolError(ctx, err, src, opts)
 	}

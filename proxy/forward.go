@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,8 +63,10 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		err = r.schema.Validate(forValidation(args))
 	}
 	if err != nil {
+		// A tool error, not a protocol error: the model reads it and can
+		// correct its call (2025-11-25 guidance, DESIGN §7).
 		rec.Outcome = "invalid_arguments"
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)}
+		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)), nil
 	}
 	raw, err = json.Marshal(args)
 	if err != nil {
@@ -72,7 +75,7 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
 	h := p.handleFor(r.entry, req.Session)
-	tok := in.GetProgressToken()
+	tok := progressToken(req.Params)
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
@@ -172,6 +175,25 @@ func forwardableMeta(m mcp.Meta) mcp.Meta {
 		out[k] = v
 	}
 	return out
+}
+
+// progressToken is a request's _meta.progressToken exactly as the client
+// wrote it (nil: none), to go back on its notifications byte for byte: an
+// integer over 2^53 would not survive a float64. Params are decoded again
+// only when the key is in them.
+func progressToken(params json.RawMessage) any {
+	if !bytes.Contains(params, []byte(`"progressToken"`)) {
+		return nil
+	}
+	var p struct {
+		Meta struct {
+			Token json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.Meta.Token) == 0 || string(p.Meta.Token) == "null" {
+		return nil
+	}
+	return p.Meta.Token
 }
 
 // withProgress is params' forwardable _meta, with a progress request when
