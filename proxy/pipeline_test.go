@@ -810,3 +810,34 @@ func TestPipelineSessionIsolation(t *testing.T) {
 		cc.mu.Unlock()
 	}
 }
+
+// TestPipelineProgressTokenVerbatim: a progress token goes back on the
+// call's notifications exactly as the client wrote it, on both
+// downstreams; an integer over 2^53 would not survive a float64.
+func TestPipelineProgressTokenVerbatim(t *testing.T) {
+	const token = "9007199254740993" // 2^53 + 1
+	for _, down := range downs {
+		t.Run(down, func(t *testing.T) {
+			tp := startProxy(t, pipelineConfig(nil, nil, nil), down)
+			cs := tp.connect(t, nil, nil)
+			waitTool(t, cs, "mcp_echo_chatter")
+			start := len(tp.wire.snapshot())
+			params := &mcp.CallToolParams{Name: "mcp_echo_chatter", Arguments: map[string]any{"tag": "big", "n": 1}}
+			params.SetProgressToken(int64(9007199254740993))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := cs.CallTool(ctx, params); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			for _, m := range tp.wire.snapshot()[start:] {
+				if r, ok := m.(*jsonrpc.Request); ok && r.Method == "notifications/progress" {
+					seen = append(seen, string(r.Params))
+				}
+			}
+			if len(seen) != 1 || !strings.Contains(seen[0], `"progressToken":`+token) {
+				t.Errorf("progress notifications %q, want one with token %s", seen, token)
+			}
+		})
+	}
+}
