@@ -255,12 +255,35 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
 	p.inflight.drain(sctx)
+	// Requests that outlive their POST (legacy SSE answers on its stream)
+	// get the same deadline; then every session ends.
+	p.closeSessions(sctx)
 	_ = srv.Close()
 	_ = adminSrv.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
 	return nil
+}
+
+// closeSessions lets every downstream session's requests in flight finish
+// (until ctx is done), then closes the sessions.
+func (p *Proxy) closeSessions(ctx context.Context) {
+	var all []*session.Session
+	for _, v := range *p.views.Load() {
+		v.sessions.Range(func(k, _ any) bool {
+			all = append(all, k.(*session.Session))
+			return true
+		})
+	}
+	var wg sync.WaitGroup
+	for _, ss := range all {
+		wg.Go(func() {
+			_ = ss.Drain(ctx)
+			ss.Close()
+		})
+	}
+	wg.Wait()
 }
 
 // serveStdio serves the one client on stdin/stdout. When it ends, calls in
