@@ -344,13 +344,52 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		p.pins.approveAll()
 	}
 	planned, specs := planViews(c)
-	next := make(map[string]*upstream.Handle, len(specs))
-	var started, retired []*upstream.Handle
-	kept := map[string]*upstream.Handle{}
+	hp := p.planHandles(specs)
+	for _, h := range hp.started {
+		h.Start()
+	}
+	if wait {
+		waitFirstAttempts(ctx, hp.started)
+	}
+	// Settings that need no new process apply in place (timeouts, restart
+	// policy, breaker, laziness).
+	for key, h := range hp.kept {
+		if err := h.Update(specs[key]); err != nil {
+			p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
+		}
+	}
+	obs.commit(p)
+	p.gen++
+	snap := buildSnapshot(p.gen, c, hp.next, planned)
+	snap.auth, snap.reloadToken = at, reloadToken
+	p.handles = hp.next
+	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
+		p.log.SetLevel(lvl)
+	} else {
+		p.log.SetLevel(hclog.Info)
+	}
+	p.publish(snap)
+	if len(hp.retired) > 0 {
+		p.retire(hp.retired, c.DrainTimeout())
+	}
+	return nil
+}
+
+// handlePlan is what a config does to the running handles.
+type handlePlan struct {
+	next    map[string]*upstream.Handle // every handle of the config, by key
+	kept    map[string]*upstream.Handle // running ones it keeps (same fingerprint)
+	started []*upstream.Handle          // new ones, not started yet
+	retired []*upstream.Handle          // running ones it no longer uses
+}
+
+// planHandles keeps a running handle for each spec with its fingerprint
+// and makes new ones for the rest; p.mu held.
+func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
+	hp := handlePlan{next: make(map[string]*upstream.Handle, len(specs)), kept: map[string]*upstream.Handle{}}
 	for key, spec := range specs {
 		if h, ok := p.handles[key]; ok && h.Spec().Fingerprint() == spec.Fingerprint() {
-			next[key] = h
-			kept[key] = h
+			hp.next[key], hp.kept[key] = h, h
 			continue
 		}
 		h := upstream.New(spec, upstream.Options{
@@ -361,44 +400,25 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 			Peer:       p.peer,
 			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
 		})
-		next[key] = h
-		started = append(started, h)
+		hp.next[key] = h
+		hp.started = append(hp.started, h)
 	}
 	for key, h := range p.handles {
-		if next[key] != h {
-			retired = append(retired, h)
+		if hp.next[key] != h {
+			hp.retired = append(hp.retired, h)
 		}
 	}
 	for _, k := range sortedKeys(specs) {
-		if next[k] != p.handles[k] {
+		if hp.next[k] != p.handles[k] {
 			warnPlaintext(p.log, specs[k].Name, specs[k].Env, specs[k].Headers)
 		}
 	}
-	for _, h := range started {
-		h.Start()
-	}
-	if wait {
-		waitFirstAttempts(ctx, started)
-	}
-	// Settings that need no new process apply in place (timeouts, restart
-	// policy, breaker, laziness).
-	for key, h := range kept {
-		if err := h.Update(specs[key]); err != nil {
-			p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
-		}
-	}
-	obs.commit(p)
-	p.gen++
-	snap := buildSnapshot(p.gen, c, next, planned)
-	snap.auth, snap.reloadToken = at, reloadToken
-	p.handles = next
-	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
-		p.log.SetLevel(lvl)
-	} else {
-		p.log.SetLevel(hclog.Info)
-	}
+	return hp
+}
 
-	// Views: one long-lived server per view id; sessions survive reloads.
+// publish makes snap current and brings every view in line with it. Views
+// are long-lived per id: their sessions survive reloads.
+func (p *Proxy) publish(snap *Snapshot) {
 	old := *p.views.Load()
 	views := make(map[string]*view, len(snap.Views))
 	for id := range snap.Views {
@@ -419,10 +439,6 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		}
 	}
 	p.applied.Store(snap)
-	if len(retired) > 0 {
-		p.retire(retired, c.DrainTimeout())
-	}
-	return nil
 }
 
 // retireGrace lets calls that picked a route just before a swap reach their
