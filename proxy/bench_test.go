@@ -81,6 +81,9 @@ func echoServer(extra int) *mcp.Server {
 	if os.Getenv(testToolsEnv) != "" {
 		addTestTools(s) // pipeline_test.go; the benchmarks never set it
 	}
+	if os.Getenv(failListsEnv) != "" {
+		addListFaults(s) // catalog_partial_test.go
+	}
 	return s
 }
 

@@ -64,7 +64,7 @@ func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
 	byItem := map[router.Target]src{}
 	for _, e := range spec.Servers {
 		cat := catalogOf(e)
-		if cat == nil {
+		if cat == nil || !e.ListPrompts {
 			continue
 		}
 		for _, p := range cat.Prompts {

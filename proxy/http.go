@@ -129,6 +129,9 @@ func (p *Proxy) statusReport() StatusReport {
 	for _, k := range sortedKeys(snap.Handles) {
 		st := snap.Handles[k].Status()
 		st.LastError = p.redact(st.LastError)
+		for m, msg := range st.CatalogErrors {
+			st.CatalogErrors[m] = p.redact(msg) // a copy: Status clones the map
+		}
 		rep.Servers = append(rep.Servers, st)
 	}
 	for id, v := range *p.views.Load() {

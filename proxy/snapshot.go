@@ -55,6 +55,9 @@ type ServerEntry struct {
 	PerClient bool // isolation: per-client
 	Resources bool
 	Filter    []string
+	// ListPrompts is listPrompts: false hides the server's prompts (they
+	// are not listed either, see upstream.Spec.SkipPrompts).
+	ListPrompts bool
 }
 
 // serverSpec turns one config entry into the upstream spec it runs.
@@ -84,6 +87,8 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 		LazyList:        s.LazyList,
 		BreakerFailures: intOr(failures, config.DefaultBreakerFailures),
 		BreakerOpen:     s.Breaker.OpenPeriod(),
+		SkipResources:   !boolOr(s.Resources, true),
+		SkipPrompts:     !boolOr(s.ListPrompts, true),
 	}
 }
 
@@ -213,17 +218,18 @@ func buildSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Han
 		}
 		for _, p := range planned {
 			vs.Servers = append(vs.Servers, &ServerEntry{
-				Key:       p.key,
-				Prefix:    router.Prefix(p.key, p.cfg.ToolPrefix),
-				HandleKey: p.handleKey,
-				Handle:    handles[p.handleKey],
-				Tools:     mustCompile(p.cfg.Tools),
-				Prompts:   mustCompile(p.cfg.Prompts),
-				Wrap:      boolOr(p.cfg.Wrap, s.Sanitize.Wrap),
-				Bare:      !boolOr(p.cfg.Namespace, true),
-				PerClient: p.cfg.Isolation == "per-client",
-				Resources: boolOr(p.cfg.Resources, true),
-				Filter:    p.cfg.ResourceFilter,
+				Key:         p.key,
+				Prefix:      router.Prefix(p.key, p.cfg.ToolPrefix),
+				HandleKey:   p.handleKey,
+				Handle:      handles[p.handleKey],
+				Tools:       mustCompile(p.cfg.Tools),
+				Prompts:     mustCompile(p.cfg.Prompts),
+				Wrap:        boolOr(p.cfg.Wrap, s.Sanitize.Wrap),
+				Bare:        !boolOr(p.cfg.Namespace, true),
+				PerClient:   p.cfg.Isolation == "per-client",
+				Resources:   boolOr(p.cfg.Resources, true),
+				Filter:      p.cfg.ResourceFilter,
+				ListPrompts: boolOr(p.cfg.ListPrompts, true),
 			})
 		}
 		s.Views[id] = vs

@@ -146,6 +146,11 @@ func newTelemetry(ctx context.Context, c *config.Config, p *Proxy) (*telemetry, 
 	must(err)
 	tools, err := m.Int64ObservableGauge("switchboard_upstream_tools", metric.WithDescription("Tools each server lists."))
 	must(err)
+	listFailures, err := m.Int64ObservableCounter("switchboard_upstream_list_failures",
+		metric.WithDescription("Failed listings of a server's prompts, resources or resource templates (its tools are served meanwhile), by list."))
+	must(err)
+	partial, err := m.Int64ObservableGauge("switchboard_upstream_catalog_partial", metric.WithDescription("1 while a server's catalog lacks a list that failed."))
+	must(err)
 	lastReload, err := m.Int64ObservableGauge("switchboard_config_last_reload_success", metric.WithDescription("1 if the last reload succeeded."))
 	must(err)
 	if len(errs) > 0 {
@@ -173,6 +178,16 @@ func newTelemetry(ctx context.Context, c *config.Config, p *Proxy) (*telemetry, 
 			}
 			o.ObserveInt64(breaker, open, metric.WithAttributes(server))
 			o.ObserveInt64(tools, int64(st.Tools), metric.WithAttributes(server))
+			for list, n := range st.ListFailures {
+				o.ObserveInt64(listFailures, int64(n), metric.WithAttributes(server, attribute.String("list", list)))
+			}
+			if st.Catalog != "" {
+				v := int64(0)
+				if st.Catalog == upstream.CatalogPartial {
+					v = 1
+				}
+				o.ObserveInt64(partial, v, metric.WithAttributes(server))
+			}
 		}
 		ok := int64(1)
 		if lr := p.lastReload.Load(); lr != nil && !lr.OK {
@@ -187,7 +202,7 @@ func newTelemetry(ctx context.Context, c *config.Config, p *Proxy) (*telemetry, 
 			o.ObserveInt64(sessions, n, metric.WithAttributes(attribute.String("view", id)))
 		}
 		return nil
-	}, stateGauge, restarts, breaker, tools, lastReload, sessions)
+	}, stateGauge, restarts, breaker, tools, listFailures, partial, lastReload, sessions)
 	if err != nil {
 		return nil, err
 	}

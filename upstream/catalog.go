@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,55 +21,182 @@ const (
 	maxListItems = 10000
 )
 
-// listCatalog lists everything the server advertises, following every page.
-func listCatalog(ctx context.Context, cl *client) (*Catalog, error) {
-	var caps *mcp.ServerCapabilities
-	if ir := cl.initializeResult(); ir != nil {
-		caps = ir.Capabilities
+// The lists a catalog is made of, by their methods. Only ListTools decides
+// whether a start succeeds; the others may fail and leave the catalog
+// partial (see Catalog.Errors).
+const (
+	ListTools     = "tools/list"
+	ListPrompts   = "prompts/list"
+	ListResources = "resources/list"
+	ListTemplates = "resources/templates/list"
+)
+
+// Catalog is what an upstream offers, listed through all pages. It is
+// immutable once published.
+type Catalog struct {
+	Tools     []*mcp.Tool
+	Prompts   []*mcp.Prompt
+	Resources []*mcp.Resource
+	Templates []*mcp.ResourceTemplate
+	// Errors holds, by method (ListPrompts, ListResources, ListTemplates),
+	// the upstream's message for each list that failed at the last
+	// attempt; nil when the catalog is complete. A failed list keeps the
+	// items it had in the catalog before (none at the first start), and is
+	// asked for again on the server's next list_changed or after a backoff
+	// of 5 s doubling to 5 min. A failing tools/list fails the start.
+	Errors map[string]string
+}
+
+// Catalog completeness, as Status reports it.
+const (
+	CatalogComplete = "complete"
+	CatalogPartial  = "partial"
+)
+
+// listRetryBase is the delay before a failed list (other than tools/list)
+// is asked for again; it doubles after each failed retry up to listRetryMax.
+const (
+	listRetryBase = 5 * time.Second
+	listRetryMax  = 5 * time.Minute
+)
+
+// listRetryDelay is the delay before retry n (1-based) of the failing lists,
+// ±10 %.
+func listRetryDelay(n int) time.Duration { return backoffDelay(n, listRetryBase, listRetryMax) }
+
+// Complete reports whether every list the server advertises was listed at
+// the last attempt. See #23.
+func (c *Catalog) Complete() bool { return len(c.Errors) == 0 }
+
+// failedLists is the set of lists to ask for again.
+func (c *Catalog) failedLists() map[string]bool {
+	only := make(map[string]bool, len(c.Errors))
+	for m := range c.Errors {
+		only[m] = true
+	}
+	return only
+}
+
+// list is one of the catalog's lists while it is being listed.
+type list struct {
+	method string
+	listed bool         // advertised by the server and not skipped by the spec
+	fetch  func() error // lists into a fresh slice
+	keep   func()       // publishes the fresh slice
+	clear  func()       // the list is not listed: empty
+	err    error
+}
+
+// listCatalog lists the server's catalog, following every page. It starts
+// from prev (nil: nothing known yet) and asks only for the lists in only
+// (nil: every list); a list that fails keeps prev's items and its error goes
+// to the result's Errors, except a failing tools/list, which fails the whole
+// listing. Lists the server does not advertise, or that the spec skips, are
+// empty and never asked for.
+func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only map[string]bool) (*Catalog, error) {
+	caps := serverCaps(cl)
+	cat := &Catalog{}
+	if prev != nil {
+		cat.Tools, cat.Prompts, cat.Resources, cat.Templates = prev.Tools, prev.Prompts, prev.Resources, prev.Templates
+	}
+	var (
+		tools     []*mcp.Tool
+		prompts   []*mcp.Prompt
+		resources []*mcp.Resource
+		templates []*mcp.ResourceTemplate
+	)
+	resourcesListed := caps != nil && caps.Resources != nil && !sp.SkipResources
+	lists := []*list{
+		{
+			method: ListTools, listed: caps == nil || caps.Tools != nil,
+			fetch: func() error {
+				return listAll(ctx, cl, ListTools, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) { return r.Tools, r.NextCursor }, &tools)
+			},
+			keep: func() { cat.Tools = tools }, clear: func() { cat.Tools = nil },
+		},
+		{
+			method: ListPrompts, listed: caps != nil && caps.Prompts != nil && !sp.SkipPrompts,
+			fetch: func() error {
+				return listAll(ctx, cl, ListPrompts, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor }, &prompts)
+			},
+			keep: func() { cat.Prompts = prompts }, clear: func() { cat.Prompts = nil },
+		},
+		{
+			method: ListResources, listed: resourcesListed,
+			fetch: func() error {
+				return listAll(ctx, cl, ListResources, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor }, &resources)
+			},
+			keep: func() { cat.Resources = resources }, clear: func() { cat.Resources = nil },
+		},
+		{
+			method: ListTemplates, listed: resourcesListed,
+			fetch: func() error {
+				return listAll(ctx, cl, ListTemplates, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+					return r.ResourceTemplates, r.NextCursor
+				}, &templates)
+			},
+			keep: func() { cat.Templates = templates }, clear: func() { cat.Templates = nil },
+		},
 	}
 	// The lists are independent: ask for them at once, so a remote server's
 	// catalog costs one round trip per page rather than one per list.
-	cat := &Catalog{}
-	var (
-		wg   sync.WaitGroup
-		errs [3]error
-	)
-	if caps == nil || caps.Tools != nil {
-		wg.Go(func() {
-			errs[0] = listAll(ctx, cl, "tools/list", func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) { return r.Tools, r.NextCursor }, &cat.Tools)
-		})
-	}
-	if caps != nil && caps.Prompts != nil {
-		wg.Go(func() {
-			errs[1] = listAll(ctx, cl, "prompts/list", func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor }, &cat.Prompts)
-		})
-	}
-	if caps != nil && caps.Resources != nil {
-		wg.Go(func() {
-			errs[2] = listAll(ctx, cl, "resources/list", func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor }, &cat.Resources)
-		})
-		// Templates are optional in practice: some servers answer
-		// method-not-found, which leaves the list as far as it got.
-		wg.Go(func() {
-			_ = listAll(ctx, cl, "resources/templates/list", func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
-				return r.ResourceTemplates, r.NextCursor
-			}, &cat.Templates)
-		})
+	var wg sync.WaitGroup
+	for _, l := range lists {
+		if only != nil && !only[l.method] {
+			continue
+		}
+		if !l.listed {
+			l.clear()
+			continue
+		}
+		wg.Go(func() { l.err = l.fetch() })
 	}
 	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
-		return nil, err
+	for _, l := range lists {
+		if only != nil && !only[l.method] {
+			if msg := prev.errorOf(l.method); msg != "" {
+				cat.setError(l.method, msg) // not asked again: still failing
+			}
+			continue
+		}
+		if !l.listed {
+			continue
+		}
+		switch {
+		case l.err == nil:
+			l.keep()
+		case l.method == ListTools:
+			return nil, fmt.Errorf("%s: %w", l.method, l.err)
+		default:
+			cat.setError(l.method, timeoutCause(ctx, l.err).Error())
+		}
 	}
 	return cat, nil
 }
 
+// errorOf is why method failed at the last attempt, or "". c may be nil.
+func (c *Catalog) errorOf(method string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Errors[method]
+}
+
+func (c *Catalog) setError(method, msg string) {
+	if c.Errors == nil {
+		c.Errors = map[string]string{}
+	}
+	c.Errors[method] = msg
+}
+
 // listAll appends every item of a paginated list to dst. A server that does
-// not implement the method (-32601) has an empty list.
+// not implement the method (-32601) has an empty list. Errors do not name
+// the method: a JSON-RPC error is the upstream's own message.
 func listAll[R any, T any](ctx context.Context, cl *client, method string, page func(*R) ([]T, string), dst *[]T) error {
 	cursor := ""
 	for pages := 0; ; pages++ {
 		if pages == maxListPages {
-			return fmt.Errorf("%s: more than %d pages", method, maxListPages)
+			return fmt.Errorf("more than %d pages", maxListPages)
 		}
 		params := &mcp.ListToolsParams{Cursor: cursor}
 		raw, err := cl.call(ctx, method, params, nil)
@@ -75,23 +205,105 @@ func listAll[R any, T any](ctx context.Context, cl *client, method string, page 
 			if errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound && pages == 0 {
 				return nil
 			}
-			return fmt.Errorf("%s: %w", method, err)
+			return err
 		}
 		var r R
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return fmt.Errorf("%s: decode: %w", method, err)
+			return fmt.Errorf("decode: %w", err)
 		}
 		items, next := page(&r)
 		if len(*dst)+len(items) > maxListItems {
-			return fmt.Errorf("%s: more than %d items", method, maxListItems)
+			return fmt.Errorf("more than %d items", maxListItems)
 		}
 		*dst = append(*dst, items...)
 		if next == "" {
 			return nil
 		}
 		if next == cursor {
-			return fmt.Errorf("%s: the server returned the same cursor again", method)
+			return errors.New("the server returned the same cursor again")
 		}
 		cursor = next
 	}
+}
+
+// listRetry schedules a session's retries of the lists that failed. It is
+// used only by the supervisor goroutine.
+type listRetry struct {
+	timer *time.Timer
+	n     int // listings in a row that left the catalog partial
+}
+
+// C fires when the failing lists are due again; nil while none fail.
+func (r *listRetry) C() <-chan time.Time {
+	if r.timer == nil {
+		return nil
+	}
+	return r.timer.C
+}
+
+func (r *listRetry) stop() {
+	if r.timer != nil {
+		r.timer.Stop()
+		r.timer = nil
+	}
+}
+
+// relist lists the catalog again on the live session s: every list (only
+// nil, after a list_changed) or the ones that failed. A failing tools/list
+// keeps the catalog as it was.
+func (h *Handle) relist(s *session, r *listRetry, only map[string]bool) {
+	ctx, cancel := context.WithTimeout(h.ctx, h.sp().connectTimeout())
+	cat, err := listCatalog(ctx, s.cl, h.sp(), h.catalog.Load(), only)
+	cancel()
+	if err != nil {
+		h.log.Warn("upstream relist", "error", err)
+		return
+	}
+	h.catalog.Store(cat)
+	h.noteCatalog(r, cat)
+	h.log.Debug("upstream catalog changed", "tools", len(cat.Tools), "prompts", len(cat.Prompts), "resources", len(cat.Resources))
+	if h.opt.OnChange != nil {
+		h.opt.OnChange(h)
+	}
+}
+
+// noteCatalog follows up a listing: a partial catalog has each failed list
+// logged once, with the upstream's message, and counted, and its retry
+// scheduled (5 s doubling to 5 min); a complete one ends the retries.
+func (h *Handle) noteCatalog(r *listRetry, cat *Catalog) {
+	r.stop()
+	if cat == nil || cat.Complete() {
+		if r.n > 0 {
+			h.log.Info("upstream catalog complete", "attempt", r.n+1)
+		}
+		r.n = 0
+		h.mu.Lock()
+		h.listRetry = time.Time{}
+		h.mu.Unlock()
+		return
+	}
+	r.n++
+	wait := listRetryDelay(r.n)
+	r.timer = time.NewTimer(wait)
+	h.mu.Lock()
+	h.listRetry = time.Now().Add(wait)
+	if h.listFails == nil {
+		h.listFails = map[string]int{}
+	}
+	for m := range cat.Errors {
+		h.listFails[m]++
+	}
+	h.mu.Unlock()
+	for _, m := range slices.Sorted(maps.Keys(cat.Errors)) {
+		h.log.Warn("upstream list failed", "method", m, "error", cat.Errors[m], "attempt", r.n, "duration", wait.Round(time.Millisecond))
+	}
+}
+
+// endListRetry stops the retries when the session ends; the next session
+// lists afresh.
+func (h *Handle) endListRetry(r *listRetry) {
+	r.stop()
+	h.mu.Lock()
+	h.listRetry = time.Time{}
+	h.mu.Unlock()
 }

@@ -73,7 +73,9 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		}
 		return nil, nil, fmt.Errorf("connect: %w", timeoutCause(ctx, err))
 	}
-	cat, err := listCatalog(ctx, s.cl)
+	// A failing prompts or resources list leaves the catalog partial; only
+	// tools/list decides the start. See #23.
+	cat, err := listCatalog(ctx, s.cl, h.sp(), h.catalog.Load(), nil)
 	if err != nil {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))

@@ -13,6 +13,14 @@
 // catalog and stays down, a remote one withdraws it and is retried every
 // 30 s for as long as the Handle lives.
 //
+// A start needs initialize and tools/list to succeed. A failing
+// prompts/list, resources/list or resources/templates/list leaves the
+// catalog partial instead (Catalog.Errors, Status.Catalog): the tools are
+// served, each failure is logged at warn and counted, and the failing lists
+// are asked for again on the server's next list_changed or after 5 s,
+// doubling to 5 min, without a restart. Spec.SkipPrompts and
+// Spec.SkipResources leave those lists out altogether.
+//
 // Calls go through a circuit breaker per Handle that counts transport
 // failures and timeouts, never answers (isError results, JSON-RPC errors) or
 // callers that went away.

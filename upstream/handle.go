@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -56,15 +57,6 @@ type Options struct {
 	Peer Peer
 }
 
-// Catalog is what an upstream offers, listed through all pages. It is
-// immutable once published.
-type Catalog struct {
-	Tools     []*mcp.Tool
-	Prompts   []*mcp.Prompt
-	Resources []*mcp.Resource
-	Templates []*mcp.ResourceTemplate
-}
-
 // Status is a point-in-time view of a Handle for /status.
 type Status struct {
 	Name      string `json:"name"`
@@ -92,6 +84,17 @@ type Status struct {
 	Prompts      int       `json:"prompts"`
 	Resources    int       `json:"resources"`
 	InFlight     int64     `json:"inFlight"`
+	// Catalog is CatalogComplete or CatalogPartial while a catalog is
+	// listed, else "". CatalogErrors is the catalog's Errors (unredacted:
+	// the caller redacts), and CatalogRetry when the failing lists are
+	// asked for again; zero unless the catalog is partial and the session
+	// is up.
+	Catalog       string            `json:"catalog,omitempty"`
+	CatalogErrors map[string]string `json:"catalogErrors,omitempty"`
+	CatalogRetry  time.Time         `json:"catalogRetry,omitzero"`
+	// ListFailures counts, by method, every failed listing of a list other
+	// than tools/list since the Handle was created.
+	ListFailures map[string]int `json:"listFailures,omitempty"`
 }
 
 // backoffBase is the first restart delay; it doubles up to backoffMax.
@@ -143,6 +146,8 @@ type Handle struct {
 	nextAttempt time.Time
 	pid         int
 	protocol    string
+	listRetry   time.Time      // when the failing lists are asked for again
+	listFails   map[string]int // failed listings by method
 }
 
 type session struct {
@@ -217,6 +222,9 @@ func (h *Handle) Update(spec Spec) error {
 	}
 	if old.Lazy && !spec.Lazy {
 		h.ensureStarted()
+	}
+	if spec.SkipPrompts != old.SkipPrompts || spec.SkipResources != old.SkipResources {
+		h.requestResync()
 	}
 	return nil
 }
@@ -305,7 +313,10 @@ func (h *Handle) Status() Status {
 	st := Status{
 		Name: h.sp().Name, Transport: h.sp().Transport, State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
 		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
-		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt,
+		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt, CatalogRetry: h.listRetry,
+	}
+	if len(h.listFails) > 0 {
+		st.ListFailures = maps.Clone(h.listFails)
 	}
 	h.mu.Unlock()
 	if st.State == StateReady && !st.UpSince.IsZero() {
@@ -319,6 +330,10 @@ func (h *Handle) Status() Status {
 	st.InFlight = h.inflight.Load()
 	if c := h.catalog.Load(); c != nil {
 		st.Tools, st.Prompts, st.Resources = len(c.Tools), len(c.Prompts), len(c.Resources)
+		st.Catalog = CatalogComplete
+		if !c.Complete() {
+			st.Catalog, st.CatalogErrors = CatalogPartial, maps.Clone(c.Errors)
+		}
 	}
 	return st
 }
@@ -530,9 +545,12 @@ func (h *Handle) publish(s *session, cat *Catalog) {
 }
 
 // serve waits for the session to end, re-listing the catalog whenever the
-// upstream says it changed. It returns the session's end error, or nil when
-// the Handle is closing.
+// upstream says it changed, and the lists that failed on their backoff. It
+// returns the session's end error, or nil when the Handle is closing.
 func (h *Handle) serve(s *session) error {
+	retry := &listRetry{}
+	defer h.endListRetry(retry)
+	h.noteCatalog(retry, h.catalog.Load())
 	for {
 		select {
 		case <-s.cl.done:
@@ -551,17 +569,10 @@ func (h *Handle) serve(s *session) error {
 				return errConnectionLost
 			}
 		case <-h.resync:
-			ctx, cancel := context.WithTimeout(h.ctx, h.sp().connectTimeout())
-			cat, err := listCatalog(ctx, s.cl)
-			cancel()
-			if err != nil {
-				h.log.Warn("upstream relist", "error", err)
-				continue
-			}
-			h.catalog.Store(cat)
-			h.log.Debug("upstream catalog changed", "tools", len(cat.Tools))
-			if h.opt.OnChange != nil {
-				h.opt.OnChange(h)
+			h.relist(s, retry, nil)
+		case <-retry.C():
+			if cur := h.catalog.Load(); cur != nil {
+				h.relist(s, retry, cur.failedLists())
 			}
 		}
 	}

@@ -67,6 +67,13 @@ type Spec struct {
 	BreakerFailures int           // consecutive failures that open the breaker; if zero, 5
 	BreakerOpen     time.Duration // open period before a half-open probe; if zero, 30s
 
+	// SkipResources leaves out resources/list and resources/templates/list,
+	// SkipPrompts prompts/list: the server's resources or prompts are not
+	// exposed, so they are never asked for (nor can their failure leave the
+	// catalog partial). A change applies at once, with a new listing.
+	SkipResources bool `json:",omitempty"`
+	SkipPrompts   bool `json:",omitempty"`
+
 	// BackoffInitial is the first restart delay, doubled at each failed
 	// attempt up to BackoffMax; if zero, 1s and 30s.
 	BackoffInitial time.Duration

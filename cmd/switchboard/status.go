@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // cmdStatus prints a running proxy's /status as a table an operator can read
@@ -107,9 +108,23 @@ func printStatus(w io.Writer, rep proxy.StatusReport) {
 		if lastErr == "" {
 			lastErr = "-"
 		}
+		if s.Catalog == upstream.CatalogPartial {
+			state += " (catalog partial)"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", s.Name, s.Transport, state, breaker, s.Tools, pid, s.Restarts, uptime, lastErr)
 	}
 	tw.Flush()
+	// A partial catalog: the lists that failed, the upstream's message and
+	// when they are asked for again. See #23.
+	for _, s := range rep.Servers {
+		for _, m := range slices.Sorted(maps.Keys(s.CatalogErrors)) {
+			retry := ""
+			if !s.CatalogRetry.IsZero() && s.CatalogRetry.After(now) {
+				retry = fmt.Sprintf(" (retry in %s)", s.CatalogRetry.Sub(now).Round(time.Second))
+			}
+			fmt.Fprintf(w, "%s: %s failed: %s%s\n", s.Name, m, oneLine(s.CatalogErrors[m], 100), retry)
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(rep.Views)) {
 		v := rep.Views[id]
 		fmt.Fprintf(w, "\nview %s: %d tools, %d sessions", id, v.Tools, v.Sessions)

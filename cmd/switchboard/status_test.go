@@ -20,6 +20,9 @@ func TestPrintStatusTable(t *testing.T) {
 			{Name: "down", Transport: "http", State: upstream.StateRestarting, Restarts: 2, NextAttempt: now.Add(4 * time.Second),
 				Breaker: "open", BreakerProbe: now.Add(20 * time.Second), LastError: "session ended:\nexit status 3"},
 			{Name: "later", Transport: "stdio", State: upstream.StateIdle, Lazy: true, Breaker: "closed"},
+			{Name: "pg", Transport: "stdio", State: upstream.StateReady, PID: 456, Tools: 1, Breaker: "closed",
+				Catalog: upstream.CatalogPartial, CatalogErrors: map[string]string{"resources/list": "connect ECONNREFUSED 127.0.0.1:5432"},
+				CatalogRetry: now.Add(10 * time.Second)},
 		},
 		Views: map[string]proxy.ViewStatus{"default": {Tools: 4, Sessions: 1}},
 	}
@@ -36,6 +39,8 @@ func TestPrintStatusTable(t *testing.T) {
 		"open (probe in 20s)",
 		"session ended: exit status 3",
 		"idle (lazy)",
+		"ready (catalog partial)",
+		"pg: resources/list failed: connect ECONNREFUSED 127.0.0.1:5432 (retry in 10s)",
 		"view default: 4 tools, 1 sessions",
 	} {
 		if !strings.Contains(out, want) {

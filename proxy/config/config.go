@@ -84,7 +84,8 @@ type Server struct {
 	Protocol       string            `json:"protocol,omitempty"`
 	Tools          *policy.Rules     `json:"tools,omitempty"`
 	Prompts        *policy.Rules     `json:"prompts,omitempty"`
-	Resources      *bool             `json:"resources,omitempty"`
+	Resources      *bool             `json:"resources,omitempty"`   // false: resources/list and resources/templates/list are never asked for
+	ListPrompts    *bool             `json:"listPrompts,omitempty"` // false: prompts/list is never asked for (prompts holds the server's prompt globs)
 	ResourceFilter []string          `json:"resourceFilter,omitempty"`
 	Wrap           *bool             `json:"wrap,omitempty"`
 	Breaker        *Breaker          `json:"breaker,omitempty"`
