@@ -124,10 +124,12 @@ func outcomeOf(err error) string {
 }
 
 // toResult maps an error to the MCP reply, in one place (STYLE §4.6): an
-// upstream problem the model can react to is an isError result; an upstream
-// JSON-RPC error passes the trust boundary (sanitize.Error) as a result
-// would; the caller going away is returned as is; anything else is an
-// internal error with a generic message.
+// upstream problem the model can react to is an isError result, and so is
+// the upstream's own JSON-RPC error, its message through the trust
+// boundary (sanitize.Error) as a result's text would be (DESIGN §7, §12:
+// a client shows tool errors to the model); the caller going away is
+// returned as is; anything else is an internal error with a generic
+// message.
 func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) (*mcp.CallToolResult, error) {
 	var (
 		we *jsonrpc.Error
@@ -135,7 +137,7 @@ func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, op
 	)
 	switch {
 	case errors.As(err, &we):
-		return nil, p.upstreamError(ctx, we, src, opts)
+		return errorResult(p.upstreamError(ctx, we, src, opts).Message), nil
 	case errors.Is(err, upstream.ErrUnavailable), errors.As(err, &se):
 		return errorResult(p.redact(err.Error())), nil
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -414,8 +414,9 @@ func TestPipelineToolsCall(t *testing.T) {
 }
 
 // TestPipelineErrorKeepsSecret pins the trust boundary on JSON-RPC errors:
-// an upstream error that holds a resolved secret reaches the client
-// redacted, and wrapped as untrusted content when wrapping is on.
+// an upstream's JSON-RPC error to tools/call that holds a resolved secret
+// reaches the client as a tool error (isError), redacted, and wrapped as
+// untrusted content when wrapping is on.
 func TestPipelineErrorKeepsSecret(t *testing.T) {
 	const secret = "pipeline-secret-d41d8cd98f00b204"
 	t.Setenv("SWITCHBOARD_TEST_PIPELINE_SECRET", secret)
@@ -427,18 +428,21 @@ func TestPipelineErrorKeepsSecret(t *testing.T) {
 					map[string]any{"sanitize": map[string]any{"wrapResults": wrap}}), down)
 				cs := tp.connect(t, nil, nil)
 				waitTool(t, cs, "mcp_echo_fail")
-				_, err := call(cs, "mcp_echo_fail", nil)
-				we := rpcError(t, err)
-				if strings.Contains(we.Message, secret) || strings.Contains(string(we.Data), secret) || strings.Contains(err.Error(), secret) {
-					t.Errorf("the client got the secret: %v", err)
+				res, err := call(cs, "mcp_echo_fail", nil)
+				if err != nil || !res.IsError {
+					t.Fatalf("upstream error: %v %+v, want a tool error", err, res)
+				}
+				text := resultText(t, res)
+				if strings.Contains(text, secret) {
+					t.Errorf("the client got the secret: %q", text)
 				}
 				// The redaction marker proves the child got the resolved
 				// secret and the boundary took it out.
-				if !strings.Contains(we.Message, "credential [REDACTED] was rejected") {
-					t.Errorf("error %q: want the upstream's message, redacted", we.Message)
+				if !strings.Contains(text, "credential [REDACTED] was rejected") {
+					t.Errorf("error %q: want the upstream's message, redacted", text)
 				}
-				if got := strings.Contains(we.Message, untrustedMarker); got != wrap {
-					t.Errorf("error %q: wrapped %v, want %v", we.Message, got, wrap)
+				if got := strings.Contains(text, untrustedMarker); got != wrap {
+					t.Errorf("error %q: wrapped %v, want %v", text, got, wrap)
 				}
 			})
 		}
