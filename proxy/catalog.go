@@ -351,7 +351,7 @@ func (p *Proxy) noteFindings(ctx context.Context, server, name string, rep sanit
 	}
 	ids := findingIDs(rep.Findings)
 	for _, id := range ids {
-		p.tel.Load().countSuspicious(ctx, server, id)
+		p.tel.Load().Suspicious(ctx, server, id)
 	}
 	p.log.Warn("suspicious content", "upstream", server, "tool", name, "reason", ids, "blocked", rep.Blocked)
 }

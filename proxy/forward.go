@@ -44,7 +44,7 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		if err != nil && rec.Outcome == "ok" {
 			rec.Outcome = "error"
 		}
-		p.tel.Load().record(ctx, r.metrics, rec.Outcome, d)
+		p.tel.Load().RecordCall(ctx, r.metrics, rec.Outcome, d)
 		p.audit.Load().write(rec, raw)
 		if p.log.IsDebug() {
 			p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", rec.Outcome, "duration", d)
@@ -54,7 +54,7 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	if lim := snap.Limiters[viewID]; lim != nil {
 		if ok, retry := lim.Allow(callerKey(req.Session), start); !ok {
 			rec.Outcome = "rate_limited"
-			p.tel.Load().rateLimited.Add(ctx, 1)
+			p.tel.Load().RateLimited(ctx)
 			return rateLimited(retry), nil
 		}
 	}

@@ -79,7 +79,7 @@ func (a adminBackend) Readiness() admin.Readiness {
 }
 
 func (a adminBackend) Status() any           { return a.p.statusReport() }
-func (a adminBackend) Metrics() http.Handler { return a.p.tel.Load().metricsHandler() }
+func (a adminBackend) Metrics() http.Handler { return a.p.tel.Load().MetricsHandler() }
 
 func (a adminBackend) ReloadToken() string {
 	if a.p.opts.ConfigPath == "" {

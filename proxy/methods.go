@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
@@ -148,7 +149,7 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	rt, ok := st.tools[params.Name]
 	if !ok {
 		// Unknown or hidden by policy: the two are indistinguishable.
-		p.tel.Load().denials.Add(ctx, 1)
+		p.tel.Load().Denial(ctx)
 		return nil, unknownTool(params.Name)
 	}
 	res, err := p.forward(ctx, v.id, st.snap, rt, r, &params)
@@ -273,7 +274,7 @@ func (p *Proxy) traced(method string, next session.Handler) session.Handler {
 		if carrier := incomingTraceContext(r); carrier != nil {
 			ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
 		}
-		if !p.tel.Load().tracing {
+		if !p.tel.Load().Tracing {
 			// Nothing is recorded; an incoming trace context still
 			// reaches the upstream through ctx (callSpan).
 			return next(ctx, r)
@@ -287,27 +288,27 @@ func (p *Proxy) traced(method string, next session.Handler) session.Handler {
 			tool = n.Name
 		}
 		name := method
-		attrs := []attribute.KeyValue{attrMethod.String(method)}
+		attrs := []attribute.KeyValue{telemetry.AttrMethod.String(method)}
 		if pr, _ := r.Session.Principal().(principal); pr.view != "" {
-			attrs = append(attrs, attrView.String(pr.view))
+			attrs = append(attrs, telemetry.AttrView.String(pr.view))
 		}
 		if id := r.Session.ID(); id != "" {
-			attrs = append(attrs, attrSession.String(id))
+			attrs = append(attrs, telemetry.AttrSession.String(id))
 		}
 		if tool != "" {
 			name += " " + tool
-			attrs = append(attrs, attrTool.String(tool))
+			attrs = append(attrs, telemetry.AttrTool.String(tool))
 		}
-		ctx, span := p.tel.Load().tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		ctx, span := p.tel.Load().Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		defer span.End()
 		res, err := next(ctx, r)
 		switch {
 		case err != nil:
 			span.SetStatus(codes.Error, "error")
-			span.SetAttributes(attrErrorType.String(errorType(err)))
+			span.SetAttributes(telemetry.AttrErrorType.String(telemetry.ErrorType(err)))
 		case isErrorResult(res):
 			span.SetStatus(codes.Error, "tool error")
-			span.SetAttributes(attrErrorType.String("tool_error"))
+			span.SetAttributes(telemetry.AttrErrorType.String("tool_error"))
 		}
 		return res, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -90,8 +91,8 @@ type Proxy struct {
 	peer     *peer
 	dispatch session.Methods
 	clients  clientHandles
-	tel      atomic.Pointer[telemetry] // replaced when a reload changes telemetry
-	audit    atomic.Pointer[auditLog]  // replaced when a reload changes audit; nil: off
+	tel      atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
+	audit    atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -175,12 +176,12 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	p.dispatch = p.methods()
 	views := map[string]*view{}
 	p.views.Store(&views)
-	tel, err := newTelemetry(context.Background(), c, p)
+	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
 		return nil, nil, err
 	}
 	p.tel.Store(tel)
-	p.pins.onViolation = func() { p.tel.Load().pinViolations.Add(context.Background(), 1) }
+	p.pins.onViolation = func() { p.tel.Load().PinViolation(context.Background()) }
 	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact)
 	if err != nil {
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
@@ -555,7 +556,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	_ = p.resolver.Close()
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
-	p.tel.Load().close(tctx)
+	p.tel.Load().Close(tctx)
 	p.audit.Load().close()
 	p.log.Info("stopped")
 }

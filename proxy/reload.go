@@ -14,8 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 )
 
 // reloadDebounce is the quiet period a reload waits for: one editor save
@@ -168,7 +167,7 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		case !res.OK:
 			result = "failed"
 		}
-		p.tel.Load().reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
+		p.tel.Load().Reload(ctx, result)
 	}()
 	c, err := loadConfig(p.opts)
 	if err == nil && c.Digest() == p.cur.Load().Digest {
@@ -218,7 +217,7 @@ func fixedSettings(old, c *config.Config) error {
 type observers struct {
 	audit    *auditLog
 	newAudit bool
-	tel      *telemetry
+	tel      *telemetry.Telemetry
 }
 
 // prepareObservers builds what changed between old and c. A failure (an
@@ -234,7 +233,7 @@ func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*o
 		o.audit, o.newAudit = a, true
 	}
 	if !reflect.DeepEqual(old.Telemetry, c.Telemetry) {
-		t, err := newTelemetry(ctx, c, p)
+		t, err := p.newTelemetry(ctx, c)
 		if err != nil {
 			o.discard()
 			return nil, err
@@ -253,7 +252,7 @@ func (o *observers) commit(p *Proxy) {
 		old := p.tel.Swap(o.tel)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		old.close(ctx)
+		old.Close(ctx)
 	}
 }
 
@@ -263,6 +262,6 @@ func (o *observers) discard() {
 	if o.tel != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		o.tel.close(ctx)
+		o.tel.Close(ctx)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -20,7 +21,7 @@ import (
 func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	p := &Proxy{}
-	p.tel.Store(&telemetry{tracer: noop.NewTracerProvider().Tracer("test")})
+	p.tel.Store(&telemetry.Telemetry{Tracer: noop.NewTracerProvider().Tracer("test")})
 	r := &route{original: "echo", entry: &ServerEntry{Key: "s"}}
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
@@ -60,7 +61,7 @@ type route struct {
 	tool     *mcp.Tool            // as published downstream
 	schema   *jsonschema.Resolved // nil: arguments are not validated
 	defHash  string
-	metrics  *callAttrs
+	metrics  *telemetry.CallAttrs
 }
 
 func newView(p *Proxy, id string) *view {
@@ -256,7 +257,7 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 		Title:        clean.Title,
 		Icons:        clean.Icons,
 	}
-	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: newCallAttrs(e.Key, public)}
+	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: telemetry.NewCallAttrs(e.Key, public)}
 	r.schema = p.schemas.resolve(in, p.log, e.Key, t.Name)
 	def, err := json.Marshal(pub)
 	if err != nil {
