@@ -160,6 +160,25 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	must(err)
 	t.rateLimited, err = m.Int64Counter("switchboard_policy_rate_limited", metric.WithDescription("Calls refused by a rate limit."))
 	must(err)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if err := observeGauges(m, o.Observe); err != nil {
+		return nil, err
+	}
+	t.metrics = promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
+	return t, nil
+}
+
+// observeGauges registers the gauges that read an Observation at each
+// collection.
+func observeGauges(m metric.Meter, observe func() Observation) error {
+	var errs []error
+	must := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	sessions, err := m.Int64ObservableGauge("switchboard_proxy_sessions", metric.WithDescription("Active downstream sessions per view."))
 	must(err)
 
@@ -180,13 +199,13 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	lastReload, err := m.Int64ObservableGauge("switchboard_config_last_reload_success", metric.WithDescription("1 if the last reload succeeded."))
 	must(err)
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return errors.Join(errs...)
 	}
 	_, err = m.RegisterCallback(func(_ context.Context, obs metric.Observer) error {
-		if o.Observe == nil {
+		if observe == nil {
 			return nil
 		}
-		now := o.Observe()
+		now := observe()
 		for key, st := range now.Servers {
 			server := attribute.String("server", key)
 			for _, s := range states {
@@ -224,11 +243,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		}
 		return nil
 	}, stateGauge, restarts, breaker, tools, listFailures, partial, lastReload, sessions)
-	if err != nil {
-		return nil, err
-	}
-	t.metrics = promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{})
-	return t, nil
+	return err
 }
 
 // MetricsHandler serves the metrics in the Prometheus text format.
