@@ -81,6 +81,8 @@ type Session struct {
 	inflight     map[jsonrpc.ID]context.CancelFunc
 	asks         map[jsonrpc.ID]chan *jsonrpc.Response
 	idle         chan struct{} // closed when the last request in flight ends, for Drain
+	jobs         chan job      // requests for idle workers (unbuffered)
+	idleWorkers  atomic.Int32
 	closed       bool
 	closeOnce    sync.Once
 	done         chan struct{}
@@ -106,6 +108,7 @@ func New(opt Options, out Stream) *Session {
 		subs:         map[string]bool{},
 		inflight:     map[jsonrpc.ID]context.CancelFunc{},
 		asks:         map[jsonrpc.ID]chan *jsonrpc.Response{},
+		jobs:         make(chan job),
 		done:         make(chan struct{}),
 		initialState: make(chan struct{}),
 	}
@@ -345,7 +348,44 @@ func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	}
 	// The slot, like the ID, is free before the answer goes out: a client
 	// may send its next request as soon as it has the answer.
-	go s.run(rctx, func() { release(); <-s.slot }, m, out)
+	j := job{ctx: rctx, release: func() { release(); <-s.slot }, m: m, out: out}
+	select {
+	case s.jobs <- j: // an idle worker takes it
+	default:
+		go s.worker(j)
+	}
+}
+
+// job is a request Go handed over, in flight.
+type job struct {
+	ctx     context.Context
+	release func()
+	m       *jsonrpc.Request
+	out     Stream
+}
+
+// maxIdleWorkers bounds the workers a session keeps waiting for requests.
+const maxIdleWorkers = 4
+
+// worker runs a request, then waits for the next one while fewer than
+// maxIdleWorkers wait. A goroutine that stays keeps the stack its last
+// request grew: on a fresh one, argument validation alone (a recursive
+// schema walk) grows and copies the stack on every call.
+func (s *Session) worker(j job) {
+	for {
+		s.run(j.ctx, j.release, j.m, j.out)
+		if s.idleWorkers.Add(1) > maxIdleWorkers {
+			s.idleWorkers.Add(-1)
+			return
+		}
+		select {
+		case j = <-s.jobs:
+			s.idleWorkers.Add(-1)
+		case <-s.done:
+			s.idleWorkers.Add(-1)
+			return
+		}
+	}
 }
 
 // Handle handles one message from the client and returns when it is
