@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -83,12 +82,8 @@ func (h *Handler) Close() {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// DNS rebinding: on a loopback listener only a loopback Host is served.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-		if isLoopback(la.String()) && !isLoopback(r.Host) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-			return
-		}
+	if rebind.Refused(w, r) {
+		return
 	}
 	switch r.Method {
 	case http.MethodGet:
@@ -265,19 +260,4 @@ func (s *stream) release() {
 	s.mu.Lock()
 	s.w = nil
 	s.mu.Unlock()
-}
-
-// isLoopback reports whether a host, with or without a port, is a loopback
-// name or address.
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

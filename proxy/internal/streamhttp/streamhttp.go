@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -92,12 +92,8 @@ func (h *Handler) Sessions() int {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// DNS rebinding: on a loopback listener only a loopback Host is served.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-		if isLoopback(la.String()) && !isLoopback(r.Host) {
-			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
-			return
-		}
+	if rebind.Refused(w, r) {
+		return
 	}
 	if v := r.Header.Get(protocolVersionHeader); v != "" && v < v20260728 && !slices.Contains(supported, v) {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(legacy, ",")), http.StatusBadRequest)
@@ -416,19 +412,4 @@ func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Err
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
-}
-
-// isLoopback reports whether a host, with or without a port, is a loopback
-// name or address.
-func isLoopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
