@@ -30,16 +30,19 @@ var maxLine = wire.MaxLine
 // line to stdout) ends an ioConn session; lineConn skips it and reports it
 // through noise.
 //
-// One goroutine reads stdout, so that Read can return as soon as the
-// connection closes even while the pipe read blocks; it hands each line's
-// messages on in order.
+// Read parses stdout on the caller's goroutine (the client session's read
+// loop): no goroutine hand-off per message. Close unblocks a Read stuck on
+// the pipe by closing stdout once the child is gone (a grandchild may hold
+// the pipe open).
 type lineConn struct {
 	w     io.WriteCloser
+	r     io.Reader
+	br    *bufio.Reader
 	close func() error // after stdin is closed: wait for the child, escalate
 	noise func(line []byte, err error)
 
-	incoming chan lineMsg
-	queue    []jsonrpc.Message // the rest of a batch; Read is called from one goroutine
+	queue   []jsonrpc.Message // the rest of a batch; Read is called from one goroutine
+	readErr error             // the error that ended reading; every later Read returns it
 
 	wmu       sync.Mutex
 	closeOnce sync.Once
@@ -47,58 +50,10 @@ type lineConn struct {
 	closed    chan struct{}
 }
 
-type lineMsg struct {
-	msgs  []jsonrpc.Message
-	batch bool
-	err   error
-}
-
 func newLineConn(r io.Reader, w io.WriteCloser, closeFn func() error, noise func([]byte, error)) *lineConn {
-	c := makeLineConn(w, closeFn, noise)
-	go c.readLoop(bufio.NewReaderSize(r, 64<<10))
-	return c
-}
-
-func makeLineConn(w io.WriteCloser, closeFn func() error, noise func([]byte, error)) *lineConn {
 	return &lineConn{
-		w: w, close: closeFn, noise: noise,
-		incoming: make(chan lineMsg),
-		closed:   make(chan struct{}),
-	}
-}
-
-func (c *lineConn) readLoop(br *bufio.Reader) {
-	for {
-		line, err := wire.ReadLine(br, maxLine)
-		if errors.Is(err, wire.ErrLineTooLong) {
-			err = fmt.Errorf("stdout line longer than the %d MiB limit", maxLine>>20)
-		}
-		var m lineMsg
-		switch {
-		case err != nil:
-			m.err = err
-		default:
-			line = bytes.TrimSpace(line)
-			if len(line) == 0 {
-				continue
-			}
-			msgs, batch, derr := wire.Decode(line)
-			if derr != nil {
-				if c.noise != nil {
-					c.noise(line, derr)
-				}
-				continue
-			}
-			m.msgs, m.batch = msgs, batch
-		}
-		select {
-		case c.incoming <- m:
-		case <-c.closed:
-			return
-		}
-		if m.err != nil {
-			return
-		}
+		w: w, r: r, br: bufio.NewReaderSize(r, 64<<10), close: closeFn, noise: noise,
+		closed: make(chan struct{}),
 	}
 }
 
@@ -146,28 +101,42 @@ func decodeTextResult(raw []byte) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: w.Meta, Content: content, StructuredContent: w.StructuredContent, IsError: w.IsError}
 }
 
-func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *lineConn) Read(context.Context) (jsonrpc.Message, error) {
 	for {
 		if len(c.queue) > 0 {
 			m := c.queue[0]
 			c.queue = c.queue[1:]
 			return m, nil
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case m := <-c.incoming:
-			if m.err != nil {
-				return nil, m.err
-			}
-			if len(m.msgs) == 0 {
-				continue
-			}
-			c.queue = m.msgs[1:]
-			return m.msgs[0], nil
-		case <-c.closed:
-			return nil, io.EOF
+		if c.readErr != nil {
+			return nil, c.readErr
 		}
+		line, err := wire.ReadLine(c.br, maxLine)
+		if err != nil {
+			select {
+			case <-c.closed:
+				err = io.EOF
+			default:
+				if errors.Is(err, wire.ErrLineTooLong) {
+					err = fmt.Errorf("stdout line longer than the %d MiB limit", maxLine>>20)
+				}
+			}
+			c.readErr = err
+			return nil, err
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		msgs, _, err := wire.Decode(line)
+		if err != nil {
+			if c.noise != nil {
+				c.noise(line, err)
+			}
+			continue
+		}
+		c.queue = msgs[1:]
+		return msgs[0], nil
 	}
 }
 
@@ -205,6 +174,10 @@ func (c *lineConn) Close() error {
 		err := c.w.Close()
 		if c.close != nil {
 			err = errors.Join(err, c.close())
+		}
+		// A Read still waiting on the pipe returns now.
+		if rc, ok := c.r.(io.Closer); ok {
+			_ = rc.Close()
 		}
 		c.closeErr = err
 	})
