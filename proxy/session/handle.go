@@ -1,0 +1,329 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// How a session takes a message: requests put in flight, run (on the
+// caller's goroutine or a worker's), dispatched and answered;
+// notifications and the answers to switchboard's own requests.
+
+// Go hands a message over and returns without waiting for a request's
+// answer: a request runs on a goroutine the session owns, bounded by
+// MaxInFlight (a request over the bound is answered with an error at once),
+// and is in flight when Go returns, so a cancellation read next finds it.
+// Notifications and answers to switchboard's own requests are handled
+// before Go returns; they are never refused.
+func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
+	m, ok := msg.(*jsonrpc.Request)
+	if !ok || !m.IsCall() {
+		s.Handle(ctx, msg, out)
+		return
+	}
+	select {
+	case s.slot <- struct{}{}:
+	default:
+		s.reply(out, m.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("too many requests in flight on this session (limit %d)", s.opt.MaxInFlight)})
+		return
+	}
+	rctx, release, ok := s.begin(ctx, m, out)
+	if !ok {
+		<-s.slot
+		return
+	}
+	// The slot, like the ID, is free before the answer goes out: a client
+	// may send its next request as soon as it has the answer.
+	j := job{ctx: rctx, release: func() { release(); <-s.slot }, m: m, out: out}
+	select {
+	case s.jobs <- j: // an idle worker takes it
+	default:
+		go s.worker(j)
+	}
+}
+
+// job is a request Go handed over, in flight.
+type job struct {
+	ctx     context.Context
+	release func()
+	m       *jsonrpc.Request
+	out     Stream
+}
+
+// maxIdleWorkers bounds the workers a session keeps waiting for requests.
+const maxIdleWorkers = 4
+
+// worker runs a request, then waits for the next one while fewer than
+// maxIdleWorkers wait. A goroutine that stays keeps the stack its last
+// request grew: on a fresh one, argument validation alone (a recursive
+// schema walk) grows and copies the stack on every call.
+func (s *Session) worker(j job) {
+	for {
+		s.run(j.ctx, j.release, j.m, j.out)
+		if s.idleWorkers.Add(1) > maxIdleWorkers {
+			s.idleWorkers.Add(-1)
+			return
+		}
+		select {
+		case j = <-s.jobs:
+			s.idleWorkers.Add(-1)
+		case <-s.done:
+			s.idleWorkers.Add(-1)
+			return
+		}
+	}
+}
+
+// Handle handles one message from the client and returns when it is
+// handled: a request's answer, and everything sent about the request
+// before it, went to out. Notifications and answers to switchboard's own
+// requests return at once.
+func (s *Session) Handle(ctx context.Context, msg jsonrpc.Message, out Stream) {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		s.mu.Lock()
+		ch := s.asks[m.ID]
+		delete(s.asks, m.ID)
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			s.notification(m)
+			return
+		}
+		if rctx, release, ok := s.begin(ctx, m, out); ok {
+			s.run(rctx, release, m, out)
+		}
+	}
+}
+
+// Drain waits until no request is in flight, or ctx is done.
+func (s *Session) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.inflight) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+	}
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cancel cancels the request in flight with the given ID, as
+// notifications/cancelled does. Transports that see a cancellation before
+// the request it names was handed over call it too.
+func (s *Session) Cancel(id jsonrpc.ID) {
+	s.mu.Lock()
+	cancel := s.inflight[id]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (s *Session) notification(r *jsonrpc.Request) {
+	switch r.Method {
+	case "notifications/initialized":
+		s.mu.Lock()
+		select {
+		case <-s.initialState:
+		default:
+			close(s.initialState)
+		}
+		s.mu.Unlock()
+	case "notifications/cancelled":
+		var p struct {
+			ID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) != nil {
+			return
+		}
+		if id, err := jsonrpc.MakeID(p.ID); err == nil {
+			s.Cancel(id)
+		}
+	case "notifications/roots/list_changed":
+		if s.opt.OnRootsChanged != nil {
+			// Not on the reader: the callback may ask the client.
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				return
+			}
+			s.wg.Add(1)
+			s.mu.Unlock()
+			go func() {
+				defer s.wg.Done()
+				s.opt.OnRootsChanged(s)
+			}()
+		}
+	default:
+		s.log.Debug("notification ignored", "method", r.Method)
+	}
+}
+
+// begin puts a request in flight: its context ends with the session or a
+// cancellation. It answers a duplicate ID itself and refuses (false) once
+// the session closed.
+func (s *Session) begin(ctx context.Context, m *jsonrpc.Request, out Stream) (context.Context, func(), bool) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, nil, false
+	}
+	if _, busy := s.inflight[m.ID]; busy {
+		s.mu.Unlock()
+		s.reply(out, m.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("duplicate in-flight request ID %v", m.ID.Raw())})
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s.inflight[m.ID] = cancel
+	s.wg.Add(1)
+	s.mu.Unlock()
+	// The session's end cancels its requests too.
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }, true
+}
+
+// run answers a request begin put in flight. The ID is free again before
+// the answer goes out: a client may reuse it as soon as it has the answer.
+func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, out Stream) {
+	defer s.wg.Done()
+	r := &Request{Session: s, ID: m.ID, Method: m.Method, Params: m.Params, Extra: m.Extra, out: out}
+	res, err := s.dispatch(ctx, r)
+	s.mu.Lock()
+	delete(s.inflight, m.ID)
+	if len(s.inflight) == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+	s.mu.Unlock()
+	release()
+	// The answer is written even when the request was cancelled, with a
+	// context that is not done, as JSON-RPC implementations do.
+	s.reply(out, m.ID, res, err)
+}
+
+func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {
+	switch r.Method {
+	case "initialize":
+		return s.initialize(r)
+	case "ping":
+		return json.RawMessage("{}"), nil
+	case "server/discover":
+		// A session is legacy: it lists the versions with a handshake, and
+		// a 2026-07-28 client falls back to initialize.
+		return &mcp.DiscoverResult{SupportedVersions: Versions, Capabilities: s.opt.Capabilities, Instructions: s.opt.Instructions}, nil
+	}
+	if !s.Initialized() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("method %q is invalid during session initialization", r.Method)}
+	}
+	if r.Method == "logging/setLevel" {
+		return s.setLevel(r)
+	}
+	h := s.opt.Methods[r.Method]
+	if h == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", r.Method)}
+	}
+	return h(ctx, r)
+}
+
+func (s *Session) initialize(r *Request) (any, error) {
+	var p mcp.InitializeParams
+	// The SDK's type keeps the roots capability in a field JSON does not
+	// fill (RootsV2, its fix of go-sdk#607): it is read beside it.
+	var roots struct {
+		Capabilities struct {
+			Roots *mcp.RootCapabilities `json:"roots"`
+		} `json:"capabilities"`
+	}
+	if err := json.Unmarshal(r.Params, &p); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
+	}
+	if p.Capabilities != nil && json.Unmarshal(r.Params, &roots) == nil {
+		p.Capabilities.RootsV2 = roots.Capabilities.Roots
+	}
+	version := Versions[0]
+	if slices.Contains(Versions, p.ProtocolVersion) {
+		version = p.ProtocolVersion
+	}
+	s.mu.Lock()
+	s.initialized, s.version, s.clientInfo, s.clientCaps = true, version, p.ClientInfo, p.Capabilities
+	s.mu.Unlock()
+	info := s.opt.ServerInfo
+	if info == nil {
+		info = &mcp.Implementation{Name: "switchboard"}
+	}
+	return &mcp.InitializeResult{ProtocolVersion: version, Capabilities: s.opt.Capabilities, ServerInfo: info, Instructions: s.opt.Instructions}, nil
+}
+
+func (s *Session) setLevel(r *Request) (any, error) {
+	var p mcp.SetLoggingLevelParams
+	if err := json.Unmarshal(r.Params, &p); err != nil || LevelRank(p.Level) == len(levels) {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("logging/setLevel: unknown level %q", p.Level)}
+	}
+	s.mu.Lock()
+	s.level = p.Level
+	s.mu.Unlock()
+	if s.opt.OnLevel != nil {
+		s.opt.OnLevel(s, p.Level)
+	}
+	return json.RawMessage("{}"), nil
+}
+
+// reply writes a request's answer.
+func (s *Session) reply(out Stream, id jsonrpc.ID, res any, err error) {
+	resp := &jsonrpc.Response{ID: id}
+	if err == nil {
+		raw, eerr := encode(res)
+		if eerr != nil {
+			s.log.Error("encode result", "error", eerr)
+			err = eerr
+		} else {
+			if raw == nil {
+				raw = json.RawMessage("{}")
+			}
+			resp.Result = raw
+		}
+	}
+	if err != nil {
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) {
+			if !errors.Is(err, context.Canceled) {
+				s.log.Error("internal error", "error", err, "session_id", s.opt.ID)
+			}
+			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		resp.Error = we
+	}
+	if werr := out.Write(context.WithoutCancel(s.ctx), resp); werr != nil {
+		s.log.Debug("answer not delivered", "error", werr, "session_id", s.opt.ID)
+	}
+}
+
+// encode is params or a result as JSON; a json.RawMessage as it is.
+func encode(v any) (json.RawMessage, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return v, nil
+	}
+	return json.Marshal(v)
+}
