@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
@@ -73,52 +73,6 @@ func dump(msgs []jsonrpc.Message) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
-}
-
-// testLogger sends a test's log lines to t.Log, and drops those that come
-// after the test ended.
-func testLogger(t *testing.T) hclog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return hclog.New(&hclog.LoggerOptions{Name: "session", Level: hclog.Debug, Output: w})
-}
-
-type logWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// checkGoroutines fails the test if it leaves goroutines behind; it polls
-// the count for a while, since goroutines end a little after they are
-// released.
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(wait)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // newSession returns a session closed when the test ends.
@@ -1220,4 +1174,13 @@ func TestConcurrentCalls(t *testing.T) {
 			t.Fatalf("call %v answered %d times", id, n)
 		}
 	}
+}
+
+// testLogger sends a test's log lines to t.Log.
+func testLogger(t *testing.T) hclog.Logger { return testutil.Logger(t, "session") }
+
+// checkGoroutines fails the test if it leaves goroutines behind.
+func checkGoroutines(tb testing.TB) {
+	tb.Helper()
+	testutil.CheckGoroutines(tb, wait)
 }

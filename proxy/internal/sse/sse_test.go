@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
@@ -106,52 +106,6 @@ func (f *fixture) session(t *testing.T, id string) *session.Session {
 		t.Fatalf("no session %q was opened", id)
 	}
 	return s
-}
-
-// testLogger sends a test's log lines to t.Log, and drops those that come
-// after the test ended.
-func testLogger(t *testing.T) hclog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return hclog.New(&hclog.LoggerOptions{Name: "sse", Level: hclog.Debug, Output: w})
-}
-
-type logWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// checkGoroutines fails the test if it leaves goroutines behind; it polls
-// the count for a while, since goroutines end a little after they are
-// released.
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(wait)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // waitFor polls cond for at most wait.
@@ -715,4 +669,13 @@ func TestGoSDKClient(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	waitFor(t, "Sessions() drops to 0", func() bool { return f.h.Sessions() == 0 })
+}
+
+// testLogger sends a test's log lines to t.Log.
+func testLogger(t *testing.T) hclog.Logger { return testutil.Logger(t, "sse") }
+
+// checkGoroutines fails the test if it leaves goroutines behind.
+func checkGoroutines(tb testing.TB) {
+	tb.Helper()
+	testutil.CheckGoroutines(tb, wait)
 }

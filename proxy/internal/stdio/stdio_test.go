@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -214,52 +214,6 @@ func (h *harness) ping(t *testing.T, id string) {
 	if got, want := h.next(t), fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{}}`, id); got != want {
 		t.Fatalf("after the lines before, got %s, want the ping's answer %s", got, want)
 	}
-}
-
-// testLogger sends a test's log lines to t.Log, and drops those that come
-// after the test ended.
-func testLogger(t *testing.T) hclog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return hclog.New(&hclog.LoggerOptions{Name: "stdio", Level: hclog.Debug, Output: w})
-}
-
-type logWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// checkGoroutines fails the test if it leaves goroutines behind; it polls
-// the count for a while, since goroutines end a little after they are
-// released.
-func checkGoroutines(tb testing.TB) {
-	tb.Helper()
-	before := runtime.NumGoroutine()
-	tb.Cleanup(func() {
-		deadline := time.Now().Add(wait)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				tb.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 func chatty(ctx context.Context, r *session.Request) (any, error) {
@@ -613,4 +567,13 @@ func TestLogLevelOverStdio(t *testing.T) {
 		t.Fatalf("got %s, want only the error message", got)
 	}
 	h.ping(t, "after")
+}
+
+// testLogger sends a test's log lines to t.Log.
+func testLogger(t *testing.T) hclog.Logger { return testutil.Logger(t, "stdio") }
+
+// checkGoroutines fails the test if it leaves goroutines behind.
+func checkGoroutines(tb testing.TB) {
+	tb.Helper()
+	testutil.CheckGoroutines(tb, wait)
 }

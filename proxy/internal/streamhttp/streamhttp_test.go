@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
@@ -171,56 +171,12 @@ func (f *fixture) callTool(ctx context.Context, r *session.Request) (any, error)
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 }
 
-// testLogger sends a test's log lines to t.Log, and drops those that come
-// after the test ended.
-func testLogger(t *testing.T) hclog.Logger {
-	w := &logWriter{t: t}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	return hclog.New(&hclog.LoggerOptions{Name: "streamhttp", Level: hclog.Debug, Output: w})
-}
-
-type logWriter struct {
-	mu   sync.Mutex
-	t    *testing.T
-	done bool
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
 // serve starts a fixture for a test, with a goroutine-leak check that
 // runs once the fixture is closed.
 func serve(t *testing.T) *fixture {
 	t.Helper()
 	checkGoroutines(t)
 	return newFixture(t, testLogger(t))
-}
-
-// checkGoroutines fails the test if it leaves goroutines behind.
-func checkGoroutines(tb testing.TB) {
-	tb.Helper()
-	before := runtime.NumGoroutine()
-	tb.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				tb.Errorf("goroutine leak: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
 }
 
 func waitFor(tb testing.TB, what string, cond func() bool) {
@@ -1186,4 +1142,13 @@ func TestHandlerClose(t *testing.T) {
 		t.Fatalf("batch in flight answered %d %q, %v", a.status, a.events, a.err)
 	}
 	f.h.Close()
+}
+
+// testLogger sends a test's log lines to t.Log.
+func testLogger(t *testing.T) hclog.Logger { return testutil.Logger(t, "streamhttp") }
+
+// checkGoroutines fails the test if it leaves goroutines behind.
+func checkGoroutines(tb testing.TB) {
+	tb.Helper()
+	testutil.CheckGoroutines(tb, 5*time.Second)
 }
