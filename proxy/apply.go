@@ -1,0 +1,184 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// apply makes c the current config. It resolves the downstream tokens
+// (a failure rejects c), starts handles for new or changed specs and keeps
+// unchanged ones (same process, same session). With wait, it lets the new
+// handles finish their first start attempt before the swap, so a changed
+// server's tools never disappear. Then it publishes the snapshot, brings
+// every view in line, and drains the handles that are no longer used.
+func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
+	// Token references may be remote lookups: resolved before the lock.
+	at, reloadToken, err := p.resolveAuth(ctx, c)
+	if err != nil {
+		return &ConfigError{err}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	obs := &observers{}
+	if prev := p.cur.Load(); prev != nil {
+		if obs, err = p.prepareObservers(ctx, prev.Config, c); err != nil {
+			return err
+		}
+	}
+	if err := p.pins.use(pinFilePath(c)); err != nil {
+		obs.discard()
+		return &ConfigError{err}
+	}
+	if wait {
+		// A reload is an operator's approval of changed tool definitions.
+		p.pins.approveAll()
+	}
+	planned, specs := planViews(c)
+	hp := p.planHandles(specs)
+	for _, h := range hp.started {
+		h.Start()
+	}
+	if wait {
+		waitFirstAttempts(ctx, hp.started)
+	}
+	// Settings that need no new process apply in place (timeouts, restart
+	// policy, breaker, laziness).
+	for key, h := range hp.kept {
+		if err := h.Update(specs[key]); err != nil {
+			p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
+		}
+	}
+	obs.commit(p)
+	p.gen++
+	snap := buildSnapshot(p.gen, c, hp.next, planned)
+	snap.auth, snap.reloadToken = at, reloadToken
+	p.handles = hp.next
+	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
+		p.log.SetLevel(lvl)
+	} else {
+		p.log.SetLevel(hclog.Info)
+	}
+	p.publish(snap)
+	if len(hp.retired) > 0 {
+		p.retire(hp.retired, c.DrainTimeout())
+	}
+	return nil
+}
+
+// handlePlan is what a config does to the running handles.
+type handlePlan struct {
+	next    map[string]*upstream.Handle // every handle of the config, by key
+	kept    map[string]*upstream.Handle // running ones it keeps (same fingerprint)
+	started []*upstream.Handle          // new ones, not started yet
+	retired []*upstream.Handle          // running ones it no longer uses
+}
+
+// planHandles keeps a running handle for each spec with its fingerprint
+// and makes new ones for the rest; p.mu held.
+func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
+	hp := handlePlan{next: make(map[string]*upstream.Handle, len(specs)), kept: map[string]*upstream.Handle{}}
+	for key, spec := range specs {
+		if h, ok := p.handles[key]; ok && h.Spec().Fingerprint() == spec.Fingerprint() {
+			hp.next[key], hp.kept[key] = h, h
+			continue
+		}
+		h := upstream.New(spec, upstream.Options{
+			Logger:     p.log.Named("upstream"),
+			SDKLogger:  p.sdkLog,
+			Expander:   p.resolver,
+			OnChange:   p.onUpstreamChange,
+			Peer:       p.peer,
+			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+		})
+		hp.next[key] = h
+		hp.started = append(hp.started, h)
+	}
+	for key, h := range p.handles {
+		if hp.next[key] != h {
+			hp.retired = append(hp.retired, h)
+		}
+	}
+	for _, k := range sortedKeys(specs) {
+		if hp.next[k] != p.handles[k] {
+			warnPlaintext(p.log, specs[k].Name, specs[k].Env, specs[k].Headers)
+		}
+	}
+	return hp
+}
+
+// publish makes snap current and brings every view in line with it. Views
+// are long-lived per id: their sessions survive reloads.
+func (p *Proxy) publish(snap *Snapshot) {
+	old := *p.views.Load()
+	views := make(map[string]*view, len(snap.Views))
+	for id := range snap.Views {
+		if v, ok := old[id]; ok {
+			views[id] = v
+		} else {
+			views[id] = newView(p, id)
+		}
+	}
+	p.cur.Store(snap)
+	p.views.Store(&views)
+	for _, v := range views {
+		v.rebuild()
+	}
+	for id, v := range old {
+		if _, ok := views[id]; !ok {
+			v.rebuild() // its spec is gone: removes every tool
+		}
+	}
+	p.applied.Store(snap)
+}
+
+// retireGrace lets calls that picked a route just before a swap reach their
+// handle's in-flight count before the drain starts.
+var retireGrace = time.Second
+
+// retire drains and stops handles that left the config, in the background.
+func (p *Proxy) retire(hs []*upstream.Handle, drain time.Duration) {
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		time.Sleep(retireGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, h := range hs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = h.Close(ctx)
+				p.closeClients(func(k clientKey) bool { return k.shared == h })
+				p.log.Info("upstream retired", "upstream", h.Name())
+			}()
+		}
+		wg.Wait()
+	}()
+}
+
+// waitFirstAttempts waits until every handle finished its first start
+// attempt, each bounded by its own connect timeout.
+func waitFirstAttempts(ctx context.Context, hs []*upstream.Handle) {
+	var limit time.Duration
+	for _, h := range hs {
+		limit = max(limit, h.Spec().ConnectTimeout)
+	}
+	deadline := time.NewTimer(limit + time.Second)
+	defer deadline.Stop()
+	for _, h := range hs {
+		select {
+		case <-h.FirstAttempt():
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
