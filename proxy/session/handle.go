@@ -45,7 +45,7 @@ func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	select {
 	case s.jobs <- j: // an idle worker takes it
 	default:
-		go s.worker(j)
+		s.workers.Go(func() { s.worker(j) })
 	}
 }
 

@@ -83,6 +83,7 @@ type Session struct {
 	idle         chan struct{} // closed when the last request in flight ends, for Drain
 	jobs         chan job      // requests for idle workers (unbuffered)
 	idleWorkers  atomic.Int32
+	workers      sync.WaitGroup // the goroutines of worker; Close waits for them
 	closed       bool
 	closeOnce    sync.Once
 	done         chan struct{}
@@ -307,7 +308,8 @@ func (s *Session) askOn(ctx context.Context, out Stream, method string, params a
 
 // Close ends the session: requests in flight are cancelled, requests to
 // the client fail, OnClose runs, and Close waits for the goroutines Go
-// started. It is idempotent and safe for concurrent use.
+// started (requests and idle workers). It is idempotent and safe for
+// concurrent use.
 func (s *Session) Close() {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -316,6 +318,9 @@ func (s *Session) Close() {
 		s.mu.Unlock()
 		s.stop()
 		s.wg.Wait()
+		// Every worker was started before its request ended; the idle ones
+		// return now that done is closed.
+		s.workers.Wait()
 		if s.opt.OnClose != nil {
 			s.opt.OnClose(s)
 		}
