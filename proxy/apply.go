@@ -26,7 +26,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	obs := &observers{}
-	if prev := p.cur.Load(); prev != nil {
+	if prev := p.serving.Load().snap; prev != nil {
 		if obs, err = p.prepareObservers(ctx, prev.Config, c); err != nil {
 			return err
 		}
@@ -64,9 +64,9 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	} else {
 		p.log.SetLevel(hclog.Info)
 	}
-	p.publish(snap)
+	inUse := p.publish(snap)
 	if len(hp.retired) > 0 {
-		p.retire(hp.retired, c.DrainTimeout())
+		p.retire(hp.retired, inUse, c.DrainTimeout())
 	}
 	return nil
 }
@@ -112,52 +112,30 @@ func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
 	return hp
 }
 
-// publish makes snap current and brings every view in line with it. Views
-// are long-lived per id: their sessions survive reloads.
-func (p *Proxy) publish(snap *Snapshot) {
-	old := *p.views.Load()
-	views := make(map[string]*view, len(snap.Views))
-	for id := range snap.Views {
-		if v, ok := old[id]; ok {
-			views[id] = v
-		} else {
-			views[id] = newView(p, id)
-		}
-	}
-	p.cur.Store(snap)
-	p.views.Store(&views)
-	for _, v := range views {
-		v.rebuild()
-	}
-	for id, v := range old {
-		if _, ok := views[id]; !ok {
-			v.rebuild() // its spec is gone: removes every tool
-		}
-	}
-	p.applied.Store(snap)
-}
-
-// retireGrace lets calls that picked a route just before a swap reach their
-// handle's in-flight count before the drain starts.
-var retireGrace = time.Second
-
-// retire drains and stops handles that left the config, in the background.
-func (p *Proxy) retire(hs []*upstream.Handle, drain time.Duration) {
+// retire drains and stops handles that left the config, in the
+// background: once every generation that could still route to them
+// (inUse) was released by its last request, or when the drain timeout
+// ends, each handle lets its own calls finish (bounded by the same
+// timeout) and stops.
+func (p *Proxy) retire(hs []*upstream.Handle, inUse []*served, drain time.Duration) {
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
-		time.Sleep(retireGrace)
 		ctx, cancel := context.WithTimeout(context.Background(), drain)
 		defer cancel()
+		for _, s := range inUse {
+			select {
+			case <-s.drained:
+			case <-ctx.Done():
+			}
+		}
 		var wg sync.WaitGroup
 		for _, h := range hs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				_ = h.Close(ctx)
 				p.closeClients(func(k clientKey) bool { return k.shared == h })
 				p.log.Info("upstream retired", "upstream", h.Name())
-			}()
+			})
 		}
 		wg.Wait()
 	}()

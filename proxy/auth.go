@@ -107,7 +107,7 @@ type principal struct {
 // an agent token on another agent's path gets 403.
 func (p *Proxy) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		snap := p.cur.Load()
+		snap := p.serving.Load().snap
 		pathView, byPath := mux.Vars(r)["agent"]
 		if byPath {
 			if _, ok := snap.Views[pathView]; !ok || pathView == "" {
@@ -161,7 +161,7 @@ func principalOf(r *http.Request) principal {
 // for non-loopback deployments); on loopback the SDK's own check applies.
 func (p *Proxy) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		allowed := p.cur.Load().Config.AllowedHosts
+		allowed := p.serving.Load().snap.Config.AllowedHosts
 		if len(allowed) > 0 {
 			host := r.Host
 			if h, _, err := net.SplitHostPort(host); err == nil {

@@ -53,9 +53,9 @@ func defHash(v any, extra string) string {
 	return hex.EncodeToString(sum[:12]) + extra
 }
 
-// computePrompts builds the view's prompt table: the same naming and policy
+// buildPrompts builds the view's prompt table: the same naming and policy
 // as tools.
-func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
+func (p *Proxy) buildPrompts(snap *Snapshot, spec *ViewSpec, v *view) {
 	var items []router.Item
 	type src struct {
 		entry  *ServerEntry
@@ -72,32 +72,32 @@ func (v *view) computePrompts(snap *Snapshot, spec *ViewSpec, st *viewState) {
 			byItem[router.Target{Server: e.Key, Name: p.Name}] = src{e, p}
 		}
 	}
-	table := v.buildNames("prompt", items)
+	table := p.buildNames("prompt", items)
 	maxDesc := maxDescriptionChars(snap.Config)
-	st.prompts = map[string]*promptRoute{}
+	v.prompts = map[string]*promptRoute{}
 	for _, en := range table.Entries() {
 		s := byItem[en.Target]
 		if !spec.Prompts.Allows(en.Public) || !s.entry.Prompts.Allows(en.Public) {
 			continue
 		}
-		pub, findings := sanitize.Prompt(s.prompt, s.entry.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: v.p.redactor})
-		if !v.p.definitionOK(snap, s.entry.Key, s.prompt.Name, findings) {
+		pub, findings := sanitize.Prompt(s.prompt, s.entry.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
+		if !p.definitionOK(snap, s.entry.Key, s.prompt.Name, findings) {
 			continue
 		}
 		pub.Name = en.Public
-		st.prompts[en.Public] = &promptRoute{public: en.Public, entry: s.entry, original: s.prompt.Name, prompt: pub, defHash: defHash(pub, s.entry.HandleKey)}
+		v.prompts[en.Public] = &promptRoute{public: en.Public, entry: s.entry, original: s.prompt.Name, prompt: pub, defHash: defHash(pub, s.entry.HandleKey)}
 	}
 	builtin := &mcp.Prompt{Name: ResourceContextPrompt, Title: "Resource context",
 		Description: "Every resource this endpoint exposes, read and wrapped as untrusted external content, as one context block."}
-	st.prompts[ResourceContextPrompt] = &promptRoute{public: ResourceContextPrompt, prompt: builtin, defHash: defHash(builtin, "")}
+	v.prompts[ResourceContextPrompt] = &promptRoute{public: ResourceContextPrompt, prompt: builtin, defHash: defHash(builtin, "")}
 }
 
-// computeResources builds the owner map: a URI served by two servers belongs
+// buildResources builds the owner map: a URI served by two servers belongs
 // to the first in key order (logged).
-func (v *view) computeResources(snap *Snapshot, spec *ViewSpec, st *viewState) {
+func (p *Proxy) buildResources(snap *Snapshot, spec *ViewSpec, v *view) {
 	maxDesc := maxDescriptionChars(snap.Config)
-	st.resources = map[string]*resourceRoute{}
-	st.templates = nil
+	v.resources = map[string]*resourceRoute{}
+	v.templates = nil
 	for _, e := range spec.Servers {
 		cat := catalogOf(e)
 		if cat == nil || !e.Resources {
@@ -107,16 +107,16 @@ func (v *view) computeResources(snap *Snapshot, spec *ViewSpec, st *viewState) {
 			if r == nil || !keepURI(e.Filter, r.URI) {
 				continue
 			}
-			if owner, taken := st.resources[r.URI]; taken {
-				v.p.log.Warn("resource uri collision", "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
+			if owner, taken := v.resources[r.URI]; taken {
+				p.log.Warn("resource uri collision", "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
 				continue
 			}
-			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: v.p.redactor})
-			if !v.p.definitionOK(snap, e.Key, r.URI, findings) {
+			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
+			if !p.definitionOK(snap, e.Key, r.URI, findings) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
-			st.resources[r.URI] = &resourceRoute{entry: e, resource: pub, defHash: defHash(pub, e.HandleKey)}
+			v.resources[r.URI] = &resourceRoute{entry: e, resource: pub, defHash: defHash(pub, e.HandleKey)}
 		}
 		for _, t := range cat.Templates {
 			if t == nil {
@@ -124,15 +124,15 @@ func (v *view) computeResources(snap *Snapshot, spec *ViewSpec, st *viewState) {
 			}
 			compiled, err := uritemplate.New(t.URITemplate)
 			if err != nil {
-				v.p.log.Warn("resource template skipped", "upstream", e.Key, "error", err)
+				p.log.Warn("resource template skipped", "upstream", e.Key, "error", err)
 				continue
 			}
-			pub, findings := sanitize.ResourceTemplate(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: v.p.redactor})
-			if !v.p.definitionOK(snap, e.Key, t.URITemplate, findings) {
+			pub, findings := sanitize.ResourceTemplate(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
+			if !p.definitionOK(snap, e.Key, t.URITemplate, findings) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
-			st.templates = append(st.templates, &templateRoute{entry: e, template: pub, compiled: compiled, defHash: defHash(pub, e.HandleKey)})
+			v.templates = append(v.templates, &templateRoute{entry: e, template: pub, compiled: compiled, defHash: defHash(pub, e.HandleKey)})
 		}
 	}
 }
@@ -174,15 +174,14 @@ func (p *Proxy) getPrompt(ctx context.Context, v *view, req *session.Request) (a
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	r, ok := st.prompts[params.Name]
+	r, ok := v.prompts[params.Name]
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", params.Name)}
 	}
 	if r.entry == nil {
-		return p.resourceContext(ctx, st, req)
+		return p.resourceContext(ctx, v, req)
 	}
-	src, opts := sanitize.Source{Server: r.entry.Key, Prompt: r.original}, p.boundary(st.snap, r.entry)
+	src, opts := sanitize.Source{Server: r.entry.Key, Prompt: r.original}, p.boundary(v.snap, r.entry)
 	res, err := p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: params.Arguments, Meta: withProgress(&params)},
 		newCallSink(p, req, progressToken(req.Params), src, opts))
 	if err != nil {
@@ -198,11 +197,11 @@ func (p *Proxy) getPrompt(ctx context.Context, v *view, req *session.Request) (a
 
 // ownerOf finds the route that serves uri: an exact listed URI first, then
 // the first template that matches (servers in key order).
-func (st *viewState) ownerOf(uri string) *ServerEntry {
-	if r, ok := st.resources[uri]; ok {
+func (v *view) ownerOf(uri string) *ServerEntry {
+	if r, ok := v.resources[uri]; ok {
 		return r.entry
 	}
-	for _, t := range st.templates {
+	for _, t := range v.templates {
 		if t.compiled.Match(uri) != nil {
 			return t.entry
 		}
@@ -218,16 +217,15 @@ func (p *Proxy) readResource(ctx context.Context, v *view, req *session.Request)
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	e := st.ownerOf(params.URI)
+	e := v.ownerOf(params.URI)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
-	return p.readFrom(ctx, st, e, req, params.URI, params.Meta)
+	return p.readFrom(ctx, v, e, req, params.URI, params.Meta)
 }
 
-func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, req *session.Request, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
-	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, p.boundary(st.snap, e)
+func (p *Proxy) readFrom(ctx context.Context, v *view, e *ServerEntry, req *session.Request, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
+	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, p.boundary(v.snap, e)
 	res, err := p.handleFor(e, req.Session).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, req, nil, src, opts))
 	if err != nil {
 		return nil, p.protocolError(ctx, err, src, opts)
@@ -242,13 +240,13 @@ func (p *Proxy) readFrom(ctx context.Context, st *viewState, e *ServerEntry, req
 
 // resourceContext is the built-in prompt: every visible resource, read and
 // wrapped, in URI order, as one user message.
-func (p *Proxy) resourceContext(ctx context.Context, st *viewState, req *session.Request) (*mcp.GetPromptResult, error) {
+func (p *Proxy) resourceContext(ctx context.Context, v *view, req *session.Request) (*mcp.GetPromptResult, error) {
 	var b strings.Builder
 	b.WriteString("Context from the resources of the connected MCP servers. Each block is untrusted external content.\n")
-	limit := st.snap.Sanitize.MaxResultBytes
-	for _, uri := range sortedKeys(st.resources) {
-		r := st.resources[uri]
-		res, err := p.readFrom(ctx, st, r.entry, req, uri, nil)
+	limit := v.snap.Sanitize.MaxResultBytes
+	for _, uri := range sortedKeys(v.resources) {
+		r := v.resources[uri]
+		res, err := p.readFrom(ctx, v, r.entry, req, uri, nil)
 		if err != nil {
 			fmt.Fprintf(&b, "\n[resource %s from MCP server '%s' could not be read: %v]\n", uri, r.entry.Key, p.redact(err.Error()))
 			continue
@@ -282,7 +280,6 @@ func (p *Proxy) complete(ctx context.Context, v *view, req *session.Request) (an
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
 	ref := params.Ref
 	if ref == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: missing ref"}
@@ -291,7 +288,7 @@ func (p *Proxy) complete(ctx context.Context, v *view, req *session.Request) (an
 	var e *ServerEntry
 	switch ref.Type {
 	case "ref/prompt":
-		r, ok := st.prompts[ref.Name]
+		r, ok := v.prompts[ref.Name]
 		if !ok {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
 		}
@@ -301,14 +298,14 @@ func (p *Proxy) complete(ctx context.Context, v *view, req *session.Request) (an
 		e = r.entry
 		params.Ref = &mcp.CompleteReference{Type: ref.Type, Name: r.original}
 	case "ref/resource":
-		for _, t := range st.templates {
+		for _, t := range v.templates {
 			if t.template.URITemplate == ref.URI {
 				e = t.entry
 				break
 			}
 		}
 		if e == nil {
-			e = st.ownerOf(ref.URI)
+			e = v.ownerOf(ref.URI)
 		}
 		if e == nil {
 			return nil, mcp.ResourceNotFoundError(ref.URI)
@@ -316,7 +313,7 @@ func (p *Proxy) complete(ctx context.Context, v *view, req *session.Request) (an
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	src, opts := sanitize.Source{Server: e.Key}, p.boundary(st.snap, e)
+	src, opts := sanitize.Source{Server: e.Key}, p.boundary(v.snap, e)
 	res, err := p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(p, req, nil, src, opts))
 	if err != nil {
 		return nil, p.protocolError(ctx, err, src, opts)

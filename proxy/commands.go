@@ -45,7 +45,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 		return nil, nil, err
 	}
 	defer p.closeAll()
-	snap := p.cur.Load()
+	snap := p.serving.Load().snap
 	if wait == 0 {
 		for _, h := range snap.Handles {
 			wait = max(wait, h.Spec().ConnectTimeout)
@@ -61,10 +61,9 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 			return nil, nil, ctx.Err()
 		}
 	}
-	v := p.viewFor("")
-	v.rebuild()
+	p.rebuildAll()
 	var rows []ToolRow
-	for _, r := range v.state.Load().list {
+	for _, r := range p.serving.Load().views[""].list {
 		rows = append(rows, ToolRow{Public: r.public, Server: r.entry.Key, Original: r.original, Description: r.tool.Description})
 	}
 	var down []upstream.Status

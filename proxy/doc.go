@@ -4,6 +4,10 @@
 // and the admin listener, and maps errors to MCP replies.
 //
 // It may import every leaf (router, policy, sanitize, upstream, secrets);
-// nothing but cmd/ and examples/ imports it. Requests load the current
-// snapshot once through an atomic pointer; reloads run on one goroutine.
+// nothing but cmd/ and examples/ imports it. What is served at one moment
+// (the snapshot and every view's routes built from it) is one immutable
+// value behind one atomic pointer (served.go): a reload or an upstream's
+// catalog change publishes a new one whole, each request loads it once,
+// and handles a reload removes stop only after the last request of every
+// older generation has finished. Reloads run on one goroutine.
 package proxy

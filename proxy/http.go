@@ -51,7 +51,7 @@ type adminBackend struct{ p *Proxy }
 // Readiness: ready once every eager server finished its first attempt
 // (ready or not), or, with requireReady, once those servers are ready.
 func (a adminBackend) Readiness() admin.Readiness {
-	snap := a.p.cur.Load()
+	snap := a.p.serving.Load().snap
 	waiting := []string{}
 	if snap != nil {
 		required := map[string]bool{}
@@ -85,12 +85,12 @@ func (a adminBackend) ReloadToken() string {
 	if a.p.opts.ConfigPath == "" {
 		return "" // the embedded config: nothing to reload
 	}
-	return a.p.cur.Load().reloadToken
+	return a.p.serving.Load().snap.reloadToken
 }
 
 func (a adminBackend) QueueReload() int64 {
 	a.p.triggerReload("admin")
-	return a.p.cur.Load().Gen
+	return a.p.serving.Load().snap.Gen
 }
 
 // StatusReport is the JSON of GET /status.
@@ -115,7 +115,8 @@ type ViewStatus struct {
 }
 
 func (p *Proxy) statusReport() StatusReport {
-	snap := p.applied.Load()
+	cur := p.serving.Load()
+	snap := cur.snap
 	rep := StatusReport{Version: Version, Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine()}
 	if snap == nil {
 		return rep
@@ -134,13 +135,13 @@ func (p *Proxy) statusReport() StatusReport {
 		}
 		rep.Servers = append(rep.Servers, st)
 	}
-	for id, v := range *p.views.Load() {
-		n := v.sessionCount()
+	counts := p.sessionCounts()
+	for id, v := range cur.views {
 		name := id
 		if name == "" {
 			name = "default"
 		}
-		rep.Views[name] = ViewStatus{Tools: len(v.state.Load().tools), Sessions: n}
+		rep.Views[name] = ViewStatus{Tools: len(v.tools), Sessions: counts[id]}
 	}
 	return rep
 }

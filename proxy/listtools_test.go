@@ -10,7 +10,7 @@ import (
 )
 
 func TestListToolsPages(t *testing.T) {
-	st := &viewState{}
+	st := &view{}
 	for i := range listPageSize + 5 {
 		st.listed = append(st.listed, &mcp.Tool{Name: fmt.Sprintf("mcp_s_t%05d", i)})
 	}
@@ -38,7 +38,7 @@ func TestListToolsPages(t *testing.T) {
 		t.Errorf("bad cursor: %v, want invalid params", err)
 	}
 
-	empty, err := (&viewState{}).listTools(&mcp.ListToolsParams{})
+	empty, err := (&view{}).listTools(&mcp.ListToolsParams{})
 	if err != nil || empty.Tools == nil || len(empty.Tools) != 0 {
 		t.Errorf("empty view: %+v, %v; want an empty, non-nil list", empty, err)
 	}

@@ -37,14 +37,16 @@ var capabilities = &mcp.ServerCapabilities{
 type viewHandler func(ctx context.Context, v *view, r *session.Request) (any, error)
 
 // methods is the dispatch table every session uses: one handler per
-// method, whatever the transport. Each handler finds the session's view
-// once and reads the state it holds at that moment.
+// method, whatever the transport. Each request loads the generation served
+// now once, finds its session's view in it, and uses only that.
 func (p *Proxy) methods() session.Methods {
 	m := session.Methods{}
 	add := func(method string, h viewHandler) {
 		m[method] = p.traced(method, func(ctx context.Context, r *session.Request) (any, error) {
 			pr, _ := r.Session.Principal().(principal)
-			v := p.viewFor(pr.view)
+			s := p.acquire()
+			defer s.release()
+			v := s.views[pr.view]
 			if v == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this view no longer exists"}
 			}
@@ -71,8 +73,7 @@ func (p *Proxy) methods() session.Methods {
 // openSession opens a session for a principal, in its view; out is the
 // session's own stream (nil: none yet).
 func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*session.Session, error) {
-	v := p.viewFor(pr.view)
-	if v == nil {
+	if p.serving.Load().views[pr.view] == nil {
 		return nil, fmt.Errorf("view %q: no such view", pr.view)
 	}
 	ss := session.New(session.Options{
@@ -82,16 +83,17 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		ServerInfo:   &mcp.Implementation{Name: "switchboard", Version: Version},
 		Capabilities: capabilities,
 		Instructions: instructions,
-		OnLevel:      func(*session.Session, mcp.LoggingLevel) { v.setLevel(context.Background()) },
+		OnLevel:      func(*session.Session, mcp.LoggingLevel) { p.setLevel(context.Background(), pr.view) },
 		OnRootsChanged: func(ss *session.Session) {
 			for _, h := range p.clientHandlesOf(ss) {
 				_ = h.Notify(context.Background(), "notifications/roots/list_changed", nil)
 			}
 		},
 		OnClose: func(ss *session.Session) {
-			v.sessions.Delete(ss)
+			p.sessions.Delete(ss)
+			v := p.serving.Load().views[pr.view]
 			for _, uri := range ss.Subscriptions() {
-				if e := v.state.Load().ownerOf(uri); e != nil {
+				if e := v.ownerOf(uri); e != nil {
 					_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
 				}
 			}
@@ -99,7 +101,7 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		},
 		Logger: p.log.Named("session"),
 	}, out)
-	v.sessions.Store(ss, struct{}{})
+	p.sessions.Store(ss, pr.view)
 	return ss, nil
 }
 
@@ -135,8 +137,14 @@ func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	v.warmLazy(ctx)
-	return v.state.Load().listTools(&params)
+	if p.warmLazy(ctx, v) {
+		// A lazy server finished starting: list from the generation that
+		// has its tools.
+		if nv := p.serving.Load().views[v.id]; nv != nil {
+			v = nv
+		}
+	}
+	return v.listTools(&params)
 }
 
 // callTool answers tools/call: the one path of every forwarded call.
@@ -145,14 +153,13 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	rt, ok := st.tools[params.Name]
+	rt, ok := v.tools[params.Name]
 	if !ok {
 		// Unknown or hidden by policy: the two are indistinguishable.
 		p.tel.Load().Denial(ctx)
 		return nil, unknownTool(params.Name)
 	}
-	res, err := p.forward(ctx, v.id, st.snap, rt, r, &params)
+	res, err := p.forward(ctx, v.id, v.snap, rt, r, &params)
 	if err != nil {
 		return nil, err
 	}
@@ -167,11 +174,10 @@ func (p *Proxy) listPrompts(_ context.Context, v *view, r *session.Request) (any
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	names := sortedKeys(st.prompts)
+	names := sortedKeys(v.prompts)
 	list := make([]*mcp.Prompt, len(names))
 	for i, n := range names {
-		list[i] = st.prompts[n].prompt
+		list[i] = v.prompts[n].prompt
 	}
 	page, next, err := paginate(list, params.Cursor, func(x *mcp.Prompt) string { return x.Name })
 	if err != nil {
@@ -185,11 +191,10 @@ func (p *Proxy) listResources(_ context.Context, v *view, r *session.Request) (a
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	uris := sortedKeys(st.resources)
+	uris := sortedKeys(v.resources)
 	list := make([]*mcp.Resource, len(uris))
 	for i, u := range uris {
-		list[i] = st.resources[u].resource
+		list[i] = v.resources[u].resource
 	}
 	page, next, err := paginate(list, params.Cursor, func(x *mcp.Resource) string { return x.URI })
 	if err != nil {
@@ -203,9 +208,8 @@ func (p *Proxy) listTemplates(_ context.Context, v *view, r *session.Request) (a
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	list := make([]*mcp.ResourceTemplate, len(st.templates))
-	for i, t := range st.templates {
+	list := make([]*mcp.ResourceTemplate, len(v.templates))
+	for i, t := range v.templates {
 		list[i] = t.template
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].URITemplate < list[j].URITemplate })
@@ -246,8 +250,7 @@ func (p *Proxy) subscribe(ctx context.Context, v *view, r *session.Request, on b
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	st := v.state.Load()
-	e := st.ownerOf(params.URI)
+	e := v.ownerOf(params.URI)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
@@ -261,7 +264,7 @@ func (p *Proxy) subscribe(ctx context.Context, v *view, r *session.Request, on b
 		err = p.peer.unsubscribe(ctx, e.Handle, params.URI)
 	}
 	if err != nil {
-		return nil, p.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, p.boundary(st.snap, e))
+		return nil, p.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, p.boundary(v.snap, e))
 	}
 	return json.RawMessage("{}"), nil
 }

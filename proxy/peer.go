@@ -105,7 +105,7 @@ func (p *Proxy) logMessage(ctx context.Context, params json.RawMessage, src sani
 // sends outside a request: those of the server entry it runs, in the
 // current snapshot (a per-client instance: its server's).
 func (p *Proxy) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Options) {
-	snap := p.cur.Load()
+	snap := p.serving.Load().snap
 	src := sanitize.Source{Server: h.Name()}
 	if snap == nil {
 		return src, sanitize.Options{Wrap: true, Redactor: p.redactor}
@@ -197,12 +197,9 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		}
 		// Outside any call: the sessions of the views that expose the
 		// upstream, each filtered by the level it asked for.
-		for _, v := range pr.p.viewsExposing(h) {
-			v.sessions.Range(func(k, _ any) bool {
-				_ = k.(*session.Session).Log(context.Background(), msg)
-				return true
-			})
-		}
+		pr.p.eachSessionExposing(h, func(ss *session.Session) {
+			_ = ss.Log(context.Background(), msg)
+		})
 	case "notifications/resources/updated":
 		var n mcp.ResourceUpdatedNotificationParams
 		if json.Unmarshal(params, &n) != nil {
@@ -217,14 +214,11 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 			return
 		}
 		// Only the sessions that subscribed to the URI.
-		for _, v := range pr.p.viewsExposing(h) {
-			v.sessions.Range(func(k, _ any) bool {
-				if ss := k.(*session.Session); ss.Subscribed(n.URI) {
-					_ = ss.Notify(context.Background(), method, out)
-				}
-				return true
-			})
-		}
+		pr.p.eachSessionExposing(h, func(ss *session.Session) {
+			if ss.Subscribed(n.URI) {
+				_ = ss.Notify(context.Background(), method, out)
+			}
+		})
 	}
 }
 
@@ -245,25 +239,21 @@ func withheld(method string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: method + ": withheld by switchboard: it matched suspicious patterns"}
 }
 
-// viewsExposing lists the views whose current spec includes h.
-func (p *Proxy) viewsExposing(h *upstream.Handle) []*view {
-	snap := p.cur.Load()
+// eachSessionExposing calls f for every session whose view serves h now.
+func (p *Proxy) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session)) {
+	snap := p.serving.Load().snap
 	if snap == nil {
-		return nil
+		return
 	}
-	views := *p.views.Load()
-	var out []*view
+	exposed := map[string]bool{}
 	for id, vs := range snap.Views {
-		for _, e := range vs.Servers {
-			if e.Handle == h {
-				if v := views[id]; v != nil {
-					out = append(out, v)
-				}
-				break
-			}
-		}
+		exposed[id] = vs.exposes(h)
 	}
-	return out
+	p.eachSession(func(ss *session.Session, viewID string) {
+		if exposed[viewID] {
+			f(ss)
+		}
+	})
 }
 
 // subscribe ref-counts a downstream subscription and subscribes upstream on

@@ -69,15 +69,16 @@ type Proxy struct {
 	resolver *secrets.Resolver
 	schemas  schemaCache
 
-	cur atomic.Pointer[Snapshot]
-	// applied is cur once every view was rebuilt from it: what /status
-	// reports, so a generation it shows is already what clients get.
-	applied atomic.Pointer[Snapshot]
+	// serving is what is served now: one snapshot and every view built
+	// from it, swapped whole (served.go).
+	serving  atomic.Pointer[served]
+	pubMu    sync.Mutex // serialises publishing; guards draining
+	draining []*served  // replaced generations still in use
+	sessions sync.Map   // every open downstream session -> its view id
 
-	mu      sync.Mutex // guards gen, handles, views during apply
+	mu      sync.Mutex // guards gen and handles during apply
 	gen     int64
 	handles map[string]*upstream.Handle
-	views   atomic.Pointer[map[string]*view]
 
 	inflight requestGate    // downstream requests, for graceful shutdown
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
@@ -173,8 +174,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
-	views := map[string]*view{}
-	p.views.Store(&views)
+	p.serving.Store(newServed(nil, map[string]*view{}))
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
 		return nil, nil, err
@@ -250,7 +250,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.stopping.Store(true)
 	// Stop accepting new requests, let in-flight tool calls finish (bounded),
 	// then drop the long-lived streams.
-	stopBy = time.Now().Add(p.cur.Load().Config.ShutdownTimeout())
+	stopBy = time.Now().Add(p.serving.Load().snap.Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
@@ -270,12 +270,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 // (until ctx is done), then closes the sessions.
 func (p *Proxy) closeSessions(ctx context.Context) {
 	var all []*session.Session
-	for _, v := range *p.views.Load() {
-		v.sessions.Range(func(k, _ any) bool {
-			all = append(all, k.(*session.Session))
-			return true
-		})
-	}
+	p.eachSession(func(ss *session.Session, _ string) { all = append(all, ss) })
 	var wg sync.WaitGroup
 	for _, ss := range all {
 		wg.Go(func() {
@@ -304,7 +299,7 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	// The requests outlive ctx by the shutdown grace below: they keep its
 	// values, not its end.
 	err = stdio.Serve(ctx, ss, stdin, stdout, p.log.Named("stdio"))
-	*stopBy = time.Now().Add(p.cur.Load().Config.ShutdownTimeout())
+	*stopBy = time.Now().Add(p.serving.Load().snap.Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
 	_ = ss.Drain(sctx)
@@ -324,36 +319,6 @@ func (p *Proxy) handleList() []*upstream.Handle {
 		hs = append(hs, h)
 	}
 	return hs
-}
-
-// rebuildAll brings every view in line with the current snapshot.
-func (p *Proxy) rebuildAll() {
-	for _, v := range *p.views.Load() {
-		v.rebuild()
-	}
-}
-
-// onUpstreamChange rebuilds every view that exposes h.
-func (p *Proxy) onUpstreamChange(h *upstream.Handle) {
-	snap := p.cur.Load()
-	if snap == nil {
-		return
-	}
-	views := *p.views.Load()
-	for id, vs := range snap.Views {
-		for _, e := range vs.Servers {
-			if e.Handle == h {
-				if v := views[id]; v != nil {
-					v.rebuild()
-				}
-				break
-			}
-		}
-	}
-}
-
-func (p *Proxy) viewFor(id string) *view {
-	return (*p.views.Load())[id]
 }
 
 // closeAll stops every upstream in parallel, letting calls in flight finish

@@ -61,7 +61,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 		w = nil
 	}
 	base := filepath.Base(p.opts.ConfigPath)
-	pinPath := pinFilePath(p.cur.Load().Config)
+	pinPath := pinFilePath(p.serving.Load().snap.Config)
 	if pinPath != "" {
 		pinPath, _ = filepath.Abs(pinPath)
 		if w != nil && filepath.Dir(pinPath) != filepath.Dir(p.opts.ConfigPath) {
@@ -157,7 +157,7 @@ func (p *Proxy) reloadLoop(ctx context.Context) {
 func (p *Proxy) reload(ctx context.Context, reason string) {
 	res := &ReloadResult{At: time.Now().UTC(), Reason: reason}
 	defer func() {
-		snap := p.cur.Load()
+		snap := p.serving.Load().snap
 		res.Gen, res.Digest = snap.Gen, snap.Digest
 		p.lastReload.Store(res)
 		result := "ok"
@@ -170,13 +170,14 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		p.tel.Load().Reload(ctx, result)
 	}()
 	c, err := loadConfig(p.opts)
-	if err == nil && c.Digest() == p.cur.Load().Digest {
+	running := p.serving.Load().snap
+	if err == nil && c.Digest() == running.Digest {
 		res.OK, res.Noop = true, true
 		p.log.Debug("reload skipped", "reason", reason, "digest", c.Digest())
 		return
 	}
 	if err == nil {
-		err = fixedSettings(p.cur.Load().Config, c)
+		err = fixedSettings(running.Config, c)
 	}
 	if err == nil {
 		err = p.apply(ctx, c, true)
@@ -192,7 +193,7 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		return
 	}
 	res.OK = true
-	snap := p.cur.Load()
+	snap := p.serving.Load().snap
 	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
 }
 

@@ -6,17 +6,13 @@ import (
 	"sync/atomic"
 )
 
-// warmLazy starts the view's lazy servers that have not started yet, and
-// brings the view in line when one of them was still starting, so a
-// listing includes its tools.
-func (v *view) warmLazy(ctx context.Context) {
-	snap := v.p.cur.Load()
-	if snap == nil {
-		return
-	}
-	spec := snap.Views[v.id]
+// warmLazy starts the lazy servers of v that have not started yet. When
+// one of them was still starting, it publishes the views that expose it
+// and reports true, so a listing can include its tools.
+func (p *Proxy) warmLazy(ctx context.Context, v *view) bool {
+	spec := v.snap.Views[v.id]
 	if spec == nil {
-		return
+		return false
 	}
 	var (
 		wg    sync.WaitGroup
@@ -26,20 +22,20 @@ func (v *view) warmLazy(ctx context.Context) {
 		if e.Handle == nil || !e.Handle.Spec().Lazy {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if e.Handle.Warm(ctx) {
 				stale.Store(true)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if stale.Load() {
-		// The handle's own change notification rebuilds the view too, but
-		// possibly after this answer; rebuild now so it is in.
-		v.rebuild()
+	if !stale.Load() {
+		return false
 	}
+	// The handle's own change notification rebuilds the view too, but
+	// possibly after this answer; rebuild now so it is in.
+	p.rebuild(func(vs *ViewSpec) bool { return vs == spec })
+	return true
 }
 
 // requestGate counts downstream requests in flight for graceful shutdown. A

@@ -30,7 +30,8 @@ func (p *Proxy) newTelemetry(ctx context.Context, c *config.Config) (*telemetry.
 // observe is the state the gauges show.
 func (p *Proxy) observe() telemetry.Observation {
 	obs := telemetry.Observation{LastReloadOK: true, Servers: map[string]upstream.Status{}, Sessions: map[string]int{}}
-	if snap := p.cur.Load(); snap != nil {
+	cur := p.serving.Load()
+	if snap := cur.snap; snap != nil {
 		for key, h := range snap.Handles {
 			obs.Servers[key] = h.Status()
 		}
@@ -38,11 +39,13 @@ func (p *Proxy) observe() telemetry.Observation {
 	if lr := p.lastReload.Load(); lr != nil && !lr.OK {
 		obs.LastReloadOK = false
 	}
-	for id, v := range *p.views.Load() {
-		if id == "" {
-			id = "default"
+	counts := p.sessionCounts()
+	for id := range cur.views {
+		name := id
+		if name == "" {
+			name = "default"
 		}
-		obs.Sessions[id] = v.sessionCount()
+		obs.Sessions[name] = counts[id]
 	}
 	return obs
 }

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/hashicorp/go-hclog"
@@ -24,26 +23,12 @@ import (
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
-// view is one downstream view (the default view or an agent's): the routes
-// its sessions see, and its sessions. It lives as long as its view exists,
-// across reloads; a rebuild publishes a new state and tells the sessions
-// of every list that changed.
+// view is one downstream view (the default view or an agent's) as one
+// generation serves it: the routes its sessions see, built from the
+// snapshot and the upstreams' catalogs. It is immutable once published;
+// the hot path reads it with one load (Proxy.acquire) and one map lookup.
 type view struct {
-	id    string
-	p     *Proxy
-	state atomic.Pointer[viewState]
-
-	mu     sync.Mutex // serialises rebuilds
-	hashes listHashes // of the lists as last published
-
-	sessions sync.Map // *session.Session -> struct{}
-}
-
-// listHashes fingerprint what each list shows a client.
-type listHashes struct{ tools, prompts, resources string }
-
-// viewState is what the hot path reads: one load, one map lookup.
-type viewState struct {
+	id        string
 	snap      *Snapshot
 	tools     map[string]*route
 	list      []*route    // sorted by public name, for the tools command and status
@@ -51,7 +36,11 @@ type viewState struct {
 	prompts   map[string]*promptRoute
 	resources map[string]*resourceRoute // by URI
 	templates []*templateRoute          // servers in key order
+	hashes    listHashes                // of the lists as published
 }
+
+// listHashes fingerprint what each list shows a client.
+type listHashes struct{ tools, prompts, resources string }
 
 // route is one public tool.
 type route struct {
@@ -64,100 +53,52 @@ type route struct {
 	metrics  *telemetry.CallAttrs
 }
 
-func newView(p *Proxy, id string) *view {
-	v := &view{id: id, p: p}
-	v.state.Store(&viewState{tools: map[string]*route{}, prompts: map[string]*promptRoute{}, resources: map[string]*resourceRoute{}})
+// buildView computes view id of snap from the upstreams' catalogs as they
+// are now.
+func (p *Proxy) buildView(snap *Snapshot, id string) *view {
+	spec, ok := snap.Views[id]
+	if !ok {
+		spec = &ViewSpec{ID: id}
+	}
+	v := p.buildTools(snap, spec)
+	v.id = id
+	p.buildPrompts(snap, spec, v)
+	p.buildResources(snap, spec, v)
+	v.listed = make([]*mcp.Tool, len(v.list))
+	for i, r := range v.list {
+		v.listed[i] = r.tool
+	}
+	v.hashes = v.fingerprint()
 	return v
 }
 
-// rebuild recomputes the view's routes from the current snapshot and the
-// upstreams' catalogs and publishes them at once; then every session of
-// the view hears of each list that changed.
-func (v *view) rebuild() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	snap := v.p.cur.Load()
-	if snap == nil {
-		return
-	}
-	spec, ok := snap.Views[v.id]
-	if !ok {
-		spec = &ViewSpec{ID: v.id}
-	}
-	next := v.compute(snap, spec)
-	v.computePrompts(snap, spec, next)
-	v.computeResources(snap, spec, next)
-	next.listed = make([]*mcp.Tool, len(next.list))
-	for i, r := range next.list {
-		next.listed[i] = r.tool
-	}
-	v.state.Store(next)
-	h := next.hashes()
-	old := v.hashes
-	v.hashes = h
-	var changed []string
-	if h.tools != old.tools {
-		changed = append(changed, "notifications/tools/list_changed")
-	}
-	if h.prompts != old.prompts {
-		changed = append(changed, "notifications/prompts/list_changed")
-	}
-	if h.resources != old.resources {
-		changed = append(changed, "notifications/resources/list_changed")
-	}
-	if len(changed) > 0 {
-		v.notifyAll(changed...)
-	}
-}
-
-// notifyAll sends each method, without params, to every initialized
-// session of the view, on its own stream.
-func (v *view) notifyAll(methods ...string) {
-	v.sessions.Range(func(k, _ any) bool {
-		ss := k.(*session.Session)
-		if !ss.Initialized() {
-			return true
-		}
-		for _, m := range methods {
-			_ = ss.Notify(context.Background(), m, nil)
-		}
-		return true
-	})
-}
-
-// sessionCount counts the view's sessions.
-func (v *view) sessionCount() int {
-	n := 0
-	v.sessions.Range(func(any, any) bool { n++; return true })
-	return n
-}
-
-// hashes fingerprints the published lists.
-func (st *viewState) hashes() listHashes {
+// fingerprint hashes the published lists.
+func (v *view) fingerprint() listHashes {
 	var h listHashes
 	t := sha256.New()
-	for _, r := range st.list {
+	for _, r := range v.list {
 		t.Write([]byte(r.public + "\x00" + r.defHash + "\x00"))
 	}
 	h.tools = hex.EncodeToString(t.Sum(nil))
 	pr := sha256.New()
-	for _, name := range sortedKeys(st.prompts) {
-		pr.Write([]byte(name + "\x00" + st.prompts[name].defHash + "\x00"))
+	for _, name := range sortedKeys(v.prompts) {
+		pr.Write([]byte(name + "\x00" + v.prompts[name].defHash + "\x00"))
 	}
 	h.prompts = hex.EncodeToString(pr.Sum(nil))
 	rs := sha256.New()
-	for _, uri := range sortedKeys(st.resources) {
-		rs.Write([]byte(uri + "\x00" + st.resources[uri].defHash + "\x00"))
+	for _, uri := range sortedKeys(v.resources) {
+		rs.Write([]byte(uri + "\x00" + v.resources[uri].defHash + "\x00"))
 	}
-	for _, t := range st.templates {
+	for _, t := range v.templates {
 		rs.Write([]byte(t.template.URITemplate + "\x00" + t.defHash + "\x00"))
 	}
 	h.resources = hex.EncodeToString(rs.Sum(nil))
 	return h
 }
 
-// compute builds the view state for snap.
-func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
+// buildTools builds the view's tool routes: public names, policy, pins
+// and the trust boundary's cleaning of each definition.
+func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 	type src struct {
 		entry *ServerEntry
 		tool  *mcp.Tool
@@ -177,24 +118,24 @@ func (v *view) compute(snap *Snapshot, spec *ViewSpec) *viewState {
 			byItem[router.Target{Server: e.Key, Name: t.Name}] = src{e, t}
 		}
 	}
-	table := v.buildNames("tool", items)
+	table := p.buildNames("tool", items)
 	maxDesc := maxDescriptionChars(snap.Config)
 	profile := ""
 	if snap.Config.Sanitize != nil {
 		profile = snap.Config.Sanitize.SchemaProfile
 	}
-	st := &viewState{snap: snap, tools: make(map[string]*route, table.Len())}
+	st := &view{snap: snap, tools: make(map[string]*route, table.Len())}
 	for _, en := range table.Entries() {
 		s := byItem[en.Target]
 		if !spec.Tools.Allows(en.Public) || !s.entry.Tools.Allows(en.Public) {
 			continue
 		}
-		if !v.p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
+		if !p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
 			continue // a changed definition held back until approved
 		}
-		r, err := v.p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, snap.Sanitize.OnSuspicious)
+		r, err := p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, snap.Sanitize.OnSuspicious)
 		if err != nil {
-			v.p.log.Warn("tool skipped", "upstream", s.entry.Key, "tool", s.tool.Name, "error", err)
+			p.log.Warn("tool skipped", "upstream", s.entry.Key, "tool", s.tool.Name, "error", err)
 			continue
 		}
 		st.tools[r.public] = r
@@ -368,21 +309,20 @@ func (c *schemaCache) resolve(schema map[string]any, log hclog.Logger, server, t
 	return r
 }
 
-// setLevel gives every upstream of the view the most verbose level any of
+// setLevel gives every upstream of view id the most verbose level any of
 // its sessions asked for; each session still gets only what its own level
 // lets through.
-func (v *view) setLevel(ctx context.Context) {
+func (p *Proxy) setLevel(ctx context.Context, id string) {
 	var min mcp.LoggingLevel
-	v.sessions.Range(func(k, _ any) bool {
-		if l := k.(*session.Session).LogLevel(); l != "" && (min == "" || session.LevelRank(l) < session.LevelRank(min)) {
+	p.eachSession(func(ss *session.Session, viewID string) {
+		if l := ss.LogLevel(); viewID == id && l != "" && (min == "" || session.LevelRank(l) < session.LevelRank(min)) {
 			min = l
 		}
-		return true
 	})
 	if min == "" {
 		return
 	}
-	vs, ok := v.state.Load().snap.Views[v.id]
+	vs, ok := p.serving.Load().snap.Views[id]
 	if !ok {
 		return
 	}
@@ -393,7 +333,7 @@ func (v *view) setLevel(ctx context.Context) {
 		}
 		wg.Go(func() {
 			if err := e.Handle.SetLoggingLevel(ctx, min); err != nil {
-				v.p.log.Debug("upstream logging level", "upstream", e.Key, "error", err)
+				p.log.Debug("upstream logging level", "upstream", e.Key, "error", err)
 			}
 		})
 	}
@@ -402,10 +342,10 @@ func (v *view) setLevel(ctx context.Context) {
 
 // buildNames builds the public names of one kind (tools or prompts) and logs
 // every collision the router settled.
-func (v *view) buildNames(kind string, items []router.Item) *router.Table {
+func (p *Proxy) buildNames(kind string, items []router.Item) *router.Table {
 	table, collisions := router.Build(items)
 	for _, c := range collisions {
-		v.p.log.Warn("name collision", "reason", kind, "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
+		p.log.Warn("name collision", "reason", kind, "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
 	}
 	return table
 }
@@ -416,8 +356,8 @@ const listPageSize = mcp.DefaultPageSize
 
 // listTools answers tools/list from the state: pages of listPageSize in
 // public-name order, the cursor being the last name of the previous page.
-func (st *viewState) listTools(params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	tools := st.listed
+func (v *view) listTools(params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	tools := v.listed
 	if params != nil && params.Cursor != "" {
 		after, err := base64.RawURLEncoding.DecodeString(params.Cursor)
 		if err != nil {
