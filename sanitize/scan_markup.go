@@ -37,23 +37,9 @@ func scanTags(sk []byte) patternSet {
 			continue
 		}
 		rest := sk[i:]
-		if len(rest) > 1 {
-			for _, t := range templateTokens[rest[1]] {
-				if bytes.HasPrefix(rest, t) {
-					s |= pChatTemplate
-				}
-			}
-		}
-		if eosToken(rest) {
-			s |= pChatTemplate
-		}
+		s |= templateToken(rest)
 		if c == '[' {
-			// Markdown comments: [//]: # (text) and [comment]: <> (text).
-			for _, p := range [...]string{"[//]:", "[comment]:"} {
-				if bytes.HasPrefix(rest, []byte(p)) && hasLetter(lineOf(rest[len(p):])) {
-					s |= pHiddenMarkup
-				}
-			}
+			s |= markdownComment(rest)
 			continue
 		}
 		if len(rest) < 2 {
@@ -61,65 +47,128 @@ func scanTags(sk []byte) patternSet {
 		}
 		switch {
 		case rest[1] == '|':
-			// <|name|> with a short name: ChatML, Llama 3, Phi, Harmony,
-			// DeepSeek (whose full-width bars fold to '|').
-			j := 2
-			for j < len(rest) && j < 48 && (letterOf[rest[j]] != 0 || rest[j] == '_' || rest[j] == ' ' ||
-				rest[j] == '-' || rest[j] == '.' || rest[j] == otherByte || '0' <= rest[j] && rest[j] <= '9') {
-				j++
-			}
-			if j > 2 && j+1 < len(rest) && rest[j] == '|' && rest[j+1] == '>' {
-				s |= pChatTemplate
-				if roleTagNames[string(bytes.TrimSpace(rest[2:j]))] {
-					s |= pRoleTag
-				}
-			}
+			s |= pipeToken(rest)
 		case bytes.HasPrefix(rest, []byte("<!--")):
-			end := bytes.Index(rest[4:], []byte("-->"))
-			body := rest[4:]
-			if end >= 0 {
-				body = rest[4 : 4+end]
-			}
-			if hasLetter(body) {
-				s |= pHiddenMarkup
-			}
-			i += 3 + len(body)
+			found, skip := htmlComment(rest)
+			s |= found
+			i += skip
 		default:
-			j := 1
-			if rest[1] == '/' {
-				j = 2
-			}
-			k := j
-			for k < len(rest) && k < 40 && ('a' <= rest[k] && rest[k] <= 'z' || rest[k] == '_' || rest[k] == '-') {
-				k++
-			}
-			if k == j || k >= len(rest) {
-				continue
-			}
-			name := rest[j:k]
-			if (rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/') && roleTagNames[string(name)] {
-				s |= pRoleTag
-			}
-			if rest[k] != ' ' || j == 2 {
-				continue
-			}
-			// Attributes up to '>' (or the next '<').
-			end := k
-			for end < len(rest) && rest[end] != '>' && rest[end] != '<' {
-				end++
-			}
-			attrs := rest[k:end]
-			if string(name) == "img" && hasAttr(attrs, "alt") && (zeroAttr(attrs, "width") || zeroAttr(attrs, "height")) {
-				s |= pHiddenMarkup
-			}
-			if hasBareAttr(attrs, "hidden") {
-				s |= pHiddenMarkup
-			}
-			if v, _ := attrValueAt(attrs, "type"); string(name) == "input" && string(v) == "hidden" && hasAttr(attrs, "value") {
-				s |= pHiddenMarkup
-			}
-			i += end - 1
+			found, skip := scanTag(rest)
+			s |= found
+			i += skip
 		}
+	}
+	return s
+}
+
+// templateToken reports a chat-template control token at the start of rest.
+func templateToken(rest []byte) patternSet {
+	var s patternSet
+	if len(rest) > 1 {
+		for _, t := range templateTokens[rest[1]] {
+			if bytes.HasPrefix(rest, t) {
+				s |= pChatTemplate
+			}
+		}
+	}
+	if eosToken(rest) {
+		s |= pChatTemplate
+	}
+	return s
+}
+
+// markdownComment reports a Markdown comment with text at the start of
+// rest: [//]: # (text) and [comment]: <> (text).
+func markdownComment(rest []byte) patternSet {
+	var s patternSet
+	for _, p := range [...]string{"[//]:", "[comment]:"} {
+		if bytes.HasPrefix(rest, []byte(p)) && hasLetter(lineOf(rest[len(p):])) {
+			s |= pHiddenMarkup
+		}
+	}
+	return s
+}
+
+// pipeToken reports <|name|> with a short name at the start of rest:
+// ChatML, Llama 3, Phi, Harmony, DeepSeek (whose full-width bars fold to
+// '|'). A role name makes it a role tag too.
+func pipeToken(rest []byte) patternSet {
+	var s patternSet
+	j := 2
+	for j < len(rest) && j < 48 && (letterOf[rest[j]] != 0 || rest[j] == '_' || rest[j] == ' ' ||
+		rest[j] == '-' || rest[j] == '.' || rest[j] == otherByte || '0' <= rest[j] && rest[j] <= '9') {
+		j++
+	}
+	if j > 2 && j+1 < len(rest) && rest[j] == '|' && rest[j+1] == '>' {
+		s |= pChatTemplate
+		if roleTagNames[string(bytes.TrimSpace(rest[2:j]))] {
+			s |= pRoleTag
+		}
+	}
+	return s
+}
+
+// htmlComment reports an HTML comment with text at the start of rest, and
+// returns how far the scan may skip, so that it next looks at the comment's
+// "-->", if it has one.
+func htmlComment(rest []byte) (patternSet, int) {
+	var s patternSet
+	end := bytes.Index(rest[4:], []byte("-->"))
+	body := rest[4:]
+	if end >= 0 {
+		body = rest[4 : 4+end]
+	}
+	if hasLetter(body) {
+		s |= pHiddenMarkup
+	}
+	return s, 3 + len(body)
+}
+
+// scanTag reports a role tag, opening or closing, at the start of rest, and
+// an opening tag whose attributes hide content. It returns how far the scan
+// may skip, so that it next looks at the '>' or '<' that ends the
+// attributes; 0 when it read none.
+func scanTag(rest []byte) (patternSet, int) {
+	var s patternSet
+	j := 1
+	if rest[1] == '/' {
+		j = 2
+	}
+	k := j
+	for k < len(rest) && k < 40 && ('a' <= rest[k] && rest[k] <= 'z' || rest[k] == '_' || rest[k] == '-') {
+		k++
+	}
+	if k == j || k >= len(rest) {
+		return s, 0
+	}
+	name := rest[j:k]
+	if (rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/') && roleTagNames[string(name)] {
+		s |= pRoleTag
+	}
+	if rest[k] != ' ' || j == 2 {
+		return s, 0
+	}
+	// Attributes up to '>' (or the next '<').
+	end := k
+	for end < len(rest) && rest[end] != '>' && rest[end] != '<' {
+		end++
+	}
+	return s | hidingAttrs(string(name), rest[k:end]), end - 1
+}
+
+// hidingAttrs reports attributes of tag name that hide content: a
+// zero-size image with alt text, the hidden attribute, and a hidden input
+// with a value.
+func hidingAttrs(name string, attrs []byte) patternSet {
+	var s patternSet
+	if name == "img" && hasAttr(attrs, "alt") && (zeroAttr(attrs, "width") || zeroAttr(attrs, "height")) {
+		s |= pHiddenMarkup
+	}
+	if hasBareAttr(attrs, "hidden") {
+		s |= pHiddenMarkup
+	}
+	if v, _ := attrValueAt(attrs, "type"); name == "input" && string(v) == "hidden" && hasAttr(attrs, "value") {
+		s |= pHiddenMarkup
 	}
 	return s
 }

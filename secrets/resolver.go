@@ -170,6 +170,17 @@ func (r *Resolver) ExpandMap(ctx context.Context, m map[string]string) (map[stri
 	}
 	slices.Sort(keys)
 
+	parsed, refs, err := parseValues(m, keys)
+	if err != nil {
+		return nil, err
+	}
+	vals, fails := r.resolveAll(ctx, refs)
+	return r.assembleValues(keys, parsed, vals, fails)
+}
+
+// parseValues parses the value of every key of m, in the order of keys, and
+// lists the distinct references they hold in order of first use.
+func parseValues(m map[string]string, keys []string) (map[string][]segment, []Ref, error) {
 	parsed := make(map[string][]segment, len(m))
 	var errs []error
 	var refs []Ref
@@ -189,9 +200,14 @@ func (r *Resolver) ExpandMap(ctx context.Context, m map[string]string) (map[stri
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
+	return parsed, refs, nil
+}
 
+// resolveAll resolves refs in parallel, at most Options.Concurrency at once.
+// It returns the values, and the error of each reference that failed.
+func (r *Resolver) resolveAll(ctx context.Context, refs []Ref) (map[Ref]string, map[Ref]error) {
 	vals := make(map[Ref]string, len(refs))
 	fails := make(map[Ref]error)
 	var mu sync.Mutex
@@ -221,8 +237,14 @@ func (r *Resolver) ExpandMap(ctx context.Context, m map[string]string) (map[stri
 		}()
 	}
 	wg.Wait()
+	return vals, fails
+}
 
-	out := make(map[string]string, len(m))
+// assembleValues builds the expanded value of every key, in the order of
+// keys. A key whose references failed gets one error per distinct failure.
+func (r *Resolver) assembleValues(keys []string, parsed map[string][]segment, vals map[Ref]string, fails map[Ref]error) (map[string]string, error) {
+	out := make(map[string]string, len(keys))
+	var errs []error
 	for _, k := range keys {
 		segs := parsed[k]
 		var kerrs []error

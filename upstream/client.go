@@ -356,60 +356,6 @@ func (c *client) logMessage(r *jsonrpc.Request) {
 	}
 }
 
-// serverRequest answers a request from the server. Sampling and elicitation
-// go to the call they belong to (by stream, or the only call in flight with
-// a sink); everything else, and those with nowhere to go, are answered off
-// the read loop by the hooks.
-func (c *client) serverRequest(r *jsonrpc.Request) {
-	switch r.Method {
-	case "ping":
-		c.answerAsync(r, func(context.Context) (json.RawMessage, error) { return json.RawMessage("{}"), nil })
-		return
-	case "sampling/createMessage", "elicitation/create":
-		if p := c.callFor(r); p != nil {
-			if !p.push(r) {
-				c.answerAsync(r, func(context.Context) (json.RawMessage, error) {
-					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "switchboard: too many messages queued for the call"}
-				})
-			}
-			return
-		}
-	case "roots/list":
-	default:
-		c.answerAsync(r, func(context.Context) (json.RawMessage, error) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not answer " + r.Method}
-		})
-		return
-	}
-	c.answerAsync(r, func(ctx context.Context) (json.RawMessage, error) {
-		if c.hooks.request == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not answer " + r.Method}
-		}
-		return c.hooks.request(ctx, r.Method, r.Params)
-	})
-}
-
-// callFor finds the call a server request belongs to: the one whose stream
-// carried it, else the only call in flight that has a sink.
-func (c *client) callFor(r *jsonrpc.Request) *pending {
-	if p := c.relatedCall(r); p != nil && p.sink != nil {
-		return p
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var only *pending
-	for _, p := range c.calls {
-		if p.sink == nil {
-			continue
-		}
-		if only != nil {
-			return nil
-		}
-		only = p
-	}
-	return only
-}
-
 // notify sends a notification to the server.
 func (c *client) notify(ctx context.Context, method string, params any) error {
 	var raw json.RawMessage
@@ -439,43 +385,14 @@ func (c *client) call(ctx context.Context, method string, params mcp.Params, sin
 	}
 	n, _ := jsonrpc.MakeID(float64(c.ids.Add(1)))
 	p := &pending{id: n, sink: sink, ready: make(chan struct{}, 1)}
-	if params != nil && sink != nil {
-		if meta := params.GetMeta(); meta != nil && meta["progressToken"] != nil {
-			p.token = "sb-" + strconv.FormatUint(c.tokens.Add(1), 36)
-			m := make(map[string]any, len(meta))
-			for k, v := range meta {
-				m[k] = v
-			}
-			m["progressToken"] = p.token
-			params.SetMeta(m)
-		}
-	} else if params != nil {
-		if meta := params.GetMeta(); meta != nil && meta["progressToken"] != nil {
-			m := make(map[string]any, len(meta))
-			for k, v := range meta {
-				if k != "progressToken" {
-					m[k] = v
-				}
-			}
-			params.SetMeta(m)
-		}
-	}
+	c.replaceProgressToken(p, params)
 	raw, err := encodeParams(params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode params: %w", method, err)
 	}
-	c.mu.Lock()
-	select {
-	case <-c.failed:
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s: %v", ErrConnectionClosed, method, c.err)
-	default:
+	if err := c.register(p, method); err != nil {
+		return nil, err
 	}
-	c.calls[n] = p
-	if p.token != "" {
-		c.progress[p.token] = p
-	}
-	c.mu.Unlock()
 	if err := c.conn.Write(ctx, &jsonrpc.Request{ID: n, Method: method, Params: raw}); err != nil {
 		c.forget(p)
 		if ctx.Err() != nil {
@@ -483,12 +400,65 @@ func (c *client) call(ctx context.Context, method string, params mcp.Params, sin
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrConnectionClosed, method, err)
 	}
+	return c.await(ctx, p, method)
+}
+
+// replaceProgressToken swaps a progressToken in the _meta of params for a
+// token of the connection's own when p has a sink to take the progress, and
+// drops it otherwise. Either way the client's token never reaches the
+// server.
+func (c *client) replaceProgressToken(p *pending, params mcp.Params) {
+	if params == nil {
+		return
+	}
+	meta := params.GetMeta()
+	if meta == nil || meta["progressToken"] == nil {
+		return
+	}
+	m := make(map[string]any, len(meta))
+	if p.sink == nil {
+		for k, v := range meta {
+			if k != "progressToken" {
+				m[k] = v
+			}
+		}
+	} else {
+		p.token = "sb-" + strconv.FormatUint(c.tokens.Add(1), 36)
+		for k, v := range meta {
+			m[k] = v
+		}
+		m["progressToken"] = p.token
+	}
+	params.SetMeta(m)
+}
+
+// register records p as a call in flight, unless the connection failed.
+func (c *client) register(p *pending, method string) error {
+	c.mu.Lock()
+	select {
+	case <-c.failed:
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %s: %v", ErrConnectionClosed, method, c.err)
+	default:
+	}
+	c.calls[p.id] = p
+	if p.token != "" {
+		c.progress[p.token] = p
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// await waits for the answer to the call p, handing the sink what the
+// server sends about the call on the way. A cancelled ctx returns at once
+// and tells the server in the background.
+func (c *client) await(ctx context.Context, p *pending, method string) (json.RawMessage, error) {
 	for {
 		select {
 		case <-p.ready:
 		case <-ctx.Done():
 			c.forget(p)
-			c.spawn(func() { c.cancelled(n, ctx.Err()) })
+			c.spawn(func() { c.cancelled(p.id, ctx.Err()) })
 			return nil, ctx.Err()
 		case <-c.failed:
 			// A response read with the connection's last message still wins.
@@ -498,20 +468,28 @@ func (c *client) call(ctx context.Context, method string, params mcp.Params, sin
 			}
 			return nil, fmt.Errorf("%w: %s: %v", ErrConnectionClosed, method, c.err)
 		}
-		for {
-			queue, resp := p.take()
-			if resp != nil {
-				if resp.Error != nil {
-					return nil, resp.Error
-				}
-				return resp.Result, nil
+		if resp := c.drain(ctx, p); resp != nil {
+			if resp.Error != nil {
+				return nil, resp.Error
 			}
-			if len(queue) == 0 {
-				break
-			}
-			for _, r := range queue {
-				c.handOn(ctx, p, r)
-			}
+			return resp.Result, nil
+		}
+	}
+}
+
+// drain hands the sink every message queued for p, in order, and returns
+// the response once everything queued before it was handed on, or nil.
+func (c *client) drain(ctx context.Context, p *pending) *jsonrpc.Response {
+	for {
+		queue, resp := p.take()
+		if resp != nil {
+			return resp
+		}
+		if len(queue) == 0 {
+			return nil
+		}
+		for _, r := range queue {
+			c.handOn(ctx, p, r)
 		}
 	}
 }

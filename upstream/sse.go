@@ -378,26 +378,13 @@ func (c *streamableConn) listen() {
 		failures int // consecutive attempts that reached no server
 	)
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-c.ctx.Done():
-				t.Stop()
-				return
-			case <-c.failed:
-				t.Stop()
-				return
-			}
+		if attempt > 0 && !c.pause(delay) {
+			return
 		}
 		next := min(2*delay, listenBackoffMax)
-		req, sent, err := c.newRequest(c.ctx, http.MethodGet, nil)
+		req, sent, err := c.standaloneRequest(lastID)
 		if err != nil {
 			return // as the POSTs already failed
-		}
-		req.Header.Set("Accept", "text/event-stream")
-		if lastID != "" {
-			req.Header.Set(headerLastEventID, lastID)
 		}
 		resp, err := c.client.Do(req)
 		if err != nil {
@@ -412,32 +399,16 @@ func (c *streamableConn) listen() {
 			continue
 		}
 		failures = 0
-		switch {
-		case resp.StatusCode == http.StatusNotFound && sent:
-			closeBody(resp)
-			c.fail(fmt.Errorf("streamable http: get: %s: %w", resp.Status, mcp.ErrSessionMissing))
+		switch c.checkStandalone(resp, sent) {
+		case standaloneGone:
 			return
-		case resp.StatusCode >= 400 && resp.StatusCode < 500:
-			closeBody(resp)
-			return
-		case resp.StatusCode < 200 || resp.StatusCode >= 300:
-			closeBody(resp)
+		case standaloneRetry:
 			delay = next
 			continue
-		case mediaType(resp.Header.Get("Content-Type")) != "text/event-stream":
-			closeBody(resp)
-			return
 		}
-		sr := newSSEReader(resp.Body, c.max)
-		n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, nil)
-		resp.Body.Close()
-		if c.ctx.Err() != nil {
+		sr, n, ok := c.readStandalone(resp, attempt)
+		if !ok {
 			return
-		}
-		if errors.Is(err, errTooLarge) {
-			c.log.Warn("standalone stream failed", "error", err)
-		} else {
-			c.log.Debug("standalone stream ended", "attempt", attempt, "error", err)
 		}
 		if sr.lastID != "" {
 			lastID = sr.lastID
@@ -445,13 +416,99 @@ func (c *streamableConn) listen() {
 		if sr.retry > 0 {
 			retry = min(sr.retry, listenRetryMax) // the SSE reconnection time outlives the stream
 		}
-		switch {
-		case retry > 0:
-			delay = retry
-		case n > 0:
-			delay = listenBackoffMin
-		default:
-			delay = next
-		}
+		delay = listenDelay(retry, n, next)
 	}
+}
+
+// listenDelay is the wait before reopening a standalone stream that ended
+// after delivering n messages: the server's retry time if it gave one, the
+// shortest backoff after a stream that delivered something, else next.
+func listenDelay(retry time.Duration, n int, next time.Duration) time.Duration {
+	switch {
+	case retry > 0:
+		return retry
+	case n > 0:
+		return listenBackoffMin
+	default:
+		return next
+	}
+}
+
+// pause waits for delay. It reports false if the connection closed or
+// failed first.
+func (c *streamableConn) pause(delay time.Duration) bool {
+	t := time.NewTimer(delay)
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		t.Stop()
+		return false
+	case <-c.failed:
+		t.Stop()
+		return false
+	}
+}
+
+// standaloneRequest returns the GET that opens the standalone stream,
+// resuming after lastID if it is set, and whether it carries a session ID.
+func (c *streamableConn) standaloneRequest(lastID string) (*http.Request, bool, error) {
+	req, sent, err := c.newRequest(c.ctx, http.MethodGet, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set(headerLastEventID, lastID)
+	}
+	return req, sent, nil
+}
+
+// standaloneVerdict is what listen does with the answer to its GET.
+type standaloneVerdict int
+
+const (
+	standaloneOpen  standaloneVerdict = iota // an event stream: read it
+	standaloneRetry                          // a server error: try again later
+	standaloneGone                           // no stream, or no session: stop
+)
+
+// checkStandalone judges the answer to the standalone GET, and closes its
+// body unless it is a stream to read. A 404 to a request that carried a
+// session ID fails the connection: the session is gone.
+func (c *streamableConn) checkStandalone(resp *http.Response, sent bool) standaloneVerdict {
+	switch {
+	case resp.StatusCode == http.StatusNotFound && sent:
+		closeBody(resp)
+		c.fail(fmt.Errorf("streamable http: get: %s: %w", resp.Status, mcp.ErrSessionMissing))
+		return standaloneGone
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		closeBody(resp)
+		return standaloneGone
+	case resp.StatusCode < 200 || resp.StatusCode >= 300:
+		closeBody(resp)
+		return standaloneRetry
+	case mediaType(resp.Header.Get("Content-Type")) != "text/event-stream":
+		closeBody(resp)
+		return standaloneGone
+	}
+	return standaloneOpen
+}
+
+// readStandalone reads the standalone stream until it ends and closes it.
+// It returns the stream's reader (for the last event ID and retry time) and
+// how many messages it delivered; ok is false once the connection is closed.
+func (c *streamableConn) readStandalone(resp *http.Response, attempt int) (sr *sseReader, n int, ok bool) {
+	sr = newSSEReader(resp.Body, c.max)
+	n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, nil)
+	resp.Body.Close()
+	if c.ctx.Err() != nil {
+		return sr, n, false
+	}
+	if errors.Is(err, errTooLarge) {
+		c.log.Warn("standalone stream failed", "error", err)
+	} else {
+		c.log.Debug("standalone stream ended", "attempt", attempt, "error", err)
+	}
+	return sr, n, true
 }

@@ -210,54 +210,97 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 	}
 
-	base := ctx
-	if !call {
-		base = context.WithoutCancel(ctx)
-	}
-	rctx, cancel := context.WithCancel(base)
-	stop := context.AfterFunc(c.ctx, cancel)
-	release := func() { stop(); cancel() }
-	abort := func(resp *http.Response, err error) error {
-		if resp != nil {
-			closeBody(resp)
-		}
-		release()
-		if errors.Is(err, context.Canceled) && c.ctx.Err() != nil {
-			err = mcp.ErrConnectionClosed
-		}
-		return fmt.Errorf("streamable http: post %s: %w", method, err)
-	}
-
-	hreq, sent, err := c.newRequest(rctx, http.MethodPost, bytes.NewReader(data))
+	p := c.newPost(ctx, call, method)
+	resp, err := p.send(data)
 	if err != nil {
-		return abort(nil, err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := c.client.Do(hreq)
-	if err != nil {
-		return abort(nil, err)
-	}
-	if err := checkStatus(resp, sent); err != nil {
-		err = abort(nil, err)
-		if errors.Is(err, mcp.ErrSessionMissing) {
-			c.fail(err)
-		}
 		return err
 	}
 	if !call {
 		// The spec answers 202 Accepted without a body; some servers send
 		// 200 with one, which carries nothing for us.
 		closeBody(resp)
-		release()
+		p.release()
 		if req != nil && req.Method == "notifications/initialized" {
 			c.startListening()
 		}
 		return nil
 	}
+	return p.readResponse(resp, req)
+}
+
+// streamablePost is one POST of Write, from sending it until its response
+// is read.
+type streamablePost struct {
+	c      *streamableConn
+	method string // the message's method, or "response"
+	ctx    context.Context
+	cancel context.CancelFunc
+	stop   func() bool // detaches cancel from the connection's lifetime
+}
+
+// newPost prepares a POST carrying method. Its context ends when the
+// connection closes, and, for a call, when ctx ends; a notification's or
+// response's POST keeps only ctx's values (see Write).
+func (c *streamableConn) newPost(ctx context.Context, call bool, method string) *streamablePost {
+	base := ctx
+	if !call {
+		base = context.WithoutCancel(ctx)
+	}
+	p := &streamablePost{c: c, method: method}
+	p.ctx, p.cancel = context.WithCancel(base)
+	p.stop = context.AfterFunc(c.ctx, p.cancel)
+	return p
+}
+
+// release ends the POST's context.
+func (p *streamablePost) release() { p.stop(); p.cancel() }
+
+// abort closes resp's body if there is one, releases the POST and returns
+// err in the form Write returns it. A cancellation caused by Close becomes
+// mcp.ErrConnectionClosed.
+func (p *streamablePost) abort(resp *http.Response, err error) error {
+	if resp != nil {
+		closeBody(resp)
+	}
+	p.release()
+	if errors.Is(err, context.Canceled) && p.c.ctx.Err() != nil {
+		err = mcp.ErrConnectionClosed
+	}
+	return fmt.Errorf("streamable http: post %s: %w", p.method, err)
+}
+
+// send posts data and checks the response's status. On error the POST is
+// released, and a session the server no longer knows fails the connection.
+func (p *streamablePost) send(data []byte) (*http.Response, error) {
+	c := p.c
+	hreq, sent, err := c.newRequest(p.ctx, http.MethodPost, bytes.NewReader(data))
+	if err != nil {
+		return nil, p.abort(nil, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := c.client.Do(hreq)
+	if err != nil {
+		return nil, p.abort(nil, err)
+	}
+	if err := checkStatus(resp, sent); err != nil {
+		err = p.abort(nil, err)
+		if errors.Is(err, mcp.ErrSessionMissing) {
+			c.fail(err)
+		}
+		return nil, err
+	}
+	return resp, nil
+}
+
+// readResponse takes the session ID from the answer to initialize, then
+// hands the body of req's response, an event stream or JSON, to a
+// goroutine of the connection that reads it and releases the POST.
+func (p *streamablePost) readResponse(resp *http.Response, req *jsonrpc.Request) error {
+	c := p.c
 	if sid := resp.Header.Get(headerSessionID); sid != "" && req.Method == "initialize" {
 		if !validSessionID(sid) {
-			return abort(resp, errors.New("session ID with characters outside visible ASCII"))
+			return p.abort(resp, errors.New("session ID with characters outside visible ASCII"))
 		}
 		c.mu.Lock()
 		c.sessionID = sid
@@ -267,23 +310,21 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var read func()
 	switch ct := mediaType(resp.Header.Get("Content-Type")); ct {
 	case "text/event-stream":
-		read = func() { c.readPostStream(rctx, cancel, resp, req) }
+		read = func() { c.readPostStream(p.ctx, p.cancel, resp, req) }
 	case "application/json":
 		if resp.ContentLength > int64(c.max) {
-			return abort(resp, fmt.Errorf("body of %d bytes: %w (%d bytes)", resp.ContentLength, errTooLarge, c.max))
+			return p.abort(resp, fmt.Errorf("body of %d bytes: %w (%d bytes)", resp.ContentLength, errTooLarge, c.max))
 		}
-		read = func() { c.readPostJSON(rctx, resp, req) }
+		read = func() { c.readPostJSON(p.ctx, resp, req) }
 	default:
-		return abort(resp, fmt.Errorf("response of content type %q", ct))
+		return p.abort(resp, fmt.Errorf("response of content type %q", ct))
 	}
-	if !c.goOwned(func() { defer release(); read() }) {
-		return abort(resp, mcp.ErrConnectionClosed)
+	if !c.goOwned(func() { defer p.release(); read() }) {
+		return p.abort(resp, mcp.ErrConnectionClosed)
 	}
 	return nil
 }
 
-// newRequest builds a request carrying the session's headers, and says
-// whether it carries a session ID (a 404 then means the session is gone).
 func (c *streamableConn) newRequest(ctx context.Context, method string, body io.Reader) (*http.Request, bool, error) {
 	r, err := http.NewRequestWithContext(ctx, method, c.url, body)
 	if err != nil {

@@ -379,6 +379,9 @@ type sessionsResult struct {
 	skipped  string
 }
 
+// measureSessions starts a switchboard with one stdio upstream, waits until
+// it lists the upstream's tool, and reads its memory while idle and while
+// it holds n downstream sessions.
 func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) sessionsResult {
 	r := sessionsResult{n: n}
 	s, err := e.startSwitchboard(ctx, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true), extraEnv...)
@@ -387,22 +390,47 @@ func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) ses
 		return r
 	}
 	defer s.stop(10 * time.Second)
-	probe, err := e.connectHTTP(ctx, s.url())
-	if err != nil {
-		r.err = err.Error()
-		return r
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = waitTools(wctx, probe, []string{"mcp_echo_echo"}, 5*time.Millisecond)
-	cancel()
-	_ = probe.Close()
-	if err != nil {
+	if err := waitEcho(ctx, e, s); err != nil {
 		r.err = err.Error()
 		return r
 	}
 	time.Sleep(300 * time.Millisecond)
 	r.idle, _ = readMem(s.pid())
 
+	t0 := time.Now()
+	sessions, failures, firstErr := openSessions(ctx, e, s, n)
+	r.openTime = time.Since(t0)
+	defer closeSessions(sessions)
+	if failures > 0 {
+		r.err = fmt.Sprintf("%d of %d sessions failed: %v", failures, n, firstErr)
+	}
+	time.Sleep(500 * time.Millisecond)
+	r.held, _ = readMem(s.pid())
+	if st, err := e.status(ctx, s); err == nil {
+		for _, v := range st.Views {
+			r.reported += v.Sessions
+		}
+	}
+	return r
+}
+
+// waitEcho waits, on a session of its own, until s lists the echo
+// upstream's tool.
+func waitEcho(ctx context.Context, e *env, s *sbProc) error {
+	probe, err := e.connectHTTP(ctx, s.url())
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = waitTools(wctx, probe, []string{"mcp_echo_echo"}, 5*time.Millisecond)
+	cancel()
+	_ = probe.Close()
+	return err
+}
+
+// openSessions opens n sessions to s on 16 workers. A session that failed
+// to open is left nil; it returns how many failed and the first error.
+func openSessions(ctx context.Context, e *env, s *sbProc, n int) ([]*mcp.ClientSession, int64, any) {
 	sessions := make([]*mcp.ClientSession, n)
 	var (
 		next     atomic.Int64
@@ -410,7 +438,6 @@ func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) ses
 		firstErr atomic.Value
 		wg       sync.WaitGroup
 	)
-	t0 := time.Now()
 	for range 16 {
 		wg.Add(1)
 		go func() {
@@ -431,33 +458,24 @@ func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) ses
 		}()
 	}
 	wg.Wait()
-	r.openTime = time.Since(t0)
-	defer func() {
-		var cw sync.WaitGroup
-		sem := make(chan struct{}, 64)
-		for _, cs := range sessions {
-			if cs == nil {
-				continue
-			}
-			cw.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer cw.Done()
-				_ = cs.Close()
-				<-sem
-			}()
+	return sessions, failures.Load(), firstErr.Load()
+}
+
+// closeSessions closes the sessions that opened, 64 at a time.
+func closeSessions(sessions []*mcp.ClientSession) {
+	var cw sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for _, cs := range sessions {
+		if cs == nil {
+			continue
 		}
-		cw.Wait()
-	}()
-	if f := failures.Load(); f > 0 {
-		r.err = fmt.Sprintf("%d of %d sessions failed: %v", f, n, firstErr.Load())
+		cw.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer cw.Done()
+			_ = cs.Close()
+			<-sem
+		}()
 	}
-	time.Sleep(500 * time.Millisecond)
-	r.held, _ = readMem(s.pid())
-	if st, err := e.status(ctx, s); err == nil {
-		for _, v := range st.Views {
-			r.reported += v.Sessions
-		}
-	}
-	return r
+	cw.Wait()
 }

@@ -49,6 +49,31 @@ func (r *results) writePlot(path string) error {
 	// 750×465 pt is 1000×620 px at vgimg's 96 dpi.
 	width, height := vg.Points(750), vg.Points(465)
 
+	p := newLatencyPlot(r.opts.conc)
+	legends := [2]plot.Legend{plot.NewLegend(), plot.NewLegend()}
+	for i := range legends {
+		legends[i].Top, legends[i].Left = true, true
+		legends[i].Padding = vg.Points(3)
+	}
+	points, err := r.addSeries(p, &legends)
+	if err != nil {
+		return err
+	}
+	if points == 0 {
+		return fmt.Errorf("plot: nothing measured")
+	}
+	// Categories sit half a step in from either edge; latency from 0 up.
+	p.X.Min, p.X.Max = -0.5, float64(len(r.opts.conc))-0.5
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.05
+
+	img := vgimg.New(width, height)
+	drawWithLegends(draw.New(img), p, &legends)
+	return writePNG(path, img)
+}
+
+// newLatencyPlot returns the plot's frame: title, axis labels, one x tick
+// per concurrency in conc, and a horizontal grid.
+func newLatencyPlot(conc []int) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "p50 latency per tools/call vs concurrency: direct and through switchboard"
 	p.Title.TextStyle.Font.Size = vg.Points(14)
@@ -57,8 +82,8 @@ func (r *results) writePlot(path string) error {
 	p.Y.Label.Text = "p50 latency (ms)"
 	p.Y.Tick.Marker = yTicks
 
-	ticks := make([]plot.Tick, len(r.opts.conc))
-	for i, c := range r.opts.conc {
+	ticks := make([]plot.Tick, len(conc))
+	for i, c := range conc {
 		ticks[i] = plot.Tick{Value: float64(i), Label: strconv.Itoa(c)}
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
@@ -66,12 +91,13 @@ func (r *results) writePlot(path string) error {
 	grid := plotter.NewGrid()
 	grid.Vertical.Color = nil
 	p.Add(grid)
+	return p
+}
 
-	legends := [2]plot.Legend{plot.NewLegend(), plot.NewLegend()}
-	for i := range legends {
-		legends[i].Top, legends[i].Left = true, true
-		legends[i].Padding = vg.Points(3)
-	}
+// addSeries adds one line per scenario that has a p50, each entered in
+// the first legend column for the first half of the scenarios and in the
+// second for the rest. It returns how many points it drew.
+func (r *results) addSeries(p *plot.Plot, legends *[2]plot.Legend) (int, error) {
 	perColumn := (len(r.scenarios) + 1) / 2
 	points := 0
 	for si, sc := range r.scenarios {
@@ -87,7 +113,7 @@ func (r *results) writePlot(path string) error {
 		points += len(xys)
 		l, pts, err := plotter.NewLinePoints(xys)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		col := lineColors[si%len(lineColors)]
 		l.Color, l.Width = col, vg.Points(2)
@@ -95,22 +121,18 @@ func (r *results) writePlot(path string) error {
 		p.Add(l, pts)
 		legends[si/perColumn].Add(sc.name, l, pts)
 	}
-	if points == 0 {
-		return fmt.Errorf("plot: nothing measured")
-	}
-	// Categories sit half a step in from either edge; latency from 0 up.
-	p.X.Min, p.X.Max = -0.5, float64(len(r.opts.conc))-0.5
-	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.05
+	return points, nil
+}
 
-	img := vgimg.New(width, height)
-	dc := draw.New(img)
+// drawWithLegends draws p on dc with room below it for the legend columns,
+// which share the width of the data area above them.
+func drawWithLegends(dc draw.Canvas, p *plot.Plot, legends *[2]plot.Legend) {
 	margin := vg.Points(10)
 	legendH := max(legends[0].Rectangle(dc).Size().Y, legends[1].Rectangle(dc).Size().Y)
 	// Crop takes the top and right insets as negative lengths.
 	plotC := draw.Crop(dc, margin, -margin, legendH+2*margin, -margin)
 	p.Draw(plotC)
 
-	// The legend columns share the width of the data area under it.
 	data := p.DataCanvas(plotC)
 	colW := data.Size().X / 2
 	for i := range legends {
@@ -122,7 +144,10 @@ func (r *results) writePlot(path string) error {
 		}
 		legends[i].Draw(c)
 	}
+}
 
+// writePNG writes img to path as a PNG.
+func writePNG(path string, img *vgimg.Canvas) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

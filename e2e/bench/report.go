@@ -178,7 +178,18 @@ func orDash(s string) string {
 // markdown renders the whole report.
 func (r *results) markdown() string {
 	var b strings.Builder
-	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	r.header(&b)
+	r.callTable(&b)
+	r.memoryTable(&b)
+	r.startupAndScale(&b)
+	r.ratios(&b)
+	r.targetTable(&b)
+	return b.String()
+}
+
+// header renders the title, the machine and the run, and the notes.
+func (r *results) header(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	m := r.machine
 	p("# switchboard benchmark\n\n")
 	p("Machine: `nproc` %d, GOMAXPROCS %d, %s, %s, kernel %s. Load average (1/5/15 min) %s at start, %s at end. %s.\n\n",
@@ -192,7 +203,12 @@ func (r *results) markdown() string {
 	for _, n := range r.notes {
 		p("**Note:** %s\n\n", n)
 	}
+}
 
+// callTable renders the tool call measurements, one row per scenario and
+// concurrency.
+func (r *results) callTable(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Tool calls\n\n")
 	p("| scenario | c | calls/s | p50 ms | p90 ms | p99 ms | CPU µs/call | errors | reps |\n")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -212,7 +228,12 @@ func (r *results) markdown() string {
 	}
 	p("\nCPU µs/call is user + system time of one process over the timed calls divided by the calls: switchboard for the switchboard rows, the echo server for the direct rows. ")
 	p("c is the number of concurrent workers: one session each over HTTP, one shared session over stdio.\n\n")
+}
 
+// memoryTable renders the memory of each switchboard scenario and the
+// protocol it spoke upstream.
+func (r *results) memoryTable(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Switchboard memory and upstream protocol\n\n")
 	p("| scenario | upstream protocol | RSS idle | RSS peak (VmHWM) |\n|---|---|---:|---:|\n")
 	for _, sc := range r.scenarios {
@@ -222,7 +243,12 @@ func (r *results) markdown() string {
 		p("| %s | %s | %s | %s |\n", sc.name, orDash(sc.protocol), mib(sc.idleRSS), mib(r.peak[sc.id].hwm))
 	}
 	p("\n")
+}
 
+// startupAndScale renders start-up time, and memory with many upstreams
+// and with many sessions.
+func (r *results) startupAndScale(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Start-up, many upstreams, many sessions\n\n")
 	if st := r.startup; len(st.toList) > 0 {
 		lo, hi := minMax(st.toList)
@@ -259,14 +285,15 @@ func (r *results) markdown() string {
 		p("- Session measurement: %s\n", firstLine(r.sessions.err))
 	}
 	p("\n")
+}
 
-	r.ratios(&b)
-
+// targetTable renders the targets and whether the measurements meet them.
+func (r *results) targetTable(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Targets\n\n| target | goal | measured | holds |\n|---|---|---|---|\n")
 	for _, t := range r.targets() {
 		p("| %s | %s | %s | %s |\n", t.what, t.goal, t.measured, t.holds)
 	}
-	return b.String()
 }
 
 // ratios renders the comparisons against the direct connection.

@@ -74,6 +74,8 @@ func kindName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// value decodes src into dst, whose type decides what src may be. Pointers
+// are allocated as needed; null leaves dst as it is.
 func (d decoder) value(path string, src any, dst reflect.Value) {
 	if dst.Kind() == reflect.Pointer {
 		if src == nil {
@@ -98,30 +100,9 @@ func (d decoder) value(path string, src any, dst reflect.Value) {
 		}
 		d.object(path, m, dst)
 	case reflect.Map:
-		m, ok := src.(map[string]any)
-		if !ok {
-			d.fail(path, "want an object, got %s", kindName(src))
-			return
-		}
-		if dst.IsNil() {
-			dst.Set(reflect.MakeMapWithSize(dst.Type(), len(m)))
-		}
-		for _, k := range sortedKeys(m) {
-			ev := reflect.New(dst.Type().Elem()).Elem()
-			d.value(joinKey(path, k), m[k], ev)
-			dst.SetMapIndex(reflect.ValueOf(k), ev)
-		}
+		d.mapValue(path, src, dst)
 	case reflect.Slice:
-		l, ok := src.([]any)
-		if !ok {
-			d.fail(path, "want a list, got %s", kindName(src))
-			return
-		}
-		s := reflect.MakeSlice(dst.Type(), len(l), len(l))
-		for i, e := range l {
-			d.value(joinIndex(path, i), e, s.Index(i))
-		}
-		dst.Set(s)
+		d.list(path, src, dst)
 	case reflect.String:
 		s, ok := src.(string)
 		if !ok {
@@ -137,31 +118,69 @@ func (d decoder) value(path string, src any, dst reflect.Value) {
 		}
 		dst.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		n, ok := src.(json.Number)
-		if !ok {
-			d.fail(path, "want a whole number, got %s", kindName(src))
-			return
-		}
-		i, err := n.Int64()
-		if err != nil {
-			f, ferr := n.Float64()
-			if ferr != nil || f != math.Trunc(f) {
-				d.fail(path, "want a whole number, got %s", n)
-				return
-			}
-			d.fail(path, "number %s is out of range", n)
-			return
-		}
-		if dst.OverflowInt(i) {
-			d.fail(path, "number %s is out of range", n)
-			return
-		}
-		dst.SetInt(i)
+		d.integer(path, src, dst)
 	case reflect.Interface:
 		dst.Set(reflect.ValueOf(src))
 	default:
 		d.fail(path, "unsupported field type %s", dst.Type())
 	}
+}
+
+// mapValue decodes a JSON object into the map dst, key by key in sorted
+// order, so that errors come out in a stable order.
+func (d decoder) mapValue(path string, src any, dst reflect.Value) {
+	m, ok := src.(map[string]any)
+	if !ok {
+		d.fail(path, "want an object, got %s", kindName(src))
+		return
+	}
+	if dst.IsNil() {
+		dst.Set(reflect.MakeMapWithSize(dst.Type(), len(m)))
+	}
+	for _, k := range sortedKeys(m) {
+		ev := reflect.New(dst.Type().Elem()).Elem()
+		d.value(joinKey(path, k), m[k], ev)
+		dst.SetMapIndex(reflect.ValueOf(k), ev)
+	}
+}
+
+// list decodes a JSON list into the slice dst, which it replaces.
+func (d decoder) list(path string, src any, dst reflect.Value) {
+	l, ok := src.([]any)
+	if !ok {
+		d.fail(path, "want a list, got %s", kindName(src))
+		return
+	}
+	s := reflect.MakeSlice(dst.Type(), len(l), len(l))
+	for i, e := range l {
+		d.value(joinIndex(path, i), e, s.Index(i))
+	}
+	dst.Set(s)
+}
+
+// integer decodes a JSON number into the integer dst. A fraction is not a
+// whole number; a whole number that does not fit dst is out of range.
+func (d decoder) integer(path string, src any, dst reflect.Value) {
+	n, ok := src.(json.Number)
+	if !ok {
+		d.fail(path, "want a whole number, got %s", kindName(src))
+		return
+	}
+	i, err := n.Int64()
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != math.Trunc(f) {
+			d.fail(path, "want a whole number, got %s", n)
+			return
+		}
+		d.fail(path, "number %s is out of range", n)
+		return
+	}
+	if dst.OverflowInt(i) {
+		d.fail(path, "number %s is out of range", n)
+		return
+	}
+	dst.SetInt(i)
 }
 
 func (d decoder) object(path string, m map[string]any, dst reflect.Value) {

@@ -38,6 +38,27 @@ var transportAliases = map[string]string{
 // with its field path.
 func (c *Config) Validate() error {
 	var v validator
+	v.settings(c)
+	for _, k := range sortedKeys(c.MCPServers) {
+		v.server(joinKey("mcpServers", k), k, c.MCPServers[k])
+	}
+	v.agents(c.Agents, c.MCPServers)
+	if c.Auth != nil {
+		v.tokens("auth.tokens", c.Auth.Tokens)
+	}
+	if c.Admin != nil && c.Admin.ReloadToken != "" {
+		v.secretRefs("admin.reloadToken", c.Admin.ReloadToken)
+	}
+	v.sanitize(c.Sanitize)
+	base := c.BaseServers()
+	v.viewPrefixes(base, c.Agents)
+	v.requireReady(c.RequireReady, base)
+	return errors.Join(v.errs...)
+}
+
+// settings checks the top-level settings: listeners, logging, the global
+// rules and limits, timeouts and allowed hosts.
+func (v *validator) settings(c *Config) {
 	v.listenAddr("listen", c.Listen)
 	v.listenAddr("adminListen", c.AdminListen)
 	v.oneOf("logLevel", strings.ToLower(c.LogLevel), logLevels)
@@ -52,93 +73,106 @@ func (c *Config) Validate() error {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")
 		}
 	}
+}
 
-	for _, k := range sortedKeys(c.MCPServers) {
-		v.server(joinKey("mcpServers", k), k, c.MCPServers[k])
+// agents checks the agent defaults and every agent. top holds mcpServers,
+// which no default server may redefine.
+func (v *validator) agents(a *Agents, top map[string]*Server) {
+	if a == nil {
+		return
 	}
-	if a := c.Agents; a != nil {
-		if d := a.Defaults; d != nil {
-			if d.MCP != nil {
-				for _, k := range sortedKeys(d.MCP.Servers) {
-					p := joinKey("agents.defaults.mcp.servers", k)
-					if _, dup := c.MCPServers[k]; dup {
-						v.add(p, fmt.Sprintf("server %q is also defined in mcpServers; define it once", k))
-					}
-					v.server(p, k, d.MCP.Servers[k])
+	if d := a.Defaults; d != nil {
+		if d.MCP != nil {
+			for _, k := range sortedKeys(d.MCP.Servers) {
+				p := joinKey("agents.defaults.mcp.servers", k)
+				if _, dup := top[k]; dup {
+					v.add(p, fmt.Sprintf("server %q is also defined in mcpServers; define it once", k))
 				}
+				v.server(p, k, d.MCP.Servers[k])
 			}
-			v.rules("agents.defaults.tools", d.Tools)
 		}
-		seen := map[string]int{}
-		for i, ag := range a.List {
-			p := joinIndex("agents.list", i)
-			if ag == nil {
-				v.add(p, "must be an object")
-				continue
-			}
-			switch {
-			case ag.ID == "":
-				v.add(p+".id", "required")
-			case !agentIDRE.MatchString(ag.ID):
-				v.add(p+".id", "must match ^[A-Za-z0-9_-]{1,64}$")
-			default:
-				if j, dup := seen[ag.ID]; dup {
-					v.add(p+".id", fmt.Sprintf("duplicate agent id %q (also agents.list[%d])", ag.ID, j))
-				}
-				seen[ag.ID] = i
-			}
-			if ag.MCP != nil {
-				for _, k := range sortedKeys(ag.MCP.Servers) {
-					v.server(joinKey(p+".mcp.servers", k), k, ag.MCP.Servers[k])
-				}
-			}
-			v.rules(p+".tools", ag.Tools)
-			v.limit(p+".limits", ag.Limits)
-			v.tokens(p+".tokens", ag.Tokens)
-		}
+		v.rules("agents.defaults.tools", d.Tools)
 	}
-	if c.Auth != nil {
-		v.tokens("auth.tokens", c.Auth.Tokens)
+	seen := map[string]int{}
+	for i, ag := range a.List {
+		v.agent(i, ag, seen)
 	}
-	if c.Admin != nil && c.Admin.ReloadToken != "" {
-		v.secretRefs("admin.reloadToken", c.Admin.ReloadToken)
-	}
-	if s := c.Sanitize; s != nil {
-		v.oneOf("sanitize.onSuspicious", s.OnSuspicious, suspicious)
-		v.oneOf("sanitize.pinTools", s.PinTools, pinModes)
-		v.oneOf("sanitize.schemaProfile", s.SchemaProfile, schemaProfs)
-		if s.MaxResultBytes != nil && *s.MaxResultBytes <= 0 {
-			v.add("sanitize.maxResultBytes", "must be positive")
-		}
-		if s.MaxMediaBytes != nil && *s.MaxMediaBytes <= 0 {
-			v.add("sanitize.maxMediaBytes", "must be positive")
-		}
-		if s.MaxDescriptionChars != nil && *s.MaxDescriptionChars < 64 {
-			v.add("sanitize.maxDescriptionChars", "must be at least 64")
-		}
-	}
+}
 
-	// Prefixes must be unique within every view, or mcp_<prefix>_ would split
-	// two ways. The default view holds mcpServers and the defaults; each agent
-	// adds or overrides.
-	base := c.BaseServers()
+// agent checks agents.list[i]. seen maps the IDs of the agents before it to
+// their index, to report a duplicate ID.
+func (v *validator) agent(i int, ag *Agent, seen map[string]int) {
+	p := joinIndex("agents.list", i)
+	if ag == nil {
+		v.add(p, "must be an object")
+		return
+	}
+	switch {
+	case ag.ID == "":
+		v.add(p+".id", "required")
+	case !agentIDRE.MatchString(ag.ID):
+		v.add(p+".id", "must match ^[A-Za-z0-9_-]{1,64}$")
+	default:
+		if j, dup := seen[ag.ID]; dup {
+			v.add(p+".id", fmt.Sprintf("duplicate agent id %q (also agents.list[%d])", ag.ID, j))
+		}
+		seen[ag.ID] = i
+	}
+	if ag.MCP != nil {
+		for _, k := range sortedKeys(ag.MCP.Servers) {
+			v.server(joinKey(p+".mcp.servers", k), k, ag.MCP.Servers[k])
+		}
+	}
+	v.rules(p+".tools", ag.Tools)
+	v.limit(p+".limits", ag.Limits)
+	v.tokens(p+".tokens", ag.Tokens)
+}
+
+// sanitize checks the sanitize section's modes and bounds.
+func (v *validator) sanitize(s *Sanitize) {
+	if s == nil {
+		return
+	}
+	v.oneOf("sanitize.onSuspicious", s.OnSuspicious, suspicious)
+	v.oneOf("sanitize.pinTools", s.PinTools, pinModes)
+	v.oneOf("sanitize.schemaProfile", s.SchemaProfile, schemaProfs)
+	if s.MaxResultBytes != nil && *s.MaxResultBytes <= 0 {
+		v.add("sanitize.maxResultBytes", "must be positive")
+	}
+	if s.MaxMediaBytes != nil && *s.MaxMediaBytes <= 0 {
+		v.add("sanitize.maxMediaBytes", "must be positive")
+	}
+	if s.MaxDescriptionChars != nil && *s.MaxDescriptionChars < 64 {
+		v.add("sanitize.maxDescriptionChars", "must be at least 64")
+	}
+}
+
+// viewPrefixes checks that tool prefixes are unique within every view, or
+// mcp_<prefix>_ would split two ways. The default view holds base
+// (mcpServers and the defaults); each agent adds or overrides.
+func (v *validator) viewPrefixes(base map[string]*Server, a *Agents) {
 	v.prefixes("", base)
-	if c.Agents != nil {
-		for i, ag := range c.Agents.List {
-			if ag == nil || ag.MCP == nil || len(ag.MCP.Servers) == 0 {
-				continue
-			}
-			v.prefixes(joinIndex("agents.list", i), MergeServers(base, ag.MCP.Servers))
-		}
+	if a == nil {
+		return
 	}
-	for i, name := range c.RequireReady {
+	for i, ag := range a.List {
+		if ag == nil || ag.MCP == nil || len(ag.MCP.Servers) == 0 {
+			continue
+		}
+		v.prefixes(joinIndex("agents.list", i), MergeServers(base, ag.MCP.Servers))
+	}
+}
+
+// requireReady checks that every server named in requireReady is in base
+// and starts at boot.
+func (v *validator) requireReady(names []string, base map[string]*Server) {
+	for i, name := range names {
 		if s, ok := base[name]; !ok {
 			v.add(joinIndex("requireReady", i), fmt.Sprintf("no server named %q in mcpServers or agents.defaults", name))
 		} else if s != nil && s.Lazy {
 			v.add(joinIndex("requireReady", i), fmt.Sprintf("server %q is lazy: it does not start at boot, so it cannot be required ready", name))
 		}
 	}
-	return errors.Join(v.errs...)
 }
 
 type validator struct{ errs []error }
@@ -228,6 +262,7 @@ func prefixErrors(path string, err error) []error {
 	return []error{&FieldError{Path: path, Reason: err.Error()}}
 }
 
+// server checks one server definition at path; key is its name.
 func (v *validator) server(path, key string, s *Server) {
 	if key == "" {
 		v.add(path, "server name must not be empty")
@@ -245,71 +280,12 @@ func (v *validator) server(path, key string, s *Server) {
 	}
 	switch tr {
 	case "stdio":
-		if strings.TrimSpace(s.Command) == "" {
-			v.add(path+".command", `required for transport "stdio"`)
-		}
-		if s.URL != "" {
-			v.add(path+".url", `not allowed for transport "stdio" (did you mean "type": "http"?)`)
-		}
-		if len(s.Headers) > 0 {
-			v.add(path+".headers", `not allowed for transport "stdio"`)
-		}
-		for _, k := range sortedKeys(s.Env) {
-			p := joinKey(path+".env", k)
-			if !envNameRE.MatchString(k) {
-				v.add(p, "not a valid environment variable name")
-			}
-			v.secretRefs(p, s.Env[k])
-		}
-		for i, a := range s.Args {
-			v.secretRefs(joinIndex(path+".args", i), a)
-		}
+		v.stdioServer(path, s)
 	case "sse", "http":
-		if s.URL == "" {
-			v.add(path+".url", fmt.Sprintf("required for transport %q", tr))
-		} else if secrets.HasRefs(s.URL) {
-			v.secretRefs(path+".url", s.URL)
-		} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			v.add(path+".url", fmt.Sprintf("want an absolute http or https URL, got %q", s.URL))
-		}
-		if s.Command != "" {
-			v.add(path+".command", fmt.Sprintf("not allowed for transport %q", tr))
-		}
-		if len(s.Args) > 0 {
-			v.add(path+".args", fmt.Sprintf("not allowed for transport %q", tr))
-		}
-		if len(s.Env) > 0 {
-			v.add(path+".env", fmt.Sprintf("not allowed for transport %q; use headers", tr))
-		}
-		if s.Cwd != "" {
-			v.add(path+".cwd", fmt.Sprintf("not allowed for transport %q", tr))
-		}
-		for _, k := range sortedKeys(s.Headers) {
-			p := joinKey(path+".headers", k)
-			if !headerRE.MatchString(k) {
-				v.add(p, "not a valid HTTP header name")
-			}
-			v.secretRefs(p, s.Headers[k])
-		}
+		v.remoteServer(path, tr, s)
 	}
-	v.positiveMS(path+".timeout", s.TimeoutMS)
-	v.positiveMS(path+".toolTimeout", s.ToolTimeoutMS)
-	if s.MaxRestarts != nil && *s.MaxRestarts < 0 {
-		v.add(path+".maxRestarts", "must not be negative")
-	}
-	if b := s.RestartBackoff; b != nil {
-		v.positiveMS(path+".restartBackoff.initialMs", b.InitialMS)
-		v.positiveMS(path+".restartBackoff.maxMs", b.MaxMS)
-		if initial, longest := b.Delays(); b.InitialMS != nil && b.MaxMS != nil && initial > longest {
-			v.add(path+".restartBackoff", fmt.Sprintf("initialMs (%d) is over maxMs (%d)", *b.InitialMS, *b.MaxMS))
-		}
-	}
-	if s.Namespace != nil && !*s.Namespace && s.ToolPrefix != "" {
-		v.add(path+".toolPrefix", "has no effect with namespace: false; remove one of them")
-	}
-	if s.ToolPrefix != "" && !router.ValidPrefix(s.ToolPrefix) {
-		v.add(path+".toolPrefix", "must match ^[A-Za-z0-9-]{1,32}$ (no underscores, so public names split one way)")
-	}
+	v.restarts(path, s)
+	v.toolNaming(path, s)
 	v.oneOf(path+".lazyList", s.LazyList, lazyLists)
 	if s.LazyList != "" && !s.Lazy {
 		v.add(path+".lazyList", `only applies with "lazy": true`)
@@ -328,6 +304,90 @@ func (v *validator) server(path, key string, s *Server) {
 			v.add(path+".breaker.failures", "must be at least 1")
 		}
 		v.positiveMS(path+".breaker.openMs", b.OpenMS)
+	}
+}
+
+// stdioServer checks the transport fields of a stdio server: a command, no
+// URL or headers, valid environment names, and the secret references in
+// env and args.
+func (v *validator) stdioServer(path string, s *Server) {
+	if strings.TrimSpace(s.Command) == "" {
+		v.add(path+".command", `required for transport "stdio"`)
+	}
+	if s.URL != "" {
+		v.add(path+".url", `not allowed for transport "stdio" (did you mean "type": "http"?)`)
+	}
+	if len(s.Headers) > 0 {
+		v.add(path+".headers", `not allowed for transport "stdio"`)
+	}
+	for _, k := range sortedKeys(s.Env) {
+		p := joinKey(path+".env", k)
+		if !envNameRE.MatchString(k) {
+			v.add(p, "not a valid environment variable name")
+		}
+		v.secretRefs(p, s.Env[k])
+	}
+	for i, a := range s.Args {
+		v.secretRefs(joinIndex(path+".args", i), a)
+	}
+}
+
+// remoteServer checks the transport fields of a server reached over tr
+// ("sse" or "http"): an absolute URL, none of the process fields, and valid
+// header names whose values hold valid secret references.
+func (v *validator) remoteServer(path, tr string, s *Server) {
+	if s.URL == "" {
+		v.add(path+".url", fmt.Sprintf("required for transport %q", tr))
+	} else if secrets.HasRefs(s.URL) {
+		v.secretRefs(path+".url", s.URL)
+	} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(path+".url", fmt.Sprintf("want an absolute http or https URL, got %q", s.URL))
+	}
+	if s.Command != "" {
+		v.add(path+".command", fmt.Sprintf("not allowed for transport %q", tr))
+	}
+	if len(s.Args) > 0 {
+		v.add(path+".args", fmt.Sprintf("not allowed for transport %q", tr))
+	}
+	if len(s.Env) > 0 {
+		v.add(path+".env", fmt.Sprintf("not allowed for transport %q; use headers", tr))
+	}
+	if s.Cwd != "" {
+		v.add(path+".cwd", fmt.Sprintf("not allowed for transport %q", tr))
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		p := joinKey(path+".headers", k)
+		if !headerRE.MatchString(k) {
+			v.add(p, "not a valid HTTP header name")
+		}
+		v.secretRefs(p, s.Headers[k])
+	}
+}
+
+// restarts checks a server's timeouts and its restart count and backoff.
+func (v *validator) restarts(path string, s *Server) {
+	v.positiveMS(path+".timeout", s.TimeoutMS)
+	v.positiveMS(path+".toolTimeout", s.ToolTimeoutMS)
+	if s.MaxRestarts != nil && *s.MaxRestarts < 0 {
+		v.add(path+".maxRestarts", "must not be negative")
+	}
+	if b := s.RestartBackoff; b != nil {
+		v.positiveMS(path+".restartBackoff.initialMs", b.InitialMS)
+		v.positiveMS(path+".restartBackoff.maxMs", b.MaxMS)
+		if initial, longest := b.Delays(); b.InitialMS != nil && b.MaxMS != nil && initial > longest {
+			v.add(path+".restartBackoff", fmt.Sprintf("initialMs (%d) is over maxMs (%d)", *b.InitialMS, *b.MaxMS))
+		}
+	}
+}
+
+// toolNaming checks toolPrefix: it must have an effect, and be a prefix that
+// keeps public names unambiguous.
+func (v *validator) toolNaming(path string, s *Server) {
+	if s.Namespace != nil && !*s.Namespace && s.ToolPrefix != "" {
+		v.add(path+".toolPrefix", "has no effect with namespace: false; remove one of them")
+	}
+	if s.ToolPrefix != "" && !router.ValidPrefix(s.ToolPrefix) {
+		v.add(path+".toolPrefix", "must match ^[A-Za-z0-9-]{1,32}$ (no underscores, so public names split one way)")
 	}
 }
 
