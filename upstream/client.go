@@ -461,9 +461,13 @@ func (c *client) await(ctx context.Context, p *pending, method string) (json.Raw
 			c.spawn(func() { c.cancelled(p.id, ctx.Err()) })
 			return nil, ctx.Err()
 		case <-c.failed:
-			// A response read with the connection's last message still wins.
-			if q, r := p.take(); len(q) > 0 || r != nil {
-				p.wake()
+			// What was read before the connection ended still goes on:
+			// the call's queued notifications, and its response if it came.
+			q, r := p.take()
+			for _, m := range q {
+				c.handOn(ctx, p, m)
+			}
+			if len(q) > 0 || r != nil {
 				break
 			}
 			return nil, fmt.Errorf("%w: %s: %v", ErrConnectionClosed, method, c.err)

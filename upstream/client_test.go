@@ -252,20 +252,30 @@ func TestClientCancel(t *testing.T) {
 }
 
 // TestClientConnectionEnds: calls in flight fail with ErrConnectionClosed
-// when the server's output ends, and an answer on the last line still wins.
+// when the server's output ends, after what was read about them was handed
+// on, and an answer on the last line still wins.
 func TestClientConnectionEnds(t *testing.T) {
 	c := newChild(t, clientHooks{})
 	answered := c.call(context.Background(), "ping", nil, nil)
 	a := c.request("ping")
-	left := c.call(context.Background(), "ping", nil, nil)
-	c.request("ping")
-	c.send(`{"jsonrpc":"2.0","id":` + idJSON(a.ID) + `,"result":{}}`)
+	sink := &recSink{owner: "a"}
+	left := c.call(context.Background(), "tools/call", &mcp.CallToolParams{Name: "x", Meta: mcp.Meta{"progressToken": "t"}}, sink)
+	var p mcp.CallToolParams
+	if err := json.Unmarshal(c.request("tools/call").Params, &p); err != nil {
+		t.Fatal(err)
+	}
+	c.send(`{"jsonrpc":"2.0","id":`+idJSON(a.ID)+`,"result":{}}`,
+		fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%q,"progress":1}}`, p.GetProgressToken()))
 	c.out.Close()
 	if r := <-answered; r.err != nil {
 		t.Errorf("answered call: %v", r.err)
 	}
 	if r := <-left; !errors.Is(r.err, ErrConnectionClosed) {
 		t.Errorf("unanswered call: %v, want ErrConnectionClosed", r.err)
+	}
+	// What the server wrote about the call before it went still went on.
+	if n := sink.count("notifications/progress"); n != 1 {
+		t.Errorf("the unanswered call's sink got %d progress notifications, want 1", n)
 	}
 	if err := c.cl.wait(); err == nil {
 		t.Error("wait returned no error after the connection ended")
