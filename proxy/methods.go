@@ -131,7 +131,8 @@ func decodeParams(r *session.Request, dst any) error {
 
 // listTools answers tools/list. It starts the view's lazy servers that
 // have not started yet (lazyList "start" waits for them, bounded by their
-// timeout and the request), then lists from the view state.
+// timeout and the request), waits for the eager ones still on their first
+// start (awaitFirstStarts), then lists from the view.
 func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any, error) {
 	var params mcp.ListToolsParams
 	if err := decodeParams(r, &params); err != nil {
@@ -144,7 +145,7 @@ func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any
 			v = nv
 		}
 	}
-	return v.listTools(&params)
+	return p.awaitFirstStarts(ctx, v).listTools(&params)
 }
 
 // callTool answers tools/call: the one path of every forwarded call.
@@ -169,11 +170,12 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	return res, nil
 }
 
-func (p *Proxy) listPrompts(_ context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listPrompts(ctx context.Context, v *view, r *session.Request) (any, error) {
 	var params mcp.ListPromptsParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
+	v = p.awaitFirstStarts(ctx, v)
 	names := sortedKeys(v.prompts)
 	list := make([]*mcp.Prompt, len(names))
 	for i, n := range names {
@@ -186,11 +188,12 @@ func (p *Proxy) listPrompts(_ context.Context, v *view, r *session.Request) (any
 	return &mcp.ListPromptsResult{Prompts: page, NextCursor: next}, nil
 }
 
-func (p *Proxy) listResources(_ context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listResources(ctx context.Context, v *view, r *session.Request) (any, error) {
 	var params mcp.ListResourcesParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
+	v = p.awaitFirstStarts(ctx, v)
 	uris := sortedKeys(v.resources)
 	list := make([]*mcp.Resource, len(uris))
 	for i, u := range uris {
@@ -203,11 +206,12 @@ func (p *Proxy) listResources(_ context.Context, v *view, r *session.Request) (a
 	return &mcp.ListResourcesResult{Resources: page, NextCursor: next}, nil
 }
 
-func (p *Proxy) listTemplates(_ context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listTemplates(ctx context.Context, v *view, r *session.Request) (any, error) {
 	var params mcp.ListResourceTemplatesParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
+	v = p.awaitFirstStarts(ctx, v)
 	list := make([]*mcp.ResourceTemplate, len(v.templates))
 	for i, t := range v.templates {
 		list[i] = t.template

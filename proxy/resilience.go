@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // warmLazy starts the lazy servers of v that have not started yet. When
@@ -36,6 +37,49 @@ func (p *Proxy) warmLazy(ctx context.Context, v *view) bool {
 	// possibly after this answer; rebuild now so it is in.
 	p.rebuild(func(vs *ViewSpec) bool { return vs == spec })
 	return true
+}
+
+// awaitFirstStarts holds a list until every eager server of v has had its
+// first start attempt, each for at most its own connect timeout (counted
+// from now) and the request's lifetime, so the first list a client sees
+// after switchboard starts is complete. Servers that come later are
+// announced with list_changed. It returns the view to list from: v, or the
+// one published since if a server finished starting meanwhile.
+func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
+	spec := v.snap.Views[v.id]
+	if spec == nil {
+		return v
+	}
+	waited := false
+	start := time.Now()
+	for _, e := range spec.Servers {
+		if e.Handle == nil {
+			continue
+		}
+		first := e.Handle.FirstAttempt()
+		select {
+		case <-first:
+			continue
+		default:
+		}
+		waited = true
+		t := time.NewTimer(time.Until(start.Add(e.Handle.Spec().ConnectTimeout)))
+		select {
+		case <-first:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if !waited {
+		return v
+	}
+	// A server's catalog is published before its first attempt counts as
+	// finished, so the generation served now has it.
+	if nv := p.serving.Load().views[v.id]; nv != nil {
+		return nv
+	}
+	return v
 }
 
 // requestGate counts downstream requests in flight for graceful shutdown. A
