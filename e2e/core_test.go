@@ -450,3 +450,34 @@ func unwrap(s string) string {
 	}
 	return s
 }
+
+// TestURLOnlyEntries: an entry with only a url (as Cursor and Claude Code
+// write them) tries streamable HTTP and, when the endpoint refuses it with
+// a 4xx, legacy SSE, as clients do; status shows which one it uses.
+func TestURLOnlyEntries(t *testing.T) {
+	t.Parallel()
+	httpURL, _ := startFixtureHTTP(t, "http", "--name", "web")
+	sseURL, _ := startFixtureHTTP(t, "sse", "--name", "legacy")
+	if !strings.HasSuffix(sseURL, "/sse") {
+		t.Fatalf("the SSE fixture serves %s, want a URL ending in /sse", sseURL)
+	}
+	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{
+		"web":    map[string]any{"url": httpURL},
+		"legacy": map[string]any{"url": sseURL},
+	}})
+	cs := s.client(t, nil)
+	tools := listTools(t, cs)
+	for _, server := range []string{"web", "legacy"} {
+		if tools["mcp_"+server+"_echo"] == nil {
+			t.Fatalf("%s's tools are not listed: %v", server, keys(tools))
+		}
+		if got := textOf(mustCall(t, cs, "mcp_"+server+"_echo", map[string]any{"text": "via " + server})); !strings.Contains(got, "via "+server) {
+			t.Errorf("%s echo: %q", server, got)
+		}
+	}
+	for server, want := range map[string]string{"web": "auto: http", "legacy": "auto: sse"} {
+		if got := s.serverStatus(t, server)["transport"]; got != want {
+			t.Errorf("%s transport in status: %v, want %q", server, got, want)
+		}
+	}
+}

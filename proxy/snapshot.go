@@ -71,7 +71,7 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 		BackoffInitial:  backoff,
 		BackoffMax:      backoffMax,
 		Name:            key,
-		Transport:       s.EffectiveTransport(),
+		Transport:       specTransport(s),
 		Command:         s.Command,
 		Args:            s.Args,
 		Env:             s.Env,
@@ -90,6 +90,15 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 		SkipResources:   !boolOr(s.Resources, true),
 		SkipPrompts:     !boolOr(s.ListPrompts, true),
 	}
+}
+
+// specTransport is the transport a server runs with; a url-only entry
+// that names none is auto (streamable HTTP, legacy SSE on a 4xx refusal).
+func specTransport(s *config.Server) string {
+	if s.Transport == "" && s.Type == "" && s.Command == "" {
+		return upstream.TransportAuto
+	}
+	return s.EffectiveTransport()
 }
 
 func intOr(p *int, def int) int {

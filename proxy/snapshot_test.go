@@ -131,14 +131,14 @@ func renderPlan(t *testing.T, c *config.Config) string {
 }
 
 func TestServerDefaults(t *testing.T) {
-	c, err := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"url":"http://127.0.0.1:1/mcp"}}}`))
+	c, err := config.Parse([]byte(`{"mcpServers":{"a":{"command":"x"},"b":{"url":"http://127.0.0.1:1/mcp"},"c":{"type":"http","url":"http://127.0.0.1:1/mcp"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, specs := planViews(c)
-	a, b := specs["a"], specs["b"]
-	if a.Transport != "stdio" || b.Transport != "http" {
-		t.Errorf("transports: a=%s b=%s", a.Transport, b.Transport)
+	a, b, hc := specs["a"], specs["b"], specs["c"]
+	if a.Transport != "stdio" || b.Transport != "auto" || hc.Transport != "http" {
+		t.Errorf("transports: a=%s b=%s c=%s, want stdio, auto (url only) and http", a.Transport, b.Transport, hc.Transport)
 	}
 	if a.ConnectTimeout.Milliseconds() != config.DefaultTimeoutMS || a.CallTimeout.Milliseconds() != config.DefaultToolTimeoutMS ||
 		!a.RestartOnCrash || a.MaxRestarts != config.DefaultMaxRestarts || a.BreakerFailures != config.DefaultBreakerFailures ||

@@ -37,7 +37,41 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 	if dial != nil {
 		return dial(*h.sp())
 	}
-	return remoteTransport(*h.sp(), url, headers, h.log), nil
+	return remoteTransport(h.remoteKind(), url, headers, h.log), nil
+}
+
+// remoteKind is the transport a remote server is reached with: the
+// configured one, or for TransportAuto the one its endpoint last accepted.
+func (h *Handle) remoteKind() string {
+	switch t := h.sp().Transport; {
+	case t != TransportAuto:
+		return t
+	case h.autoSSE.Load():
+		return TransportSSE
+	default:
+		return TransportHTTP
+	}
+}
+
+// fallBackToSSE reports whether a failed connect should be tried again
+// over legacy SSE: an auto entry whose endpoint refused the streamable
+// initialize POST with a 4xx status. It switches the handle to SSE; a
+// failed SSE attempt switches it back, so every restart probes both.
+func (h *Handle) fallBackToSSE(err error) bool {
+	if h.sp().Transport != TransportAuto {
+		return false
+	}
+	if h.autoSSE.Load() {
+		h.autoSSE.Store(false)
+		return false
+	}
+	var se *StatusError
+	if !errors.As(err, &se) || se.Code < 400 || se.Code > 499 {
+		return false
+	}
+	h.log.Info("endpoint refused streamable HTTP, trying legacy SSE", "reason", se.Status)
+	h.autoSSE.Store(true)
+	return true
 }
 
 // connect starts the server (resolving references first), initializes the
@@ -59,6 +93,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	// the Connect context.
 	conn, err := t.Connect(context.WithoutCancel(ctx))
 	if err != nil {
+		h.fallBackToSSE(err) // an SSE endpoint that refused: probe both next time
 		if s.proc != nil {
 			s.proc.reapGroup()
 		}
@@ -68,6 +103,9 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	s.cl = newClient(conn, h.hooks(), h.log)
 	if err := s.cl.initialize(ctx, h.sp().protocolVersion(), h.opt.ClientInfo, h.capabilities()); err != nil {
 		s.close()
+		if h.fallBackToSSE(err) {
+			return h.connect(parent)
+		}
 		if s.proc != nil && ctx.Err() == nil && errors.Is(err, ErrConnectionClosed) {
 			err = fmt.Errorf("process exited before initialize finished: %w", err)
 		}

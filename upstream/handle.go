@@ -110,9 +110,10 @@ var (
 // with backoff, and forwards calls through a circuit breaker. Handle is safe
 // for concurrent use.
 type Handle struct {
-	spec atomic.Pointer[Spec] // the settings; see Update
-	opt  Options
-	log  hclog.Logger
+	spec    atomic.Pointer[Spec] // the settings; see Update
+	opt     Options
+	log     hclog.Logger
+	autoSSE atomic.Bool // TransportAuto: the endpoint speaks legacy SSE only
 
 	ctx    context.Context // supervisor lifetime
 	cancel context.CancelFunc
@@ -295,6 +296,15 @@ func (h *Handle) ensureStarted() {
 	})
 }
 
+// transportName is the transport as status shows it; an auto entry shows
+// the one in use ("auto: sse").
+func (h *Handle) transportName() string {
+	if t := h.sp().Transport; t != TransportAuto {
+		return t
+	}
+	return TransportAuto + ": " + h.remoteKind()
+}
+
 func (h *Handle) finishFirst() { h.firstOnce.Do(func() { close(h.firstDone) }) }
 
 // FirstAttempt is closed once the first start attempt finished, successful
@@ -311,7 +321,7 @@ func (h *Handle) Status() Status {
 	now := time.Now()
 	h.mu.Lock()
 	st := Status{
-		Name: h.sp().Name, Transport: h.sp().Transport, State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
+		Name: h.sp().Name, Transport: h.transportName(), State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
 		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
 		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt, CatalogRetry: h.listRetry,
 	}

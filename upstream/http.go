@@ -62,9 +62,9 @@ func httpClient(headers map[string]string) *http.Client {
 // remoteTransport reaches a remote server: legacy SSE through the go-sdk's
 // client transport (it needs nothing of the SDK's session), streamable HTTP
 // through switchboard's own, whose connection the client session drives.
-func remoteTransport(spec Spec, url string, headers map[string]string, log hclog.Logger) mcp.Transport {
+func remoteTransport(kind, url string, headers map[string]string, log hclog.Logger) mcp.Transport {
 	hc := httpClient(headers)
-	if spec.Transport == TransportSSE {
+	if kind == TransportSSE {
 		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: hc}
 	}
 	return &streamableTransport{URL: url, Client: hc, Logger: log}

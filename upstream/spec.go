@@ -14,6 +14,10 @@ const (
 	TransportStdio = "stdio"
 	TransportSSE   = "sse"
 	TransportHTTP  = "http"
+	// TransportAuto is a remote entry that names no transport: streamable
+	// HTTP first and, when the endpoint refuses the initialize POST with a
+	// 4xx status, legacy HTTP+SSE, as MCP clients do.
+	TransportAuto = "auto"
 )
 
 // What a tools/list does to a lazy server that has not started yet (see
@@ -32,7 +36,7 @@ const (
 // references; they are expanded through Options.Expander at every start.
 type Spec struct {
 	Name      string // config key, used in logs and errors
-	Transport string // TransportStdio, TransportSSE or TransportHTTP
+	Transport string // TransportStdio, TransportSSE, TransportHTTP or TransportAuto
 
 	Command string
 	Args    []string

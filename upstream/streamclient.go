@@ -366,8 +366,18 @@ func checkStatus(resp *http.Response, sentSession bool) error {
 		return fmt.Errorf("%s: %w", resp.Status, mcp.ErrSessionMissing)
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippet))
-	return fmt.Errorf("%s: %q", resp.Status, snippet)
+	return &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: string(snippet)}
 }
+
+// StatusError is an HTTP status other than 2xx that an endpoint answered a
+// POST with, and the start of its body.
+type StatusError struct {
+	Code   int
+	Status string
+	Body   string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: %q", e.Status, e.Body) }
 
 // readPostJSON reads a JSON body answering req: one message, or a batch,
 // in which a server may send the call's notifications before its response.
