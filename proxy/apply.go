@@ -64,6 +64,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	} else {
 		p.log.SetLevel(hclog.Info)
 	}
+	p.streamable.SetIdleTimeout(c.SessionIdleTimeout())
 	inUse := p.publish(snap)
 	if len(hp.retired) > 0 {
 		p.retire(hp.retired, inUse, c.DrainTimeout())

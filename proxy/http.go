@@ -10,14 +10,13 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // routes is the downstream mux on listen.
 func (p *Proxy) routes() http.Handler {
 	r := mux.NewRouter()
-	streamable := streamhttp.New(p.openHTTP, p.authorize, p.log)
+	streamable := p.streamable
 	legacy := sse.New(p.openHTTPStream, p.authorize, p.log)
 	// Order: host check, then authentication (which picks the view), then
 	// the MCP transport.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,8 +74,12 @@ func (p *Proxy) methods() session.Methods {
 // openSession opens a session for a principal, in its view; out is the
 // session's own stream (nil: none yet).
 func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*session.Session, error) {
-	if p.serving.Load().views[pr.view] == nil {
+	cur := p.serving.Load()
+	if cur.views[pr.view] == nil {
 		return nil, fmt.Errorf("view %q: no such view", pr.view)
+	}
+	if err := p.held.take(pr, cur.snap.Config.SessionLimit()); err != nil {
+		return nil, err
 	}
 	ss := session.New(session.Options{
 		ID:           id,
@@ -91,10 +96,12 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		},
 		OnClose: func(ss *session.Session) {
 			p.sessions.Delete(ss)
-			v := p.serving.Load().views[pr.view]
-			for _, uri := range ss.Subscriptions() {
-				if e := v.ownerOf(uri); e != nil {
-					_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
+			p.held.give(pr)
+			if v := p.serving.Load().views[pr.view]; v != nil {
+				for _, uri := range ss.Subscriptions() {
+					if e := v.ownerOf(uri); e != nil {
+						_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
+					}
 				}
 			}
 			p.closeClients(func(k clientKey) bool { return k.ss == ss })
@@ -103,6 +110,40 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 	}, out)
 	p.sessions.Store(ss, pr.view)
 	return ss, nil
+}
+
+// sessionCounts counts the open sessions of each principal, to hold each
+// to maxSessions.
+type sessionCounts struct {
+	mu sync.Mutex
+	n  map[principal]int
+}
+
+// take counts one more session for pr, or refuses it at limit.
+func (c *sessionCounts) take(pr principal, limit int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[pr] >= limit {
+		who := "this token"
+		if pr.tokenID == "" {
+			who = "this endpoint"
+		}
+		return fmt.Errorf("%w: %s holds %d (maxSessions); end one with DELETE or let idle ones expire (sessionIdleTimeout)", session.ErrSessionLimit, who, c.n[pr])
+	}
+	if c.n == nil {
+		c.n = map[principal]int{}
+	}
+	c.n[pr]++
+	return nil
+}
+
+// give counts one session of pr less.
+func (c *sessionCounts) give(pr principal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[pr]--; c.n[pr] <= 0 {
+		delete(c.n, pr)
+	}
 }
 
 // openHTTP opens a session for an HTTP request (its principal is in the

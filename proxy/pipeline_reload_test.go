@@ -249,3 +249,49 @@ func TestPipelineAuth(t *testing.T) {
 		t.Error("a client without a token connected")
 	}
 }
+
+// TestPipelineSessionLimits pins maxSessions (one token, one endpoint:
+// the session over the limit gets 429 with the reason, another token is
+// not affected) and sessionIdleTimeout (an abandoned session ends and its
+// slot is free again); a reload changes both.
+func TestPipelineSessionLimits(t *testing.T) {
+	const tokenA, tokenB = "token-a-1b7e4c90", "token-b-52d0a6f3"
+	const reloadToken = "reload-token-9d3a"
+	config := func(maxSessions, idleMS int) string {
+		return pipelineConfig(nil, nil, map[string]any{
+			"auth":  map[string]any{"tokens": []string{tokenA, tokenB}},
+			"admin": map[string]any{"reloadToken": reloadToken}, "adminListen": "127.0.0.1:0", "listen": "127.0.0.1:0",
+			"maxSessions": maxSessions, "sessionIdleTimeout": idleMS,
+		})
+	}
+	tp := startProxy(t, config(2, 0), "http")
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	open := func(token string) (int, string, string) {
+		resp, body := rawPost(t, tp.addr, token, "", initialize)
+		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), body
+	}
+	for i := range 2 {
+		if code, id, body := open(tokenA); code != http.StatusOK || id == "" {
+			t.Fatalf("session %d of token A: %d %s", i+1, code, body)
+		}
+	}
+	code, _, body := open(tokenA)
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "maxSessions") {
+		t.Errorf("third session of token A: %d %q, want 429 naming maxSessions", code, body)
+	}
+	if code, _, body := open(tokenB); code != http.StatusOK {
+		t.Errorf("first session of token B: %d %s", code, body)
+	}
+
+	// With an idle timeout the abandoned sessions end and free their slots.
+	before := status(t, tp.admin)
+	writeConfig(t, tp.path, config(2, 200))
+	if code := postReload(t, tp.admin, reloadToken); code != http.StatusAccepted {
+		t.Fatalf("reload: %d", code)
+	}
+	waitStatus(t, tp.admin, "applied reload", func(st StatusReport) bool { return st.Gen > before.Gen })
+	waitStatus(t, tp.admin, "every abandoned session ended", func(st StatusReport) bool { return st.Views["default"].Sessions == 0 })
+	if code, _, body := open(tokenA); code != http.StatusOK {
+		t.Errorf("token A after its sessions expired: %d %s", code, body)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/sanitize"
@@ -75,6 +76,10 @@ type Proxy struct {
 	pubMu    sync.Mutex // serialises publishing; guards draining
 	draining []*served  // replaced generations still in use
 	sessions sync.Map   // every open downstream session -> its view id
+	held     sessionCounts
+	// streamable serves /mcp and /agents/{id}/mcp; it lives as long as the
+	// proxy so a reload can set its idle timeout.
+	streamable *streamhttp.Handler
 
 	mu      sync.Mutex // guards gen and handles during apply
 	gen     int64
@@ -174,6 +179,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
+	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
 	p.serving.Store(newServed(nil, map[string]*view{}))
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
@@ -258,6 +264,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	// Requests that outlive their POST (legacy SSE answers on its stream)
 	// get the same deadline; then every session ends.
 	p.closeSessions(sctx)
+	p.streamable.Close()
 	_ = srv.Close()
 	_ = adminSrv.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

@@ -32,6 +32,8 @@ const (
 	DefaultBreakerOpenMS    = 30000
 	DefaultBackoffInitialMS = 1000
 	DefaultBackoffMaxMS     = 30000
+	DefaultSessionIdleMS    = 1800000
+	DefaultMaxSessions      = 1000
 )
 
 // Config is the whole config file. JSON and YAML share this schema; unknown
@@ -58,6 +60,12 @@ type Config struct {
 	ShutdownTimeoutMS *int               `json:"shutdownTimeout,omitempty"`
 	DrainTimeoutMS    *int               `json:"drainTimeout,omitempty"`
 	AllowedHosts      []string           `json:"allowedHosts,omitempty"`
+	// SessionIdleTimeoutMS ends a streamable-HTTP session that had no
+	// request and no open stream for this long (0: never).
+	SessionIdleTimeoutMS *int `json:"sessionIdleTimeout,omitempty"`
+	// MaxSessions caps the open downstream sessions per token (per view
+	// without tokens).
+	MaxSessions *int `json:"maxSessions,omitempty"`
 }
 
 // Server is one entry of mcpServers (or an agent's mcp.servers).
@@ -289,6 +297,21 @@ func MergeServers(base, over map[string]*Server) map[string]*Server {
 // ShutdownTimeout is shutdownTimeout: how long calls in flight may finish
 // once a shutdown began.
 func (c *Config) ShutdownTimeout() time.Duration { return ms(c.ShutdownTimeoutMS, DefaultShutdownMS) }
+
+// SessionIdleTimeout is sessionIdleTimeout: how long a downstream session
+// may sit idle before it ends; 0: never.
+func (c *Config) SessionIdleTimeout() time.Duration {
+	return ms(c.SessionIdleTimeoutMS, DefaultSessionIdleMS)
+}
+
+// SessionLimit is maxSessions: the most downstream sessions one token (or
+// view, without tokens) may hold open at once.
+func (c *Config) SessionLimit() int {
+	if c.MaxSessions == nil {
+		return DefaultMaxSessions
+	}
+	return *c.MaxSessions
+}
 
 // DrainTimeout is drainTimeout: how long a removed or replaced server's
 // calls in flight may finish after a reload.

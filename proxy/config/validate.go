@@ -68,6 +68,12 @@ func (v *validator) settings(c *Config) {
 	v.limit("limits", c.Limits)
 	v.positiveMS("shutdownTimeout", c.ShutdownTimeoutMS)
 	v.positiveMS("drainTimeout", c.DrainTimeoutMS)
+	if ms := c.SessionIdleTimeoutMS; ms != nil && *ms < 0 {
+		v.add("sessionIdleTimeout", "must be 0 (sessions never expire) or a positive number of milliseconds")
+	}
+	if n := c.MaxSessions; n != nil && *n <= 0 {
+		v.add("maxSessions", "must be a positive number of sessions")
+	}
 	for i, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")

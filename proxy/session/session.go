@@ -229,6 +229,11 @@ var ErrNoStream = errors.New("session: no open stream for the message")
 // ErrClosed is returned once the session closed.
 var ErrClosed = errors.New("session: closed")
 
+// ErrSessionLimit refuses a new session because its client already holds
+// as many as it may; a transport answers it as "too many requests" with
+// the error's text.
+var ErrSessionLimit = errors.New("too many open sessions")
+
 // Notify sends a notification on the session's own stream.
 func (s *Session) Notify(ctx context.Context, method string, params any) error {
 	return s.notifyOn(ctx, s.stream(), method, params)

@@ -161,6 +161,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	// The stream takes writes once its headers and endpoint are out.
 	st := &stream{rc: http.NewResponseController(w)}
 	sess, err := h.open(r, id, st)
+	if errors.Is(err, session.ErrSessionLimit) {
+		h.log.Warn("downstream session refused", "error", err)
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
 	if err != nil {
 		h.log.Error("downstream session refused", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)

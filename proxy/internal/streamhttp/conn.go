@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,6 +28,23 @@ type conn struct {
 
 	mu         sync.Mutex
 	standalone *stream
+
+	used atomic.Int64 // when a request of the session last began or ended (unix ns)
+	busy atomic.Int32 // its requests and streams in progress
+}
+
+// touch notes activity on the session now.
+func (c *conn) touch() { c.used.Store(time.Now().UnixNano()) }
+
+// enter and leave bracket one request of the session: a session with a
+// request or stream in progress is never idle.
+func (c *conn) enter() { c.busy.Add(1); c.touch() }
+func (c *conn) leave() { c.touch(); c.busy.Add(-1) }
+
+// idleSince reports whether the session has had nothing in progress and no
+// activity since cutoff (unix ns).
+func (c *conn) idleSince(cutoff int64) bool {
+	return c.busy.Load() == 0 && c.used.Load() < cutoff
 }
 
 // stream is one hanging response: a POST's SSE stream or the GET stream.
@@ -45,6 +63,8 @@ var _ session.Stream = (*stream)(nil)
 // serve delivers one checked POST body to the session and, when it holds
 // calls, streams their answers back.
 func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
+	c.enter()
+	defer c.leave()
 	// The requests keep the values of the HTTP request (the principal),
 	// not its cancellation: a client that disconnects has not cancelled.
 	ctx := context.WithoutCancel(r.Context())
@@ -172,6 +192,8 @@ func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
 // get serves the standalone stream until the client goes away or the
 // session ends.
 func (c *conn) get(w http.ResponseWriter, r *http.Request) {
+	c.enter()
+	defer c.leave()
 	s := &stream{w: w, rc: http.NewResponseController(w)}
 	c.mu.Lock()
 	if c.standalone != nil {

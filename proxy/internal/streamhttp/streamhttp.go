@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,6 +60,11 @@ type Handler struct {
 	mu       sync.Mutex
 	sessions map[string]*conn
 	wg       sync.WaitGroup
+
+	idle    atomic.Int64  // idle timeout in ns; 0: sessions never expire
+	sweeper sync.Once     // starts the idle sweep with the first session
+	stop    chan struct{} // closed by Close: ends the sweep
+	closing sync.Once
 }
 
 // New returns a Handler that opens sessions with open and checks every
@@ -66,12 +73,18 @@ func New(open Opener, authorize Authorizer, log hclog.Logger) *Handler {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}}
+	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}, stop: make(chan struct{})}
 }
+
+// SetIdleTimeout makes a session that had no request and no open stream
+// for d end, as if its client had sent DELETE (0: never). It may change at
+// any time; it applies from the next sweep.
+func (h *Handler) SetIdleTimeout(d time.Duration) { h.idle.Store(int64(max(d, 0))) }
 
 // Close ends every open session and waits for their bookkeeping; safe to
 // call again and concurrently.
 func (h *Handler) Close() {
+	h.closing.Do(func() { close(h.stop) })
 	h.mu.Lock()
 	open := make([]*conn, 0, len(h.sessions))
 	for _, c := range h.sessions {
@@ -82,6 +95,39 @@ func (h *Handler) Close() {
 		c.sess.Close()
 	}
 	h.wg.Wait()
+}
+
+// sweep ends the sessions idle for longer than the idle timeout, until
+// Close. It looks every tenth of the timeout (at least every 100 ms, at
+// most every 30 s).
+func (h *Handler) sweep() {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	for {
+		idle := time.Duration(h.idle.Load())
+		t.Reset(min(max(idle/10, 100*time.Millisecond), 30*time.Second))
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		if idle = time.Duration(h.idle.Load()); idle == 0 {
+			continue
+		}
+		cutoff := time.Now().Add(-idle).UnixNano()
+		var expired []*conn
+		h.mu.Lock()
+		for _, c := range h.sessions {
+			if c.idleSince(cutoff) {
+				expired = append(expired, c)
+			}
+		}
+		h.mu.Unlock()
+		for _, c := range expired {
+			h.log.Info("downstream session expired", "session_id", c.id, "reason", "idle for "+idle.String())
+			c.sess.Close()
+		}
+	}
 }
 
 // Sessions counts the open sessions.
@@ -351,17 +397,24 @@ var (
 func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 	c := &conn{h: h, id: rand.Text()}
 	sess, err := h.opener(r, c.id)
+	if errors.Is(err, session.ErrSessionLimit) {
+		h.log.Warn("downstream session refused", "error", err)
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return nil
+	}
 	if err != nil {
 		h.log.Error("downstream session refused", "error", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
 		return nil
 	}
 	c.sess = sess
+	c.touch()
 	// What has no request stream goes to the standalone GET stream.
 	sess.SetStream(c)
 	h.mu.Lock()
 	h.sessions[c.id] = c
 	h.mu.Unlock()
+	h.sweeper.Do(func() { h.wg.Go(h.sweep) })
 	// Forgotten once it ends, however it ends.
 	h.wg.Go(func() {
 		<-sess.Done()

@@ -1152,3 +1152,45 @@ func checkGoroutines(tb testing.TB) {
 	tb.Helper()
 	testutil.CheckGoroutines(tb, 5*time.Second)
 }
+
+// TestIdleSessionsExpire: with an idle timeout, a session with no request
+// and no stream for that long ends (its ID is then unknown); one with an
+// open standalone stream, or that keeps sending requests, stays.
+func TestIdleSessionsExpire(t *testing.T) {
+	f := serve(t)
+	const idle = 300 * time.Millisecond
+	f.h.SetIdleTimeout(idle)
+	abandoned := initialize(t, f, nil)
+	listening := initialize(t, f, nil)
+	stream := get(t, f, listening, v25)
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", stream.Status)
+	}
+	defer stream.Body.Close()
+	active := initialize(t, f, nil)
+	start := time.Now()
+	for time.Since(start) < 4*idle {
+		status(t, post(t, f, active, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), http.StatusOK)
+		time.Sleep(idle / 4)
+	}
+	if !closed(f.session(t, abandoned)) {
+		t.Errorf("a session idle for %s is still open (timeout %s)", time.Since(start), idle)
+	}
+	status(t, post(t, f, abandoned, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), http.StatusNotFound)
+	if closed(f.session(t, listening)) {
+		t.Error("a session with an open stream expired")
+	}
+	if closed(f.session(t, active)) {
+		t.Error("a session that kept sending requests expired")
+	}
+	if n := f.h.Sessions(); n != 2 {
+		t.Errorf("%d sessions open, want the two in use", n)
+	}
+	// 0 turns expiry off again.
+	f.h.SetIdleTimeout(0)
+	stream.Body.Close()
+	time.Sleep(3 * idle)
+	if closed(f.session(t, listening)) {
+		t.Error("a session expired with the idle timeout off")
+	}
+}
