@@ -18,6 +18,10 @@ func (p *Proxy) routes() http.Handler {
 	r := mux.NewRouter()
 	streamable := p.streamable
 	legacy := sse.New(p.openHTTPStream, p.authorize, p.log)
+	// Like the listeners' header timeout, fixed for the process.
+	read := p.serving.Load().snap.Config.ReadTimeout()
+	streamable.SetBodyTimeout(read)
+	legacy.SetBodyTimeout(read)
 	// Order: host check, then authentication (which picks the view), then
 	// the MCP transport.
 	wrap := func(h http.Handler) http.Handler { return p.track(p.checkHost(p.authenticate(h))) }

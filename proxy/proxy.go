@@ -55,6 +55,10 @@ type Options struct {
 	Getenv func(string) string
 }
 
+// idleConnTimeout closes a keep-alive connection that carries no request
+// for this long, on both listeners.
+const idleConnTimeout = 2 * time.Minute
+
 // ConfigError is a config that does not parse or validate; the CLI exits 2.
 type ConfigError struct{ Err error }
 
@@ -235,8 +239,10 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 		ln.Close()
 		return fmt.Errorf("admin listen: %w", err)
 	}
-	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
-	adminSrv := &http.Server{Handler: admin.Handler(adminBackend{p}), ReadHeaderTimeout: 10 * time.Second}
+	read := p.serving.Load().snap.Config.ReadTimeout()
+	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
+		ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
+	adminSrv := &http.Server{Handler: admin.Handler(adminBackend{p}), ReadHeaderTimeout: read, ReadTimeout: read, IdleTimeout: idleConnTimeout}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- adminSrv.Serve(adm) }()

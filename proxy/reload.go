@@ -198,7 +198,7 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 }
 
 // fixedSettings refuses a reload that changes what only a start can apply:
-// the addresses switchboard listens on.
+// the addresses switchboard listens on and its listeners' read timeout.
 func fixedSettings(old, c *config.Config) error {
 	var changed []string
 	if orDefault(c.Listen, config.DefaultListen) != orDefault(old.Listen, config.DefaultListen) {
@@ -206,6 +206,9 @@ func fixedSettings(old, c *config.Config) error {
 	}
 	if orDefault(c.AdminListen, config.DefaultAdminListen) != orDefault(old.AdminListen, config.DefaultAdminListen) {
 		changed = append(changed, fmt.Sprintf("adminListen (%q → %q)", orDefault(old.AdminListen, config.DefaultAdminListen), orDefault(c.AdminListen, config.DefaultAdminListen)))
+	}
+	if old.ReadTimeout() != c.ReadTimeout() {
+		changed = append(changed, fmt.Sprintf("readTimeout (%d → %d ms)", old.ReadTimeout().Milliseconds(), c.ReadTimeout().Milliseconds()))
 	}
 	if len(changed) == 0 {
 		return nil

@@ -34,6 +34,7 @@ const (
 	DefaultBackoffMaxMS     = 30000
 	DefaultSessionIdleMS    = 1800000
 	DefaultMaxSessions      = 1000
+	DefaultReadTimeoutMS    = 30000
 )
 
 // Config is the whole config file. JSON and YAML share this schema; unknown
@@ -66,6 +67,9 @@ type Config struct {
 	// MaxSessions caps the open downstream sessions per token (per view
 	// without tokens).
 	MaxSessions *int `json:"maxSessions,omitempty"`
+	// ReadTimeoutMS bounds how long a downstream request's headers, and
+	// then its body, may take to arrive.
+	ReadTimeoutMS *int `json:"readTimeout,omitempty"`
 }
 
 // Server is one entry of mcpServers (or an agent's mcp.servers).
@@ -303,6 +307,10 @@ func (c *Config) ShutdownTimeout() time.Duration { return ms(c.ShutdownTimeoutMS
 func (c *Config) SessionIdleTimeout() time.Duration {
 	return ms(c.SessionIdleTimeoutMS, DefaultSessionIdleMS)
 }
+
+// ReadTimeout is readTimeout: how long a downstream request's headers,
+// and then its body, may take to arrive.
+func (c *Config) ReadTimeout() time.Duration { return ms(c.ReadTimeoutMS, DefaultReadTimeoutMS) }
 
 // SessionLimit is maxSessions: the most downstream sessions one token (or
 // view, without tokens) may hold open at once.

@@ -68,6 +68,7 @@ func (v *validator) settings(c *Config) {
 	v.limit("limits", c.Limits)
 	v.positiveMS("shutdownTimeout", c.ShutdownTimeoutMS)
 	v.positiveMS("drainTimeout", c.DrainTimeoutMS)
+	v.positiveMS("readTimeout", c.ReadTimeoutMS)
 	if ms := c.SessionIdleTimeoutMS; ms != nil && *ms < 0 {
 		v.add("sessionIdleTimeout", "must be 0 (sessions never expire) or a positive number of milliseconds")
 	}

@@ -5,16 +5,17 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -44,7 +45,13 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*conn
+
+	bodyTimeout atomic.Int64 // ns a POST body may take to arrive; 0: no limit
 }
+
+// SetBodyTimeout bounds how long a POST's body may take to arrive (0: no
+// bound); a client slower than that loses its connection.
+func (h *Handler) SetBodyTimeout(d time.Duration) { h.bodyTimeout.Store(int64(max(d, 0))) }
 
 // conn is one open session and its stream.
 type conn struct {
@@ -118,7 +125,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session belongs to another principal", http.StatusForbidden)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := reqbody.Read(w, r, MaxBodyBytes, time.Duration(h.bodyTimeout.Load()))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
@@ -61,10 +61,11 @@ type Handler struct {
 	sessions map[string]*conn
 	wg       sync.WaitGroup
 
-	idle    atomic.Int64  // idle timeout in ns; 0: sessions never expire
-	sweeper sync.Once     // starts the idle sweep with the first session
-	stop    chan struct{} // closed by Close: ends the sweep
-	closing sync.Once
+	idle        atomic.Int64  // idle timeout in ns; 0: sessions never expire
+	bodyTimeout atomic.Int64  // ns a POST body may take to arrive; 0: no limit
+	sweeper     sync.Once     // starts the idle sweep with the first session
+	stop        chan struct{} // closed by Close: ends the sweep
+	closing     sync.Once
 }
 
 // New returns a Handler that opens sessions with open and checks every
@@ -75,6 +76,10 @@ func New(open Opener, authorize Authorizer, log hclog.Logger) *Handler {
 	}
 	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}, stop: make(chan struct{})}
 }
+
+// SetBodyTimeout bounds how long a POST's body may take to arrive (0: no
+// bound); a client slower than that loses its connection.
+func (h *Handler) SetBodyTimeout(d time.Duration) { h.bodyTimeout.Store(int64(max(d, 0))) }
 
 // SetIdleTimeout makes a session that had no request and no open stream
 // for d end, as if its client had sent DELETE (0: never). It may change at
@@ -231,7 +236,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
 		return
 	}
-	body, err := readBody(w, r)
+	body, err := reqbody.Read(w, r, MaxBodyBytes, time.Duration(h.bodyTimeout.Load()))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -268,20 +273,6 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if fresh && !c.sess.Initialized() {
 		c.sess.Close()
 	}
-}
-
-// readBody reads the body, bounded by MaxBodyBytes, in one allocation when
-// the length is known.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(body, buf); err != nil {
-			return nil, err
-		}
-		return buf, nil
-	}
-	return io.ReadAll(body)
 }
 
 // check decodes and vets a POST body; on refusal it has written the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -1193,4 +1194,54 @@ func TestIdleSessionsExpire(t *testing.T) {
 	if closed(f.session(t, listening)) {
 		t.Error("a session expired with the idle timeout off")
 	}
+}
+
+// TestSlowBodyCut: a client that sends its headers and then its body too
+// slowly loses the connection once the body timeout passes; a session's
+// stream that stays open longer than that is not cut by it.
+func TestSlowBodyCut(t *testing.T) {
+	f := serve(t)
+	const timeout = 300 * time.Millisecond
+	f.h.SetBodyTimeout(timeout)
+	id := initialize(t, f, nil)
+	stream := get(t, f, id, v25)
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %s", stream.Status)
+	}
+	defer stream.Body.Close()
+
+	const slow = 20
+	conns := make([]net.Conn, slow)
+	for i := range conns {
+		c, err := net.Dial("tcp", f.ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 200\r\n\r\n{\"jsonrpc\":", f.ts.Listener.Addr())
+		conns[i] = c
+	}
+	start := time.Now()
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		// The server answers the cut body (400) and closes, or just closes.
+		if _, err := io.ReadAll(c); err != nil {
+			t.Errorf("connection %d: %v, want it closed by the server", i, err)
+		}
+	}
+	if d := time.Since(start); d > timeout+2*time.Second {
+		t.Errorf("slow bodies held for %s (timeout %s)", d, timeout)
+	}
+	// The standalone stream outlived the body timeout and still works.
+	time.Sleep(2 * timeout)
+	if err := notifyUntilDelivered(f.session(t, id), "notifications/tools/list_changed"); err != nil {
+		t.Fatalf("the GET stream after the body timeout: %v", err)
+	}
+	lines := bufio.NewScanner(stream.Body)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), "notifications/tools/list_changed") {
+			return
+		}
+	}
+	t.Fatalf("the GET stream ended before the notification: %v", lines.Err())
 }
