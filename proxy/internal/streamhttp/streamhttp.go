@@ -19,8 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
 
-	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
