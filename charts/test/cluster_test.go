@@ -28,11 +28,14 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/kube"
 	"helm.sh/helm/v3/pkg/release"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -307,8 +310,9 @@ func (c *cluster) createNamespace(t testing.TB, name string) {
 
 // dryRun creates every object of a manifest with a server-side dry run and
 // strict field validation: the apiserver's own validation of each object,
-// and an error for any unknown or duplicated field.
-func (c *cluster) dryRun(t testing.TB, manifest string) {
+// and an error for any unknown or duplicated field. It returns the
+// Deployments as the apiserver would store them (defaults filled in).
+func (c *cluster) dryRun(t testing.TB, manifest string) []*appsv1.Deployment {
 	t.Helper()
 	objs, err := decodeManifests(manifest)
 	if err != nil {
@@ -317,6 +321,7 @@ func (c *cluster) dryRun(t testing.TB, manifest string) {
 	if len(objs) == 0 {
 		t.Fatalf("nothing to create")
 	}
+	var deployments []*appsv1.Deployment
 	for _, o := range objs {
 		var u unstructured.Unstructured
 		if err := yaml.Unmarshal([]byte(o.YAML), &u.Object); err != nil {
@@ -336,11 +341,20 @@ func (c *cluster) dryRun(t testing.TB, manifest string) {
 			}
 			ri = c.dynamic.Resource(m.Resource).Namespace(ns)
 		}
-		_, err = ri.Create(context.Background(), &u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+		got, err := ri.Create(context.Background(), &u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
 		if err != nil {
 			t.Errorf("%s %s/%s: server-side dry run: %v", o.Source, o.Kind, o.Name, err)
+			continue
+		}
+		if gvk.Kind == "Deployment" {
+			d := new(appsv1.Deployment)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(got.Object, d); err != nil {
+				t.Fatalf("%s: %v", o.Name, err)
+			}
+			deployments = append(deployments, d)
 		}
 	}
+	return deployments
 }
 
 // install installs a chart with the helm Go packages, storing the release
@@ -410,6 +424,48 @@ func TestCluster(t *testing.T) {
 			`{adminListenHost: "[::]", listenHost: 0.0.0.0, existingConfigMap: mine, rollOnConfigChange: true}`,
 		} {
 			c.dryRun(t, render(t, parseValues(t, vals)).Manifest)
+		}
+	})
+
+	// The Kustomize component on a plain Deployment: the apiserver accepts
+	// the result strictly, and stores the app's container exactly as it
+	// stores it without the component.
+	t.Run("kustomize", func(t *testing.T) {
+		base := c.dryRun(t, kustomize(t, filepath.Join(kustomizeDir, "base")).Manifest)
+		withSidecar := c.dryRun(t, kustomize(t, filepath.Join(kustomizeDir, "overlay")).Manifest)
+		if len(base) != 1 || len(withSidecar) != 1 {
+			t.Fatalf("Deployments: %d in base, %d in the overlay", len(base), len(withSidecar))
+		}
+		spec := &withSidecar[0].Spec.Template.Spec
+		if got := containerNames(spec.Containers); strings.Join(got, ",") != "orders,switchboard" {
+			t.Fatalf("stored containers %v", got)
+		}
+		if !equality.Semantic.DeepEqual(spec.Containers[0], base[0].Spec.Template.Spec.Containers[0]) {
+			t.Errorf("the app's stored container differs with the component:\n got %+v\nwant %+v", spec.Containers[0], base[0].Spec.Template.Spec.Containers[0])
+		}
+		sb := &spec.Containers[1]
+		if sb.ReadinessProbe == nil || sb.ReadinessProbe.HTTPGet.Path != "/readyz" || sb.LivenessProbe == nil || sb.StartupProbe == nil {
+			t.Errorf("stored switchboard probes: %+v %+v %+v", sb.StartupProbe, sb.LivenessProbe, sb.ReadinessProbe)
+		}
+		for _, v := range []string{"cache", "switchboard-config", "switchboard-tmp", "switchboard-home"} {
+			if volume(spec, v) == nil {
+				t.Errorf("stored pod has no volume %s", v)
+			}
+		}
+	})
+
+	// The chart fed with a user's mcpServers file (-f, with helm's default
+	// Kubernetes version) and with a whole config file (--set-file).
+	t.Run("values-files", func(t *testing.T) {
+		yamlFile := absPath(t, filepath.Join(serversDir, "servers.yaml"))
+		jsonFile := absPath(t, filepath.Join(serversDir, "servers.json"))
+		for _, args := range [][]string{
+			{"-f", yamlFile},
+			{"-f", yamlFile, "--kube-version", kubeVersion.Version},
+			{"--set-file", "config=" + jsonFile, "--kube-version", kubeVersion.Version},
+			{"--set-file", "config=" + jsonFile, "-f", yamlFile, "--set", "mode=gateway", "--kube-version", kubeVersion.Version},
+		} {
+			c.dryRun(t, helmTemplate(t, args...).Manifest)
 		}
 	})
 

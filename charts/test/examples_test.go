@@ -61,7 +61,9 @@ func validate(t testing.TB, path string) (int, string) {
 }
 
 // exampleConfigFiles lists the switchboard config files of examples/: every
-// JSON and YAML file except Helm values and the embed chart's files.
+// JSON and YAML file except Helm values, the embed chart's files and the
+// Kubernetes manifests of k8s/kustomize (its configs are checked by
+// TestKustomizeComponent, from what the build puts in the ConfigMap).
 func exampleConfigFiles(t testing.TB) []string {
 	t.Helper()
 	var out []string
@@ -70,7 +72,7 @@ func exampleConfigFiles(t testing.TB) []string {
 			return err
 		}
 		if d.IsDir() {
-			if d.Name() == "embed-chart" || d.Name() == "testdata" || d.Name() == "node_modules" {
+			if d.Name() == "embed-chart" || d.Name() == "testdata" || d.Name() == "node_modules" || d.Name() == "kustomize" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -138,7 +140,7 @@ func TestValidateRejects(t *testing.T) {
 
 // TestExampleReadmes: every example has a README with the four sections.
 func TestExampleReadmes(t *testing.T) {
-	for _, dir := range []string{"claude-desktop", "multi-agent", "vault", "k8s/sidecar", "k8s/gateway", "k8s/embed-chart"} {
+	for _, dir := range []string{"claude-desktop", "multi-agent", "vault", "k8s/sidecar", "k8s/gateway", "k8s/embed-chart", "k8s/servers", "k8s/kustomize"} {
 		b, err := os.ReadFile(filepath.Join(examplesDir, dir, "README.md"))
 		if err != nil {
 			t.Errorf("%s: %v", dir, err)

@@ -86,6 +86,11 @@ func parseValues(t testing.TB, s string) map[string]any {
 // without a cluster (schema validation included). It returns the error of
 // the render instead of failing, so tests can assert on rejected values.
 func renderChart(ch *chart.Chart, vals map[string]any) (*rendered, error) {
+	return renderChartAt(ch, vals, kubeVersion)
+}
+
+// renderChartAt is renderChart for the cluster version kv.
+func renderChartAt(ch *chart.Chart, vals map[string]any, kv *chartutil.KubeVersion) (*rendered, error) {
 	cfg := &action.Configuration{
 		Releases: storage.Init(driver.NewMemory()),
 		Log:      func(string, ...any) {},
@@ -95,7 +100,7 @@ func renderChart(ch *chart.Chart, vals map[string]any) (*rendered, error) {
 	inst.DryRun = true
 	inst.ReleaseName = releaseName
 	inst.Namespace = namespace
-	inst.KubeVersion = kubeVersion
+	inst.KubeVersion = kv
 	rel, err := inst.Run(ch, vals)
 	if err != nil {
 		return nil, err

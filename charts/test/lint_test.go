@@ -137,7 +137,7 @@ func TestHelmEmbedChart(t *testing.T) {
 	if out, err := helm(t, dir, "lint", "--strict", "."); err != nil {
 		t.Errorf("helm lint: %v\n%s", err, out)
 	}
-	out, err := helm(t, dir, "template", releaseName, ".", "-n", namespace)
+	out, err := helm(t, dir, "template", releaseName, ".", "-n", namespace, "--kube-version", kubeVersion.Version)
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}
@@ -147,4 +147,18 @@ func TestHelmEmbedChart(t *testing.T) {
 	}
 	r := &rendered{Manifest: out, Objects: objs}
 	checkPod(t, &deployment(t, r).Spec.Template.Spec, podWant{mode: "embedded", app: "orders"})
+}
+
+// TestHelmTemplatePlain: a plain `helm template` (no values, no
+// --kube-version) renders: the chart's kubeVersion constraint accepts the
+// default version helm assumes (v1.20.0 in a helm built from source).
+func TestHelmTemplatePlain(t *testing.T) {
+	abs, _ := filepath.Abs(chartDir)
+	out, err := helm(t, "", "template", abs)
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	if _, err := decodeManifests(out); err != nil {
+		t.Fatal(err)
+	}
 }

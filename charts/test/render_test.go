@@ -579,3 +579,28 @@ func TestProbesOff(t *testing.T) {
 		t.Errorf("probes = startup %v readiness %v liveness %v", sb.StartupProbe, sb.ReadinessProbe, sb.LivenessProbe)
 	}
 }
+
+// TestSidecarKeepsAppName: in sidecar mode the Deployment is named after the
+// release (<release>-switchboard); fullnameOverride keeps the app's own
+// Deployment name, and podLabels keep the app's existing Service selecting
+// its pods (docs/kubernetes.md).
+func TestSidecarKeepsAppName(t *testing.T) {
+	r := render(t, parseValues(t, `
+fullnameOverride: orders
+podLabels: {app: orders}
+app: {name: orders, image: {repository: acme/orders-agent}, ports: [{name: http, containerPort: 8080}]}
+`))
+	d := deployment(t, r)
+	if d.Name != "orders" {
+		t.Errorf("Deployment %s, want orders", d.Name)
+	}
+	if d.Spec.Template.Labels["app"] != "orders" {
+		t.Errorf("pod labels %v lack app=orders", d.Spec.Template.Labels)
+	}
+	if got := containerNames(d.Spec.Template.Spec.Containers); strings.Join(got, ",") != "orders,switchboard" {
+		t.Errorf("containers %v", got)
+	}
+	if svc := one[*corev1.Service](t, r, "Service"); svc.Name != "orders" {
+		t.Errorf("Service %s, want orders", svc.Name)
+	}
+}

@@ -114,10 +114,39 @@ true
 {{- printf "http://%s:%d/mcp" $host (int .values.ports.mcp) -}}
 {{- end -}}
 
+{{/* The config as the chart reads it, as YAML: config (a map, or a whole
+JSON or YAML file as a string, from --set-file config=servers.json), with
+the servers of a top-level mcpServers value (helm -f servers.yaml, a plain
+mcpServers file) added; a server named in both is the top-level one. */}}
+{{- define "switchboard.config" -}}
+{{- $cfg := .values.config | default dict -}}
+{{- if kindIs "string" $cfg -}}
+{{- $text := trim $cfg -}}
+{{- if hasPrefix "{" $text -}}
+{{- $cfg = fromJson $text -}}
+{{- else -}}
+{{- $cfg = fromYaml $text -}}
+{{- end -}}
+{{- if hasKey $cfg "Error" -}}
+{{- fail (printf "config: a string config (--set-file config=FILE) must be a whole switchboard config file, a JSON or YAML object such as {\"mcpServers\": {...}}; it does not parse as one: %s" (get $cfg "Error")) -}}
+{{- end -}}
+{{- else -}}
+{{- $cfg = deepCopy $cfg -}}
+{{- end -}}
+{{- with .values.mcpServers -}}
+{{- $servers := deepCopy ($cfg.mcpServers | default dict) -}}
+{{- range $name, $server := . -}}
+{{- $_ := set $servers $name $server -}}
+{{- end -}}
+{{- $_ := set $cfg "mcpServers" $servers -}}
+{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
 {{/* The config file as YAML. Gateway mode adds allowedHosts (DNS
 rebinding protection) unless the config sets them. */}}
 {{- define "switchboard.configYAML" -}}
-{{- $cfg := deepCopy (.values.config | default dict) -}}
+{{- $cfg := include "switchboard.config" . | fromYaml -}}
 {{- if and (eq (include "switchboard.mode" .) "gateway") (not (hasKey $cfg "allowedHosts")) -}}
 {{- $svc := include "switchboard.fullname" . -}}
 {{- $ns := .root.Release.Namespace -}}
@@ -152,8 +181,9 @@ rollOnConfigChange is on. Renders a YAML map or nothing. */}}
 {{/* The shutdown timeout of the config in whole seconds, rounded up. */}}
 {{- define "switchboard.shutdownSeconds" -}}
 {{- $ms := 10000 -}}
-{{- if and .values.config (hasKey .values.config "shutdownTimeout") -}}
-{{- $ms = int .values.config.shutdownTimeout -}}
+{{- $cfg := include "switchboard.config" . | fromYaml -}}
+{{- if hasKey $cfg "shutdownTimeout" -}}
+{{- $ms = int $cfg.shutdownTimeout -}}
 {{- end -}}
 {{- div (add $ms 999) 1000 -}}
 {{- end -}}
@@ -163,5 +193,15 @@ rollOnConfigChange is on. Renders a YAML map or nothing. */}}
 {{- max 30 (add (int .values.preStopSleepSeconds) (int (include "switchboard.shutdownSeconds" .)) 5) -}}
 {{- else -}}
 {{- int .values.terminationGracePeriodSeconds -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" or nothing: whether the switchboard container gets the preStop
+sleep. The sleep action needs Kubernetes 1.30+ (.Capabilities: the
+cluster's version, or --kube-version with helm template); below that the
+hook is left out rather than rejected by the apiserver. */}}
+{{- define "switchboard.preStopSleep" -}}
+{{- if and (gt (int .values.preStopSleepSeconds) 0) (semverCompare ">=1.30.0-0" .root.Capabilities.KubeVersion.Version) -}}
+true
 {{- end -}}
 {{- end -}}

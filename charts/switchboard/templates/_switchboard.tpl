@@ -133,7 +133,7 @@ existingConfigMap is set).
     failureThreshold: {{ int .failureThreshold }}
   {{- end }}
   {{- end }}
-  {{- if gt (int $v.preStopSleepSeconds) 0 }}
+  {{- if include "switchboard.preStopSleep" . }}
   lifecycle:
     preStop:
       sleep:
