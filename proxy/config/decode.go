@@ -3,7 +3,6 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -12,17 +11,10 @@ import (
 	"strings"
 )
 
-// decodeStrict fills dst (a pointer to a struct) from a generic JSON value,
-// reporting every problem at once: unknown fields, wrong types and
-// out-of-range numbers, each with its field path. encoding/json stops at the
-// first error and gives no path, which is not good enough for operators.
-func decodeStrict(src any, dst any) error {
-	var errs []error
-	d := decoder{errs: &errs}
-	d.value("", src, reflect.ValueOf(dst).Elem())
-	return errors.Join(errs...)
-}
-
+// decoder fills a value from a generic JSON value, reporting every
+// problem at once: unknown fields, wrong types and out-of-range numbers,
+// each with its field path. encoding/json stops at the first error and
+// gives no path, which is not good enough for operators.
 type decoder struct{ errs *[]error }
 
 func (d decoder) fail(path, format string, args ...any) {

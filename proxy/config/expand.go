@@ -151,7 +151,8 @@ func (x *expander) server(path string, s *Server, notes *Notes) []error {
 		field(joinKey(path+".headers", k), &v, false)
 		s.Headers[k] = v
 	}
-	if s.EnvFile != "" {
+	if s.EnvFile != "" && s.EffectiveTransport() == "stdio" {
+		// Validate refuses it on any other transport.
 		p := path + ".envFile"
 		f := s.EnvFile
 		field(p, &f, true)
