@@ -53,28 +53,7 @@ func parseTemplate(value string) ([]segment, error) {
 			lit.Reset()
 		}
 	}
-	for i := 0; i < len(value); {
-		if strings.HasPrefix(value[i:], "$${") {
-			lit.WriteString("${")
-			i += 3
-			continue
-		}
-		if !strings.HasPrefix(value[i:], "${") {
-			j := strings.IndexByte(value[i+1:], '$')
-			if j < 0 {
-				lit.WriteString(value[i:])
-				break
-			}
-			lit.WriteString(value[i : i+1+j])
-			i += 1 + j
-			continue
-		}
-		end := strings.IndexByte(value[i+2:], '}')
-		if end < 0 {
-			errs = append(errs, fmt.Errorf("offset %d: unterminated \"${\" (write \"$${\" for a literal \"${\")", i))
-			break
-		}
-		inner := value[i+2 : i+2+end]
+	scanTemplate(value, func(text, _ string) { lit.WriteString(text) }, func(i int, inner string) {
 		switch {
 		case strings.HasPrefix(inner, Scheme):
 			r, err := ParseRef(inner)
@@ -92,14 +71,87 @@ func parseTemplate(value string) ([]segment, error) {
 		default:
 			errs = append(errs, fmt.Errorf("offset %d: %s is neither ${secret://…} nor ${NAME} with NAME an environment variable name", i, showRef("${"+truncate(inner, 64)+"}")))
 		}
-		i += 2 + end + 1
-	}
+	}, func(i int) {
+		errs = append(errs, fmt.Errorf("offset %d: unterminated \"${\" (write \"$${\" for a literal \"${\")", i))
+	})
 	flush()
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return segs, nil
 }
+
+// scanTemplate walks a value that is not a whole-value reference. It calls
+// literal with each piece of literal text (text is its meaning, raw is how
+// it is written: "$${" means "${"), interp with the offset and inner text
+// of each "${…}" (it ends at the first "}"), and unterminated for a "${"
+// without a "}", after which the scan stops. It is the one scanner of the
+// template syntax: parseTemplate and Rewrite both use it.
+func scanTemplate(value string, literal func(text, raw string), interp func(off int, inner string), unterminated func(off int)) {
+	for i := 0; i < len(value); {
+		if strings.HasPrefix(value[i:], "$${") {
+			literal("${", "$${")
+			i += 3
+			continue
+		}
+		if !strings.HasPrefix(value[i:], "${") {
+			j := strings.IndexByte(value[i+1:], '$')
+			if j < 0 {
+				literal(value[i:], value[i:])
+				return
+			}
+			literal(value[i:i+1+j], value[i:i+1+j])
+			i += 1 + j
+			continue
+		}
+		end := strings.IndexByte(value[i+2:], '}')
+		if end < 0 {
+			unterminated(i)
+			return
+		}
+		interp(i, value[i+2:i+2+end])
+		i += 2 + end + 1
+	}
+}
+
+// Rewrite returns value with every "${…}" that is not a ${secret://…}
+// reference replaced by what fn returns for its inner text (for "${NAME}",
+// "NAME"). Literal text, "$${" escapes and secret references are kept as
+// written, and a whole-value secret:// reference is returned unchanged, so
+// the result is template text again; fn must return template text too
+// (Escape a literal). It lets a config loader turn other clients'
+// interpolations (${env:NAME}, ${NAME:-default}) into this syntax with the
+// same scanner that parses it. fn's errors are joined; an unterminated "${"
+// is left for Check to report.
+func Rewrite(value string, fn func(inner string) (string, error)) (string, error) {
+	if strings.HasPrefix(value, Scheme) {
+		return value, nil
+	}
+	var (
+		b    strings.Builder
+		errs []error
+	)
+	scanTemplate(value, func(_, raw string) { b.WriteString(raw) }, func(_ int, inner string) {
+		if strings.HasPrefix(inner, Scheme) {
+			b.WriteString("${" + inner + "}")
+			return
+		}
+		r, err := fn(inner)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		b.WriteString(r)
+	}, func(off int) { b.WriteString(value[off:]) })
+	if len(errs) > 0 {
+		return "", errors.Join(errs...)
+	}
+	return b.String(), nil
+}
+
+// Escape returns literal text as template text: every "${" becomes "$${",
+// so that nothing in it is read as a reference.
+func Escape(literal string) string { return strings.ReplaceAll(literal, "${", "$${") }
 
 // Check validates every reference in a config value (a whole-value
 // reference, ${secret://…} and ${NAME} interpolations, $${ escapes) without

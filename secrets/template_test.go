@@ -171,3 +171,33 @@ func TestNotFoundIs(t *testing.T) {
 		t.Fatalf("err = %#v, want *ResolveError for secret://env/X", err)
 	}
 }
+
+func TestRewrite(t *testing.T) {
+	up := func(inner string) (string, error) {
+		if inner == "bad" {
+			return "", errors.New("bad variable")
+		}
+		return "${" + strings.ToUpper(inner) + "}", nil
+	}
+	for _, tt := range []struct{ in, want, wantErr string }{
+		{in: "plain", want: "plain"},
+		{in: "a ${x} b $${y} ${secret://env/Z} $", want: "a ${X} b $${y} ${secret://env/Z} $"},
+		{in: "secret://env/${x}", want: "secret://env/${x}"},
+		{in: "${x", want: "${x"},
+		{in: "${bad} ${x}", wantErr: "bad variable"},
+	} {
+		got, err := secrets.Rewrite(tt.in, up)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Rewrite(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Rewrite(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	if got := secrets.Escape("a${b}"); got != "a$${b}" {
+		t.Errorf("Escape = %q", got)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -70,6 +72,16 @@ type Config struct {
 	// ReadTimeoutMS bounds how long a downstream request's headers, and
 	// then its body, may take to arrive.
 	ReadTimeoutMS *int `json:"readTimeout,omitempty"`
+
+	// Notes is what loading the file decided that is not an error: keys
+	// of another client it skipped, values it read in another client's
+	// unit, variables that are not set. It is not part of the schema, the
+	// canonical JSON or the digest.
+	Notes Notes `json:"-"`
+
+	// serversKey is the key the servers came from: "servers" for VS Code's
+	// files, else "" (mcpServers). Validate names paths after it.
+	serversKey string
 }
 
 // Server is one entry of mcpServers (or an agent's mcp.servers).
@@ -82,6 +94,7 @@ type Server struct {
 	Args           []string          `json:"args,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
 	Cwd            string            `json:"cwd,omitempty"`
+	EnvFile        string            `json:"envFile,omitempty"` // Cursor's and VS Code's KEY=VALUE file; Load reads it into env and clears it
 	URL            string            `json:"url,omitempty"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	TimeoutMS      *int              `json:"timeout,omitempty"`     // to connect and initialize
@@ -102,6 +115,10 @@ type Server struct {
 	Wrap           *bool             `json:"wrap,omitempty"`
 	Breaker        *Breaker          `json:"breaker,omitempty"`
 	RestartBackoff *Backoff          `json:"restartBackoff,omitempty"`
+
+	// urlKey is the key the URL came from when it is not "url"
+	// (Windsurf's "serverUrl"), for error paths.
+	urlKey string
 }
 
 // Backoff tunes the delay between restart attempts: initialMs, doubled at
@@ -178,41 +195,128 @@ type Audit struct {
 	Arguments bool   `json:"arguments,omitempty"`
 }
 
-// Parse reads a JSON or YAML config. It reports every schema problem at once,
-// each with its field path; it does not run the semantic checks of Validate.
+var configType = reflect.TypeFor[Config]()
+
+// Parse reads a JSON (comments and trailing commas allowed, as in VS Code's
+// files) or YAML config. It accepts the files other MCP clients write
+// (docs/client-configs.md): their own keys are skipped and listed in
+// Notes. It reports every problem at once, each with its field path; when
+// the schema has problems, the semantic checks of Validate run on what did
+// decode, so one unknown field hides nothing else. It reads nothing but
+// data: the parts of a file that refer to its surroundings (envFile,
+// ${workspaceFolder}, variables) are Load's.
 func Parse(data []byte) (*Config, error) {
+	c, derr, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, withValidation(c, derr)
+	}
+	return c, nil
+}
+
+// parse decodes data. err is a problem with the document as a whole (no
+// config at all); derr holds the schema problems of a config that decoded
+// in part, which c then holds.
+func parse(data []byte) (c *Config, derr, err error) {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
-		return nil, errors.New("config is empty")
+		return nil, nil, errors.New("config is empty")
 	}
 	js := trimmed
-	if trimmed[0] != '{' {
-		var err error
+	if trimmed[0] == '{' {
+		js = stripJSONC(trimmed)
+	} else {
 		js, err = yaml.YAMLToJSON(data)
 		if err != nil {
-			return nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)
+			return nil, nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	var raw any
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("config: %w", jsonSyntaxError(js, err))
+		return nil, nil, fmt.Errorf("config: %w", jsonSyntaxError(js, err))
 	}
 	if dec.More() {
-		return nil, errors.New("config: unexpected data after the top-level object")
+		return nil, nil, errors.New("config: unexpected data after the top-level object")
 	}
 	if raw == nil {
-		return nil, errors.New("config is null")
+		return nil, nil, errors.New("config is null")
 	}
-	if _, ok := raw.(map[string]any); !ok {
-		return nil, fmt.Errorf("config: want an object at the top level, got %s", kindName(raw))
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("config: want an object at the top level, got %s", kindName(raw))
 	}
-	var c Config
-	if err := decodeStrict(raw, &c); err != nil {
-		return nil, err
+	c = &Config{}
+	var errs []error
+	d := decoder{errs: &errs}
+	sh := clientPass(m, &c.Notes, d.fail)
+	servers, hasServers := m["mcpServers"]
+	if sh.serversKey != "" {
+		delete(m, "mcpServers")
 	}
-	return &c, nil
+	d.value("", m, reflect.ValueOf(c).Elem())
+	if sh.serversKey != "" && hasServers {
+		c.serversKey = sh.serversKey
+		d.value(sh.serversKey, servers, reflect.ValueOf(&c.MCPServers).Elem())
+	}
+	for k, key := range sh.urlKeys {
+		if s := c.MCPServers[k]; s != nil {
+			s.urlKey = key
+		}
+	}
+	sh.timeouts(c, &c.Notes)
+	c.Notes.sort()
+	return c, errors.Join(errs...), nil
+}
+
+// withValidation joins the schema problems derr with what Validate finds
+// in the part of c that decoded, leaving out findings at or under a path
+// that failed to decode (they would repeat the same problem).
+func withValidation(c *Config, derr error) error {
+	verr := c.Validate()
+	if verr == nil {
+		return derr
+	}
+	var bad []string
+	for _, e := range unjoin(derr) {
+		var fe *FieldError
+		if errors.As(e, &fe) {
+			bad = append(bad, fe.Path)
+		}
+	}
+	out := unjoin(derr)
+	for _, e := range unjoin(verr) {
+		var fe *FieldError
+		if errors.As(e, &fe) && under(fe.Path, bad) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// under reports whether path is one of paths or inside one of them.
+func under(path string, paths []string) bool {
+	for _, p := range paths {
+		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// unjoin lists the errors errors.Join put together, or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // jsonSyntaxError adds the line and column to a syntax error.
@@ -333,11 +437,20 @@ func (s *Server) ConnectTimeout() time.Duration { return ms(s.TimeoutMS, Default
 func (s *Server) ToolTimeout() time.Duration { return ms(s.ToolTimeoutMS, DefaultToolTimeoutMS) }
 
 // EffectiveTransport is the normalised transport ("stdio", "sse" or
-// "http"): transport or type, else stdio when a command is set and http
-// otherwise. It is "" for a value Validate rejects.
+// "http"): transport or type, else stdio when a command is set, else http
+// when a url is. It is "" for a value Validate rejects.
 func (s *Server) EffectiveTransport() string {
 	t, _ := s.transport()
 	return t
+}
+
+// TransportUnset reports whether the server names no transport (neither
+// transport nor type) and is reached by its url, as Cursor and Windsurf
+// entries are. EffectiveTransport is then "http"; like those clients, the
+// upstream may fall back to SSE when streamable HTTP is refused (see
+// docs/client-configs.md).
+func (s *Server) TransportUnset() bool {
+	return s.Transport == "" && s.Type == "" && strings.TrimSpace(s.Command) == "" && s.URL != ""
 }
 
 // IsEnabled reports whether the server runs: enabled, else not disabled,

@@ -1,8 +1,8 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -11,17 +11,10 @@ import (
 	"strings"
 )
 
-// decodeStrict fills dst (a pointer to a struct) from a generic JSON value,
-// reporting every problem at once: unknown fields, wrong types and
-// out-of-range numbers, each with its field path. encoding/json stops at the
-// first error and gives no path, which is not good enough for operators.
-func decodeStrict(src any, dst any) error {
-	var errs []error
-	d := decoder{errs: &errs}
-	d.value("", src, reflect.ValueOf(dst).Elem())
-	return errors.Join(errs...)
-}
-
+// decoder fills a value from a generic JSON value, reporting every
+// problem at once: unknown fields, wrong types and out-of-range numbers,
+// each with its field path. encoding/json stops at the first error and
+// gives no path, which is not good enough for operators.
 type decoder struct{ errs *[]error }
 
 func (d decoder) fail(path, format string, args ...any) {
@@ -230,4 +223,62 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// stripJSONC blanks out the comments (// and /* */) and trailing commas
+// that VS Code allows in its JSON files, outside strings. It replaces each
+// removed byte with a space (keeping newlines), so syntax errors still point
+// at the right line and column. Plain JSON comes back unchanged.
+func stripJSONC(b []byte) []byte {
+	var out []byte // allocated on the first change
+	set := func(i int, c byte) {
+		if out == nil {
+			out = append([]byte(nil), b...)
+		}
+		out[i] = c
+	}
+	blank := func(i int) {
+		if b[i] != '\n' && b[i] != '\r' {
+			set(i, ' ')
+		}
+	}
+	lastComma := -1 // a comma that may turn out to be trailing
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			lastComma = -1
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case c == '/' && i+1 < len(b) && b[i+1] == '/':
+			for ; i < len(b) && b[i] != '\n'; i++ {
+				blank(i)
+			}
+		case c == '/' && i+1 < len(b) && b[i+1] == '*':
+			end := bytes.Index(b[i+2:], []byte("*/"))
+			if end < 0 {
+				return b // unterminated: leave it to the JSON decoder to report
+			}
+			for j := i; j < i+2+end+2; j++ {
+				blank(j)
+			}
+			i += 2 + end + 1
+		case c == ',':
+			lastComma = i
+		case c == '}' || c == ']':
+			if lastComma >= 0 {
+				set(lastComma, ' ')
+			}
+			lastComma = -1
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			lastComma = -1
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return out
 }

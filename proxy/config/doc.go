@@ -3,9 +3,13 @@
 // path, Validate, Digest, the SWITCHBOARD_* environment overrides, and the
 // defaults of every field that may be left out.
 //
-// It turns bytes into a checked value and nothing more: it reads no files,
-// resolves no secret references (it only checks their syntax) and starts
-// nothing. Besides the standard library and sigs.k8s.io/yaml it imports only
+// It turns bytes into a checked value and nothing more: it resolves no
+// secret references (it only checks their syntax) and starts nothing. Parse
+// reads only its bytes; Load also reads what other clients' files refer to
+// (an envFile, the environment for ${VAR}, the home directory), through
+// Source, and Validate asks os.Executable whether a server would start
+// switchboard itself. Other clients' files and the rules for them are in
+// clients.go and docs/client-configs.md. Besides the standard library and sigs.k8s.io/yaml it imports only
 // the leaves whose syntax a config embeds (policy, router, secrets); it must
 // not import proxy, upstream, sanitize or any proxy/internal package.
 //

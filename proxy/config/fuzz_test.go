@@ -14,6 +14,14 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("mcpServers:\n  b.c:\n    url: http://127.0.0.1:1/mcp\n    type: http\ntools:\n  deny: [mcp_*]\n"))
 	f.Add([]byte(`{"agents":{"list":[{"id":"x","mcp":{"servers":{"s":{"command":"y"}}}}]}}`))
 	f.Add([]byte(`{"listen":"127.0.0.1:0","sanitize":{"onSuspicious":"block","maxResultBytes":10}}`))
+	// Other clients' shapes (docs/client-configs.md).
+	f.Add([]byte(`{"globalShortcut":"Alt+Space","preferences":{},"mcpServers":{"fs":{"command":"npx","args":["-y","x"]}}}`))
+	f.Add([]byte("{\n // VS Code\n \"inputs\": [{\"id\": \"k\"}],\n \"servers\": {\"g\": {\"type\": \"http\", \"url\": \"https://h/mcp/\"},},\n}"))
+	f.Add([]byte(`{"mcpServers":{"w":{"command":"node","timeout":60,"disabled":true,"autoApprove":[],"alwaysAllow":["t"]},"r":{"transportType":"sse","url":"http://h/sse"}}}`))
+	f.Add([]byte(`{"mcpServers":{"f":{"serverUrl":"https://h/mcp","headers":{"K":"${env:K}"}},"u":{"url":"http://h/sse"}}}`))
+	f.Add([]byte(`{"mcpServers":{"c":{"command":"x","envFile":".env","env":{"A":"${A:-d}","B":"${input:b}"},"args":["${workspaceFolder}"]}}}`))
+	f.Add([]byte(`{"mcpServers": {"x_y": {"command": ""}}, "bogus": 1}`))
+	f.Add([]byte(`{"mcpServers":{"s":{"command":"switchboard","args":["serve"]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.Parse(data)
 		if err != nil {

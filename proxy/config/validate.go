@@ -40,7 +40,7 @@ func (c *Config) Validate() error {
 	var v validator
 	v.settings(c)
 	for _, k := range sortedKeys(c.MCPServers) {
-		v.server(joinKey("mcpServers", k), k, c.MCPServers[k])
+		v.server(joinKey(c.serversPath(), k), k, c.MCPServers[k])
 	}
 	v.agents(c.Agents, c.MCPServers)
 	if c.Auth != nil {
@@ -251,6 +251,18 @@ func (v *validator) tokens(path string, toks []string) {
 }
 
 func (v *validator) secretRefs(path, val string) {
+	if strings.Contains(val, "${input:") {
+		_, err := secrets.Rewrite(val, func(inner string) (string, error) {
+			if strings.HasPrefix(inner, "input:") {
+				return "", errors.New(unsupportedVariable(inner))
+			}
+			return "", nil
+		})
+		if err != nil {
+			v.errs = append(v.errs, prefixErrors(path, err)...)
+			return
+		}
+	}
 	if err := secrets.Check(val); err != nil {
 		v.add(path, err.Error())
 	}
@@ -290,6 +302,10 @@ func (v *validator) server(path, key string, s *Server) {
 		v.stdioServer(path, s)
 	case "sse", "http":
 		v.remoteServer(path, tr, s)
+	case "":
+		if err == nil {
+			v.add(path, `needs "command" (a stdio server) or "url" (an http or sse server)`)
+		}
 	}
 	v.restarts(path, s)
 	v.toolNaming(path, s)
@@ -322,7 +338,15 @@ func (v *validator) stdioServer(path string, s *Server) {
 		v.add(path+".command", `required for transport "stdio"`)
 	}
 	if s.URL != "" {
-		v.add(path+".url", `not allowed for transport "stdio" (did you mean "type": "http"?)`)
+		v.add(s.urlPath(path), `not allowed for transport "stdio" (did you mean "type": "http"?)`)
+	}
+	if s.EnvFile != "" {
+		// Load reads it and clears it; a config that only went through
+		// Parse would start the server without it.
+		v.add(path+".envFile", "not read: the config was parsed without its file's location (config.Load reads envFile)")
+	}
+	if self, why := startsSelf(s.Command, s.Args); self {
+		v.add(path+".command", fmt.Sprintf("runs switchboard itself (%s), which would start its own servers again without end; point this entry at the MCP servers themselves", why))
 	}
 	if len(s.Headers) > 0 {
 		v.add(path+".headers", `not allowed for transport "stdio"`)
@@ -343,24 +367,32 @@ func (v *validator) stdioServer(path string, s *Server) {
 // ("sse" or "http"): an absolute URL, none of the process fields, and valid
 // header names whose values hold valid secret references.
 func (v *validator) remoteServer(path, tr string, s *Server) {
+	what := fmt.Sprintf("for transport %q", tr)
+	if s.TransportUnset() {
+		what = "for a server with a url"
+	}
+	up := s.urlPath(path)
 	if s.URL == "" {
-		v.add(path+".url", fmt.Sprintf("required for transport %q", tr))
+		v.add(up, "required "+what)
 	} else if secrets.HasRefs(s.URL) {
-		v.secretRefs(path+".url", s.URL)
+		v.secretRefs(up, s.URL)
 	} else if u, err := url.Parse(s.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.add(path+".url", fmt.Sprintf("want an absolute http or https URL, got %q", s.URL))
+		v.add(up, fmt.Sprintf("want an absolute http or https URL, got %q", s.URL))
 	}
 	if s.Command != "" {
-		v.add(path+".command", fmt.Sprintf("not allowed for transport %q", tr))
+		v.add(path+".command", "not allowed "+what)
 	}
 	if len(s.Args) > 0 {
-		v.add(path+".args", fmt.Sprintf("not allowed for transport %q", tr))
+		v.add(path+".args", "not allowed "+what)
 	}
 	if len(s.Env) > 0 {
-		v.add(path+".env", fmt.Sprintf("not allowed for transport %q; use headers", tr))
+		v.add(path+".env", "not allowed "+what+"; use headers")
+	}
+	if s.EnvFile != "" {
+		v.add(path+".envFile", "not allowed "+what+"; use headers")
 	}
 	if s.Cwd != "" {
-		v.add(path+".cwd", fmt.Sprintf("not allowed for transport %q", tr))
+		v.add(path+".cwd", "not allowed "+what)
 	}
 	for _, k := range sortedKeys(s.Headers) {
 		p := joinKey(path+".headers", k)
@@ -399,7 +431,8 @@ func (v *validator) toolNaming(path string, s *Server) {
 }
 
 // transport returns the normalised transport of s: transport or type, else
-// stdio when a command is set and http otherwise.
+// stdio when a command is set, else http when a url is. With
+// neither it returns "" and no error: server reports what is missing.
 func (s *Server) transport() (string, error) {
 	t, ty := s.Transport, s.Type
 	if t != "" && ty != "" {
@@ -412,10 +445,13 @@ func (s *Server) transport() (string, error) {
 		t = ty
 	}
 	if t == "" {
-		if s.Command != "" {
+		switch {
+		case strings.TrimSpace(s.Command) != "":
 			return "stdio", nil
+		case s.URL != "":
+			return "http", nil
 		}
-		return "http", nil
+		return "", nil
 	}
 	n, ok := transportAliases[t]
 	if !ok {
