@@ -114,7 +114,11 @@ func loadConfig(o Options) (*config.Config, error) {
 		}
 		data = b
 	}
-	c, err := config.Parse(data)
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c, err := config.Load(data, config.Source{Path: o.ConfigPath, Getenv: getenv})
 	if err != nil {
 		return nil, &ConfigError{err}
 	}
@@ -122,10 +126,6 @@ func loadConfig(o Options) (*config.Config, error) {
 		if err := useSelfForDemo(c); err != nil {
 			return nil, err
 		}
-	}
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
 	}
 	c.ApplyEnv(getenv)
 	if o.Listen != "" {
@@ -144,6 +144,22 @@ func loadConfig(o Options) (*config.Config, error) {
 		return nil, &ConfigError{err}
 	}
 	return c, nil
+}
+
+// logNotes logs what loading c decided that is not an error: keys of
+// another client it skipped (one line), values read in another client's
+// unit, variables that are not set. Notes name paths and variables, never
+// values.
+func logNotes(log hclog.Logger, c *config.Config) {
+	if l := c.Notes.IgnoredLine(); l != "" {
+		log.Info("ignored keys of another client", "reason", l)
+	}
+	for _, n := range c.Notes.Info {
+		log.Info("config note", "reason", n.Error())
+	}
+	for _, n := range c.Notes.Warnings {
+		log.Warn("config warning", "reason", n.Error())
+	}
 }
 
 func newLogger(c *config.Config, w io.Writer, redactor *secrets.Set) hclog.Logger {
@@ -213,6 +229,7 @@ func Run(ctx context.Context, o Options) error {
 func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	gogc, memlimit := gcSettings()
 	p.log.Info("starting", "version", Version, "servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
+	logNotes(p.log, c)
 	if err := p.apply(ctx, c, false); err != nil {
 		return err
 	}

@@ -195,6 +195,7 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 	res.OK = true
 	snap := p.serving.Load().snap
 	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
+	logNotes(p.log, c)
 }
 
 // fixedSettings refuses a reload that changes what only a start can apply:

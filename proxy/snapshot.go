@@ -95,7 +95,7 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 // specTransport is the transport a server runs with; a url-only entry
 // that names none is auto (streamable HTTP, legacy SSE on a 4xx refusal).
 func specTransport(s *config.Server) string {
-	if s.Transport == "" && s.Type == "" && s.Command == "" {
+	if s.TransportUnset() {
 		return upstream.TransportAuto
 	}
 	return s.EffectiveTransport()

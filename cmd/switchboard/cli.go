@@ -151,7 +151,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitConfig
 	}
-	c, err := loadForValidate(path)
+	c, err := proxy.LoadConfig(proxy.Options{ConfigPath: path})
 	if err != nil {
 		return configError(stderr, err)
 	}
@@ -166,26 +166,6 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.ServerNames()), c.Digest())
 	return exitOK
-}
-
-// loadForValidate loads the file as serve does, through config.Load, which
-// also reads the parts of other clients' files that refer to the file's
-// location (envFile, ${workspaceFolder}) and keeps the notes validate
-// prints. It is proxy's loadConfig for a file and no flags.
-func loadForValidate(path string) (*config.Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &proxy.ConfigError{Err: fmt.Errorf("read config: %w", err)}
-	}
-	c, err := config.Load(data, config.Source{Path: path, Getenv: os.Getenv})
-	if err != nil {
-		return nil, &proxy.ConfigError{Err: err}
-	}
-	c.ApplyEnv(os.Getenv)
-	if err := c.Validate(); err != nil {
-		return nil, &proxy.ConfigError{Err: err}
-	}
-	return c, nil
 }
 
 func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
