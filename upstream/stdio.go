@@ -108,7 +108,7 @@ func (t *childTransport) Connect(context.Context) (mcp.Connection, error) {
 // started.
 func (t *childTransport) signal(sig syscall.Signal) error {
 	if t.conn.shim {
-		return syscall.Kill(t.conn.pid(), sig)
+		return signalPID(t.conn.pid(), sig)
 	}
 	return t.cmd.Process.Signal(sig)
 }
