@@ -88,8 +88,36 @@ func newMark(t *testing.T) string {
 	return mark
 }
 
-// marked lists the live (not zombie) processes carrying mark.
+// marked lists the live (not zombie) processes carrying mark, without the
+// shims switchboard starts its stdio servers under on Linux (which carry the
+// server's environment).
 func marked(mark string) []procInfo {
+	var out []procInfo
+	for _, p := range markedAll(mark) {
+		if !isShim(p.pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shimCommand is switchboard's hidden subcommand that runs a stdio server
+// under a shim.
+const shimCommand = "upstream-shim"
+
+// isShim reports whether pid is a switchboard shim, from its command line.
+func isShim(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(b), "\x00")
+	return len(args) > 1 && args[1] == shimCommand
+}
+
+// markedAll lists the live (not zombie) processes carrying mark, shims
+// included.
+func markedAll(mark string) []procInfo {
 	needle := []byte(markEnv + "=" + mark + "\x00")
 	var out []procInfo
 	for _, p := range allProcs() {
@@ -110,7 +138,7 @@ func marked(mark string) []procInfo {
 func waitNoMarked(mark string, d time.Duration) []procInfo {
 	deadline := time.Now().Add(d)
 	for {
-		left := marked(mark)
+		left := markedAll(mark)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return left
 		}

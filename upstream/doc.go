@@ -38,6 +38,15 @@
 // waits a second, sends SIGTERM to the group, waits five seconds, sends
 // SIGKILL to the group and reaps it, so npx/uvx grandchildren go too.
 //
+// On Linux the switchboard binary starts each stdio child under a shim, a
+// re-execution of itself (ShimCommand, RunShim) that passes stdio through
+// untouched and ends as the server ended. It is the child subreaper of the
+// server's tree and gets SIGTERM when switchboard dies, even by SIGKILL; it
+// then kills the whole tree, grandchildren that left the process group
+// included. On macOS and Windows there is no shim: the direct child is
+// stopped as above, but a switchboard killed with SIGKILL leaves its
+// children to exit on stdin EOF.
+//
 // It imports no other package of this module and knows nothing of public
 // names or policy; resolved secrets arrive through the Expander interface it
 // declares. A Handle is safe for concurrent use and survives reloads while its

@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"errors"
 	"io"
+	"os/exec"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -63,3 +65,22 @@ const (
 	MaxStderrLine = maxStderrLine
 	StderrBurst   = stderrBurst
 )
+
+// SetShim makes stdio children start under the shim (on Linux); the test
+// binary's TestMain must then dispatch ShimCommand to RunShim.
+func SetShim(on bool) (reset func()) {
+	old := shimOn
+	shimOn = on && shimSupported
+	return func() { shimOn = old }
+}
+
+// StartShim starts path with args under the shim, as a stdio child is, and
+// returns the shim's command and the server's PID.
+func StartShim(path string, args []string) (*exec.Cmd, int, error) {
+	cmd := shimCommand(path, args)
+	if cmd == nil {
+		return nil, 0, errors.New("no shim on this platform")
+	}
+	pid, err := startShim(cmd)
+	return cmd, pid, err
+}

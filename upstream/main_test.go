@@ -17,6 +17,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // serverEnv names the helper MCP server the test binary runs instead of the
@@ -25,9 +27,14 @@ import (
 const serverEnv = "UPSTREAM_TEST_SERVER"
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == upstream.ShimCommand {
+		os.Exit(upstream.RunShim(os.Args[2:]))
+	}
 	if name := os.Getenv(serverEnv); name != "" {
 		os.Exit(runTestServer(name))
 	}
+	// Stdio children start under the shim, as in the switchboard binary.
+	upstream.SetShim(true)
 	os.Exit(m.Run())
 }
 
@@ -39,8 +46,19 @@ func TestMain(m *testing.M) {
 //	UPSTREAM_TEST_SLOW=d          sleep d before serving (stdin unread)
 //	UPSTREAM_TEST_IGNORE_TERM=1   ignore SIGTERM and stdin EOF
 //	UPSTREAM_TEST_GRANDCHILD=f    start a grandchild in our process group, write its PID to f
+//
+// The server "sleeper" sleeps; "shimparent" runs UPSTREAM_TEST_SCRIPT with
+// sh under the shim and sleeps.
 func runTestServer(name string) int {
 	if name == "sleeper" {
+		sleepForever()
+	}
+	if name == "shimparent" {
+		// A stand-in for switchboard that a test kills with SIGKILL.
+		if _, _, err := upstream.StartShim("/bin/sh", []string{"-c", os.Getenv("UPSTREAM_TEST_SCRIPT")}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		sleepForever()
 	}
 	ignoreTerm := os.Getenv("UPSTREAM_TEST_IGNORE_TERM") != ""

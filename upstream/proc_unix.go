@@ -45,3 +45,5 @@ func reapGroupChildren(pgid int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func signalPID(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }

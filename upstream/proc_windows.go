@@ -3,8 +3,10 @@
 package upstream
 
 import (
+	"io"
 	"os"
 	"os/exec"
+	"syscall"
 )
 
 // setProcAttr has nothing to add on Windows: process groups are not signalled
@@ -20,3 +22,9 @@ func killGroup(pid int) {
 }
 
 func reapGroupChildren(int) {}
+
+func growPipe(io.Reader) {}
+
+// signalPID is only used for a shim's server, and there is no shim on
+// Windows.
+func signalPID(int, syscall.Signal) error { return syscall.EWINDOWS }

@@ -1,9 +1,12 @@
 package upstream_test
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -68,4 +71,18 @@ func TestChildEnvIsAnAllowList(t *testing.T) {
 	if env := upstream.ChildEnv(func(string) (string, bool) { return "", false }, nil); env == nil {
 		t.Error("empty env is nil, which would inherit everything")
 	}
+}
+
+// BenchmarkStderrFlood feeds the stderr re-logger a flood in 57 KiB chunks,
+// as a pipe read delivers it, and reports the cost per line. See #17.
+func BenchmarkStderrFlood(b *testing.B) {
+	w := upstream.NewStderrWriter(hclog.NewNullLogger())
+	const lines = 1000
+	chunk := bytes.Repeat([]byte("fixture: a line of a stderr flood, written without pause\n"), lines)
+	b.SetBytes(int64(len(chunk)))
+	for b.Loop() {
+		_, _ = w.Write(chunk)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*lines), "ns/line")
+	b.ReportMetric(float64(b.N*lines)/b.Elapsed().Seconds(), "lines/s")
 }

@@ -63,6 +63,9 @@ var stopTimings = struct{ grace, term time.Duration }{grace: time.Second, term: 
 type stdioConn struct {
 	cmd  *exec.Cmd
 	pidv atomic.Int64
+	// shim is set when cmd is the shim (shim_linux.go) and pidv the
+	// server it started.
+	shim bool
 }
 
 // childTransport starts a child and speaks newline-delimited JSON-RPC on
@@ -86,11 +89,28 @@ func (t *childTransport) Connect(context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.conn.shim {
+		pid, err := startShim(t.cmd)
+		if err != nil {
+			return nil, err
+		}
+		t.conn.pidv.Store(int64(pid))
+		return newLineConn(stdout, stdin, t.wait, t.noise), nil
+	}
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
 	t.conn.pidv.Store(int64(t.cmd.Process.Pid))
 	return newLineConn(stdout, stdin, t.wait, t.noise), nil
+}
+
+// signal sends sig to the server: the direct child, or the process the shim
+// started.
+func (t *childTransport) signal(sig syscall.Signal) error {
+	if t.conn.shim {
+		return signalPID(t.conn.pid(), sig)
+	}
+	return t.cmd.Process.Signal(sig)
 }
 
 // wait runs once stdin is closed: the MCP spec's stdio shutdown (wait for
@@ -113,16 +133,23 @@ func (t *childTransport) wait() error {
 	if err, ok := waitFor(); ok {
 		return err
 	}
-	if t.cmd.Process.Signal(syscall.SIGTERM) == nil {
+	if t.signal(syscall.SIGTERM) == nil {
 		if err, ok := waitFor(); ok {
 			return err
 		}
 	}
-	if err := t.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := t.signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
 	if err, ok := waitFor(); ok {
 		return err
+	}
+	if t.conn.shim {
+		// The server is gone but its shim is not.
+		_ = t.cmd.Process.Kill()
+		if err, ok := waitFor(); ok {
+			return err
+		}
 	}
 	return errors.New("child did not exit after SIGKILL")
 }
@@ -135,14 +162,19 @@ func stdioTransport(spec Spec, env map[string]string, args []string, stderr *lin
 	if err != nil {
 		return nil, nil, fmt.Errorf("command %q: %w", spec.Command, err)
 	}
-	cmd := exec.Command(path, args...)
+	var cmd *exec.Cmd
+	if shimOn {
+		cmd = shimCommand(path, args)
+	} else {
+		cmd = exec.Command(path, args...)
+		setProcAttr(cmd)
+	}
 	cmd.Env = childEnv(os.LookupEnv, env)
 	cmd.Dir = spec.Dir
 	cmd.Stderr = stderr
 	// A grandchild that keeps stderr open must not block Wait forever.
 	cmd.WaitDelay = 2 * time.Second
-	setProcAttr(cmd)
-	c := &stdioConn{cmd: cmd}
+	c := &stdioConn{cmd: cmd, shim: shimOn}
 	t := &childTransport{cmd: cmd, conn: c, noise: noise, terminate: stopTimings.grace + stopTimings.term + time.Second}
 	return t, c, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // Exit codes of the CLI.
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return exitError
 		}
 		return exitOK
+	case upstream.ShimCommand: // hidden: one stdio server under a shim
+		return upstream.RunShim(rest)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "switchboard", proxy.Version)
 		return exitOK
