@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -65,7 +66,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return exitOK
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "switchboard", proxy.Version)
+		info, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, versionLine(proxy.Version, info))
 		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
