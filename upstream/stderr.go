@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -15,15 +17,18 @@ const (
 	stderrBurst      = 200  // lines logged before rate limiting starts
 	stderrPerSecond  = 50   // lines per second after that
 	stderrBufferSize = 64 << 10
+	stderrTailLines  = 20  // lines of a server's stderr its Status keeps
+	stderrTailLine   = 512 // bytes kept of each of them
 )
 
-// lineWriter re-logs a child's stderr line by line under the server's logger:
-// warn by default, error for lines that say so and for everything after a
-// Go panic. Lines are capped in length and rate; dropped lines are counted and
+// lineWriter re-logs a child's stderr line by line under the server's logger,
+// at the level the line names (lineLevel: info when it names none), and at
+// error for everything after a Go panic. Lines are capped in length and rate; dropped lines are counted and
 // reported. It never passes bytes through unparsed. Safe for concurrent use.
 type lineWriter struct {
 	log  hclog.Logger
 	kind lineKind
+	tail *stderrTail // nil: keep none
 
 	mu       sync.Mutex
 	buf      []byte
@@ -42,8 +47,10 @@ const (
 	skippedStdout
 )
 
-func newLineWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, tokens: stderrBurst}
+// newLineWriter re-logs a child's stderr; tail, if not nil, keeps its last
+// lines.
+func newLineWriter(log hclog.Logger, tail *stderrTail) *lineWriter {
+	return &lineWriter{log: log, tail: tail, tokens: stderrBurst}
 }
 
 // newNoiseWriter logs, with the same caps, the lines a child wrote to stdout
@@ -103,6 +110,11 @@ func (w *lineWriter) emitLocked(line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
+	if w.tail != nil {
+		// Before rate limiting: the last lines before a crash are the
+		// ones that tell why.
+		w.tail.add(line)
+	}
 	now := time.Now()
 	if !w.last.IsZero() {
 		w.tokens = min(stderrBurst, w.tokens+now.Sub(w.last).Seconds()*stderrPerSecond)
@@ -133,8 +145,8 @@ func (w *lineWriter) emitLocked(line []byte) {
 	if strings.HasPrefix(s, "panic: ") || strings.HasPrefix(s, "fatal error: ") {
 		w.panicked = true
 	}
-	level := hclog.Warn
-	if w.panicked || hasLevelPrefix(s, "ERROR") || hasLevelPrefix(s, "FATAL") {
+	level := lineLevel(s)
+	if w.panicked {
 		level = hclog.Error
 	}
 	switch {
@@ -162,7 +174,44 @@ func (w *lineWriter) reportDroppedLocked() {
 	}
 }
 
-func hasLevelPrefix(s, level string) bool {
-	return strings.HasPrefix(s, "["+level+"]") || strings.HasPrefix(s, level+":") ||
-		strings.Contains(s, `"@level":"`+strings.ToLower(level)+`"`) || strings.Contains(s, `"level":"`+strings.ToLower(level)+`"`)
+// stderrTail keeps the last stderrTailLines lines of a server's stderr,
+// across restarts, for its Status: "process exited before initialize
+// finished" says little, the server's last words say why (issue 18). Lines
+// are cut to stderrTailLine bytes, and escape sequences and control
+// characters are dropped, since `switchboard status` prints them to a
+// terminal. It is safe for concurrent use.
+type stderrTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *stderrTail) add(line []byte) {
+	s := strings.ToValidUTF8(string(line[:min(len(line), 4*stderrTailLine)]), "\uFFFD")
+	s = ansiEscape.ReplaceAllString(s, "")
+	s = strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > stderrTailLine {
+		s = strings.ToValidUTF8(s[:stderrTailLine], "") + "…"
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == stderrTailLines {
+		copy(t.lines, t.lines[1:])
+		t.lines = t.lines[:stderrTailLines-1]
+	}
+	t.lines = append(t.lines, s)
+}
+
+// get returns a copy of the kept lines, oldest first; nil if none.
+func (t *stderrTail) get() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.lines)
 }
