@@ -108,7 +108,7 @@ func (p *Proxy) buildResources(snap *Snapshot, spec *ViewSpec, v *view) {
 				continue
 			}
 			if owner, taken := v.resources[r.URI]; taken {
-				p.log.Warn("resource uri collision", "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
+				p.log.Warn("resource uri collision", "uri", r.URI, "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
 				continue
 			}
 			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})

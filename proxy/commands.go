@@ -32,14 +32,18 @@ type ToolRow struct {
 	Public, Server, Original, Description string
 }
 
-// ListTools starts the servers of the config o names, waits for each first
-// start attempt (at most wait; zero: the largest server timeout), and
-// returns the default view's tool table, and the servers that are not up
-// with their (redacted) errors.
+// ListTools starts the servers of the config o names, lazy ones too (a
+// listing is what they wait for), waits for each first start attempt (at
+// most wait; zero: the largest server timeout), and returns the default
+// view's tool table, and the servers that are not up with their (redacted)
+// errors and stderr.
 func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, []upstream.Status, error) {
 	p, c, err := New(o)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, s := range c.BaseServers() {
+		s.Lazy = false
 	}
 	if err := p.apply(ctx, c, false); err != nil {
 		return nil, nil, err
@@ -70,6 +74,9 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	for _, k := range sortedKeys(snap.Handles) {
 		if st := snap.Handles[k].Status(); st.State != upstream.StateReady && st.State != upstream.StateIdle {
 			st.LastError = p.redact(st.LastError)
+			for i, l := range st.StderrTail {
+				st.StderrTail[i] = p.redact(l)
+			}
 			down = append(down, st)
 		}
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"os"
 	"runtime"
 	"sort"
 	"time"
@@ -98,7 +99,14 @@ func (a adminBackend) QueueReload() int64 {
 
 // StatusReport is the JSON of GET /status.
 type StatusReport struct {
-	Version string                `json:"version"`
+	Version string `json:"version"`
+	// Config is the absolute path of the config file, or "embedded demo";
+	// PID, Listen ("stdio" with --stdio) and Admin say which process
+	// answers, so `switchboard status` can show what it reports on.
+	Config  string                `json:"config"`
+	PID     int                   `json:"pid"`
+	Listen  string                `json:"listen"`
+	Admin   string                `json:"admin"`
 	Gen     int64                 `json:"gen"`
 	Digest  string                `json:"digest"`
 	Time    time.Time             `json:"time"`
@@ -120,7 +128,8 @@ type ViewStatus struct {
 func (p *Proxy) statusReport() StatusReport {
 	cur := p.serving.Load()
 	snap := cur.snap
-	rep := StatusReport{Version: Version, Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine()}
+	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
+		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine()}
 	if snap == nil {
 		return rep
 	}
@@ -133,6 +142,9 @@ func (p *Proxy) statusReport() StatusReport {
 	for _, k := range sortedKeys(snap.Handles) {
 		st := snap.Handles[k].Status()
 		st.LastError = p.redact(st.LastError)
+		for i, l := range st.StderrTail {
+			st.StderrTail[i] = p.redact(l) // a copy: Status clones the lines
+		}
 		for m, msg := range st.CatalogErrors {
 			st.CatalogErrors[m] = p.redact(msg) // a copy: Status clones the map
 		}

@@ -47,7 +47,7 @@ type Options struct {
 	LogLevel    string
 	LogFormat   string
 	Stdio       bool   // serve one client over stdin/stdout instead of HTTP
-	ReadyFile   string // receives "listen\nadmin\n" once both listeners are bound
+	ReadyFile   string // receives "listen\nadmin\n" once both listeners are bound ("stdio", and "none" without admin, with Stdio)
 
 	Stdin  io.Reader // stdio mode; if nil, os.Stdin
 	Stdout io.Writer // stdio mode; if nil, os.Stdout
@@ -84,6 +84,10 @@ type Proxy struct {
 	// streamable serves /mcp and /agents/{id}/mcp; it lives as long as the
 	// proxy so a reload can set its idle timeout.
 	streamable *streamhttp.Handler
+
+	// listenAddr and adminAddr are the bound addresses ("stdio", "none"),
+	// set before anything serves.
+	listenAddr, adminAddr string
 
 	mu      sync.Mutex // guards gen and handles during apply
 	gen     int64
@@ -227,10 +231,21 @@ func Run(ctx context.Context, o Options) error {
 
 // Serve starts the upstreams of c and serves until ctx is done.
 func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
+	ln, adm, err := p.listen(c)
+	if err != nil {
+		return err
+	}
+	p.noteAddrs(ln, adm)
 	gogc, memlimit := gcSettings()
-	p.log.Info("starting", "version", Version, "servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
+	p.log.Info("starting", "version", Version, "config", p.configName(), "addr", p.listenAddr, "admin", p.adminAddr,
+		"servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
 	logNotes(p.log, c)
 	if err := p.apply(ctx, c, false); err != nil {
+		for _, l := range []net.Listener{ln, adm} {
+			if l != nil {
+				l.Close()
+			}
+		}
 		return err
 	}
 	// Calls still running when the shutdown deadline passes were cut off
@@ -243,32 +258,25 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	hs := p.handleList()
 	p.bg.Go(func() { releaseStartupMemory(rctx, hs) })
 
-	if p.opts.Stdio {
-		return p.serveStdio(ctx, &stopBy)
-	}
-
-	ln, err := net.Listen("tcp", orDefault(c.Listen, config.DefaultListen))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	adm, err := net.Listen("tcp", orDefault(c.AdminListen, config.DefaultAdminListen))
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("admin listen: %w", err)
-	}
-	read := p.serving.Load().snap.Config.ReadTimeout()
-	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
-		ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
+	read := c.ReadTimeout()
 	adminSrv := &http.Server{Handler: admin.Handler(adminBackend{p}), ReadHeaderTimeout: read, ReadTimeout: read, IdleTimeout: idleConnTimeout}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(ln) }()
-	go func() { errc <- adminSrv.Serve(adm) }()
-	p.log.Info("listening", "addr", ln.Addr().String(), "admin", adm.Addr().String())
-	if p.opts.ReadyFile != "" {
-		if err := writeFileAtomic(p.opts.ReadyFile, ln.Addr().String()+"\n"+adm.Addr().String()+"\n"); err != nil {
-			p.log.Warn("ready file", "error", err)
-		}
+	if adm != nil {
+		go func() { errc <- adminSrv.Serve(adm) }()
 	}
+	defer p.register()()
+	if p.opts.Stdio {
+		p.writeReady()
+		err := p.serveStdio(ctx, &stopBy)
+		p.stopping.Store(true)
+		_ = adminSrv.Close()
+		return err
+	}
+
+	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
+		ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
+	go func() { errc <- srv.Serve(ln) }()
+	p.writeReady()
 
 	var serveErr error
 	select {

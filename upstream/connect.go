@@ -79,7 +79,7 @@ func (h *Handle) fallBackToSSE(err error) bool {
 func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	ctx, cancel := context.WithTimeout(parent, h.sp().connectTimeout())
 	defer cancel()
-	s := &session{stderr: newLineWriter(h.log), lost: make(chan struct{})}
+	s := &session{stderr: newLineWriter(h.log, &h.stderrTail), lost: make(chan struct{})}
 	t, err := h.transport(ctx, s)
 	if err != nil {
 		return nil, nil, err

@@ -55,15 +55,27 @@ type StderrWriter interface {
 }
 
 // NewStderrWriter returns the re-logger a child's stderr is written to.
-func NewStderrWriter(log hclog.Logger) StderrWriter { return newLineWriter(log) }
+func NewStderrWriter(log hclog.Logger) StderrWriter { return newLineWriter(log, nil) }
+
+// NewStderrWriterTail is NewStderrWriter that also keeps the last lines;
+// tail returns them.
+func NewStderrWriterTail(log hclog.Logger) (w StderrWriter, tail func() []string) {
+	t := &stderrTail{}
+	return newLineWriter(log, t), t.get
+}
+
+// LineLevel is the level a child's stderr line names.
+var LineLevel = lineLevel
 
 // ChildEnv builds a child's environment.
 var ChildEnv = childEnv
 
 // Stderr limits.
 const (
-	MaxStderrLine = maxStderrLine
-	StderrBurst   = stderrBurst
+	MaxStderrLine   = maxStderrLine
+	StderrBurst     = stderrBurst
+	StderrTailLines = stderrTailLines
+	StderrTailLine  = stderrTailLine
 )
 
 // SetShim makes stdio children start under the shim (on Linux); the test

@@ -95,6 +95,10 @@ type Status struct {
 	// ListFailures counts, by method, every failed listing of a list other
 	// than tools/list since the Handle was created.
 	ListFailures map[string]int `json:"listFailures,omitempty"`
+	// StderrTail is the last lines the server wrote to stderr (stdio
+	// servers; at most 20, across restarts), oldest first. Unredacted: the
+	// caller redacts.
+	StderrTail []string `json:"stderrTail,omitempty"`
 }
 
 // backoffBase is the first restart delay; it doubles up to backoffMax.
@@ -124,10 +128,11 @@ type Handle struct {
 	firstDone chan struct{} // closed when the first start attempt finished
 	firstOnce sync.Once
 
-	sstate  sessionState // subscriptions and log level, restored after restarts
-	sess    atomic.Pointer[session]
-	catalog atomic.Pointer[Catalog]
-	resync  chan struct{}
+	sstate     sessionState // subscriptions and log level, restored after restarts
+	stderrTail stderrTail   // the child's last stderr lines, for Status
+	sess       atomic.Pointer[session]
+	catalog    atomic.Pointer[Catalog]
+	resync     chan struct{}
 
 	breaker    atomic.Pointer[gobreaker.CircuitBreaker[any]]
 	breakerTTL atomic.Int64 // unix nanos when an open breaker half-opens
@@ -338,6 +343,7 @@ func (h *Handle) Status() Status {
 		st.BreakerProbe = time.Unix(0, h.breakerTTL.Load())
 	}
 	st.InFlight = h.inflight.Load()
+	st.StderrTail = h.stderrTail.get()
 	if c := h.catalog.Load(); c != nil {
 		st.Tools, st.Prompts, st.Resources = len(c.Tools), len(c.Prompts), len(c.Resources)
 		st.Catalog = CatalogComplete

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -24,14 +25,17 @@ const (
 	// once a child floods. With stderrDropPause, a flood is read at up to
 	// 20 MiB/s; a child that writes faster blocks in its writes.
 	stderrFloodBufferSize = 1 << 20
+	stderrTailLines       = 20  // lines of a server's stderr its Status keeps
+	stderrTailLine        = 512 // bytes kept of each of them
 )
 
-// lineWriter re-logs a child's stderr line by line under the server's logger:
-// warn by default, error for lines that say so and for everything after a
-// Go panic. Lines are capped in length and rate; dropped lines are counted and
+// lineWriter re-logs a child's stderr line by line under the server's logger,
+// at the level the line names (lineLevel: info when it names none), and at
+// error for everything after a Go panic. Lines are capped in length and rate; dropped lines are counted and
 // reported. It never passes bytes through unparsed. Safe for concurrent use.
 type lineWriter struct {
 	log  hclog.Logger
+	tail *stderrTail // nil: keep none
 	kind lineKind
 
 	mu       sync.Mutex
@@ -51,8 +55,10 @@ const (
 	skippedStdout
 )
 
-func newLineWriter(log hclog.Logger) *lineWriter {
-	return &lineWriter{log: log, tokens: stderrBurst}
+// newLineWriter re-logs a child's stderr; tail, if not nil, keeps its last
+// lines.
+func newLineWriter(log hclog.Logger, tail *stderrTail) *lineWriter {
+	return &lineWriter{log: log, tail: tail, tokens: stderrBurst}
 }
 
 // newNoiseWriter logs, with the same caps, the lines a child wrote to stdout
@@ -124,6 +130,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 				break
 			}
 			w.dropLocked(bytes.Count(p[:last], []byte{'\n'}) + 1)
+			if w.tail != nil {
+				w.tail.addLast(p[:last])
+			}
 			p = p[last+1:]
 			continue
 		}
@@ -162,12 +171,18 @@ func (w *lineWriter) Flush() {
 
 // emitLocked requires w.mu.
 func (w *lineWriter) emitLocked(line []byte) {
-	if w.tokens < 1 {
-		w.dropLocked(1)
-		return
-	}
 	line = bytes.TrimRight(line, "\r")
 	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if w.tail != nil {
+		// Before the rate limit: the last lines before a crash are the
+		// ones that tell why. Lines a flood drops in bulk are not looked
+		// at, so they are not kept either.
+		w.tail.add(line)
+	}
+	if w.tokens < 1 {
+		w.dropLocked(1)
 		return
 	}
 	w.tokens--
@@ -180,8 +195,8 @@ func (w *lineWriter) emitLocked(line []byte) {
 	if strings.HasPrefix(s, "panic: ") || strings.HasPrefix(s, "fatal error: ") {
 		w.panicked = true
 	}
-	level := hclog.Warn
-	if w.panicked || hasLevelPrefix(s, "ERROR") || hasLevelPrefix(s, "FATAL") {
+	level := lineLevel(s)
+	if w.panicked {
 		level = hclog.Error
 	}
 	switch {
@@ -233,7 +248,76 @@ func (w *lineWriter) reportDroppedLocked() {
 	}
 }
 
-func hasLevelPrefix(s, level string) bool {
-	return strings.HasPrefix(s, "["+level+"]") || strings.HasPrefix(s, level+":") ||
-		strings.Contains(s, `"@level":"`+strings.ToLower(level)+`"`) || strings.Contains(s, `"level":"`+strings.ToLower(level)+`"`)
+// stderrTail keeps the last stderrTailLines lines of a server's stderr,
+// across restarts, for its Status: "process exited before initialize
+// finished" says little, the server's last words say why (issue 18). Lines
+// are cut to stderrTailLine bytes, and escape sequences and control
+// characters are dropped, since `switchboard status` prints them to a
+// terminal. It is safe for concurrent use.
+type stderrTail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (t *stderrTail) add(line []byte) {
+	// Kept raw (and bounded); cleaned only when read, which is rare.
+	raw := string(line[:min(len(line), 4*stderrTailLine)])
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == stderrTailLines {
+		copy(t.lines, t.lines[1:])
+		t.lines = t.lines[:stderrTailLines-1]
+	}
+	t.lines = append(t.lines, raw)
+}
+
+// addLast keeps the last whole lines of p (which ends before a newline),
+// without looking at the others: what a flood's dropped chunk leaves.
+func (t *stderrTail) addLast(p []byte) {
+	start := len(p)
+	for n := 0; n < stderrTailLines && start > 0; n++ {
+		start = bytes.LastIndexByte(p[:start-1], '\n') + 1
+		if start == 0 {
+			break
+		}
+	}
+	for _, line := range bytes.Split(p[start:], []byte{'\n'}) {
+		if line = bytes.TrimRight(line, "\r"); len(bytes.TrimSpace(line)) > 0 {
+			t.add(line)
+		}
+	}
+}
+
+// cleanTailLine makes a kept line fit to print on a terminal: valid UTF-8, no
+// escape sequences or control characters, at most stderrTailLine bytes.
+func cleanTailLine(raw string) string {
+	s := strings.ToValidUTF8(raw, "\uFFFD")
+	s = ansiEscape.ReplaceAllString(s, "")
+	s = strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > stderrTailLine {
+		s = strings.ToValidUTF8(s[:stderrTailLine], "") + "…"
+	}
+	return s
+}
+
+// get returns a copy of the kept lines, oldest first; nil if none.
+func (t *stderrTail) get() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return nil
+	}
+	out := make([]string, len(t.lines))
+	for i, l := range t.lines {
+		out[i] = cleanTailLine(l)
+	}
+	return out
 }

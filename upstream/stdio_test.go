@@ -151,7 +151,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 
 func TestStdioExitAtStartGivesUp(t *testing.T) {
 	checkGoroutines(t)
-	spec := childSpec(t, "dead", map[string]string{"UPSTREAM_TEST_EXIT": "7"})
+	spec := childSpec(t, "dead", map[string]string{"UPSTREAM_TEST_EXIT": "7", "UPSTREAM_TEST_STDERR": "starting|Error: Cannot find module 'foo'"})
 	spec.MaxRestarts = 2
 	spec.BackoffInitial = 10 * time.Millisecond
 	h := startHandle(t, spec, upstream.Options{})
@@ -164,6 +164,10 @@ func TestStdioExitAtStartGivesUp(t *testing.T) {
 	}
 	if h.Catalog() != nil {
 		t.Error("failed server keeps a catalog")
+	}
+	// The cause is in the server's stderr, kept with its status (issue 18).
+	if tail := st.StderrTail; len(tail) == 0 || tail[len(tail)-1] != "Error: Cannot find module 'foo'" || tail[0] != "starting" {
+		t.Errorf("stderr tail %q, want the child's lines of every attempt ending in its error", tail)
 	}
 	_, err := h.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "server 'dead' failed: connect: process exited before initialize finished") {
@@ -255,7 +259,7 @@ func TestStdioStderrRelogged(t *testing.T) {
 	_ = h.Close(context.Background())
 	got := out.String()
 	for _, want := range []string{
-		`[WARN]  test.noisy: stderr: line="hello from stderr"`,
+		`[INFO]  test.noisy: stderr: line="hello from stderr"`,
 		`[ERROR] test.noisy: stderr: line="[ERROR] something broke"`,
 		`[ERROR] test.noisy: stderr: line="{\"@level\":\"error\",\"@message\":\"json error\"}"`,
 		`[ERROR] test.noisy: stderr: line="panic: boom"`,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,8 +29,8 @@ const usage = `switchboard: one MCP endpoint for many MCP servers.
 Usage:
   switchboard serve [--config FILE] [--listen ADDR] [--stdio] ...   run the proxy
   switchboard validate --config FILE                                 check a config
-  switchboard tools [--config FILE]                                  print the aggregated tool table
-  switchboard status [--admin ADDR] [--json]                         show a running proxy's servers
+  switchboard tools [--config FILE]                                  start every server, print the tool table
+  switchboard status [--admin ADDR | --config FILE] [--json]         show a running proxy's servers
   switchboard pins list|approve --config FILE [--server S] [--tool T] review changed tool definitions
   switchboard demo-server NAME                                       serve a demo MCP server on stdio
   switchboard version                                                print the version
@@ -68,7 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case upstream.ShimCommand: // hidden: one stdio server under a shim
 		return upstream.RunShim(rest)
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "switchboard", proxy.Version)
+		info, _ := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, versionLine(proxy.Version, info))
 		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -195,8 +197,19 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Public, r.Server, r.Original, oneLine(r.Description, 80))
 	}
 	tw.Flush()
+	// A server that did not come up is an error: its tools are missing
+	// from the table. See issue 18.
+	var names []string
 	for _, st := range down {
-		fmt.Fprintf(stderr, "server %q is %s: %s\n", st.Name, st.State, st.LastError)
+		names = append(names, st.Name)
+		fmt.Fprintf(stderr, "server %q is %s: %s\n", st.Name, st.State, oneLine(st.LastError, 200))
+		for _, l := range st.StderrTail {
+			fmt.Fprintln(stderr, "  "+l)
+		}
+	}
+	if len(down) > 0 {
+		fmt.Fprintf(stderr, "switchboard tools: %d server(s) not up, their tools are missing: %s\n", len(down), strings.Join(names, ", "))
+		return exitError
 	}
 	return exitOK
 }

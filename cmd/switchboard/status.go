@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -14,33 +18,52 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/instance"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // cmdStatus prints a running proxy's /status as a table an operator can read
-// at a glance, or as JSON.
+// at a glance, or as JSON. It says which proxy answers and how it was
+// picked (target), and refuses to show another proxy than the one --config
+// names.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var addr string
+	var addr, cfgPath string
 	var asJSON bool
-	fs := newFlags("status", "status [--admin ADDR] [--json]", stderr)
-	fs.StringVar(&addr, "admin", config.DefaultAdminListen, "admin address of the running switchboard")
+	fs := newFlags("status", "status [--admin ADDR | --config FILE] [--json]", stderr)
+	fs.StringVar(&addr, "admin", "", "admin address of the running switchboard (default: the one registered for --config, else $SWITCHBOARD_ADMIN_LISTEN, else the only one running, else "+config.DefaultAdminListen+")")
+	fs.StringVar(&cfgPath, "config", "", "report on the switchboard that serves this config file")
 	fs.BoolVar(&asJSON, "json", false, "print the raw JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+	if cfgPath != "" {
+		if abs, err := filepath.Abs(cfgPath); err == nil {
+			cfgPath = abs
+		}
+	}
+	var running []instance.Record
+	if dir, err := instance.Dir(os.Getenv); err == nil {
+		running, _ = instance.List(dir)
+	}
+	tg, err := pickTarget(addr, cfgPath, os.Getenv("SWITCHBOARD_ADMIN_LISTEN"), running)
+	if err != nil {
+		fmt.Fprintln(stderr, "switchboard status:", err)
+		return exitError
+	}
+	base := "http://" + dialAddr(tg.addr)
+	if strings.Contains(tg.addr, "://") {
+		base = strings.TrimRight(tg.addr, "/")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(addr, "/")+"/status", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status", nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchboard status:", err)
 		return exitConfig
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fmt.Fprintln(stderr, "switchboard status: is switchboard running? ", err)
+		fmt.Fprintf(stderr, "switchboard status: no switchboard answers at %s (%s): %v\n", tg.addr, tg.source, err)
 		return exitError
 	}
 	defer resp.Body.Close()
@@ -49,18 +72,23 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "switchboard status: %s %v\n", resp.Status, err)
 		return exitError
 	}
-	if asJSON {
-		_, _ = stdout.Write(body)
-		return exitOK
-	}
 	var rep proxy.StatusReport
 	if err := json.Unmarshal(body, &rep); err != nil {
 		fmt.Fprintln(stderr, "switchboard status: unreadable answer:", err)
 		return exitError
 	}
+	if cfgPath != "" && rep.Config != "" && rep.Config != cfgPath {
+		fmt.Fprintf(stderr, "switchboard status: the switchboard at %s (%s, pid %d) serves %s, not %s\n", tg.addr, tg.source, rep.PID, rep.Config, cfgPath)
+		return exitError
+	}
+	if asJSON {
+		_, _ = stdout.Write(body)
+		return exitOK
+	}
+	printTarget(stdout, tg, rep)
 	printStatus(stdout, rep)
 	// Metrics highlights: calls, errors and latency per server.
-	if stats, err := fetchCallStats(ctx, strings.TrimRight(addr, "/")); err != nil {
+	if stats, err := fetchCallStats(ctx, base); err != nil {
 		fmt.Fprintln(stderr, "switchboard status: no metrics:", err)
 	} else {
 		printCallStats(stdout, stats)
@@ -68,8 +96,132 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
+// target is the admin address status asks, how it was chosen, and notes
+// on the alternatives it did not take.
+type target struct {
+	addr, source string
+	notes        []string
+}
+
+// pickTarget chooses the admin address to ask: --admin; else the running
+// switchboard registered for cfg (absolute; "" for none);
+// else $SWITCHBOARD_ADMIN_LISTEN (what serve reads too); else the only
+// switchboard registered; else the default address. Several candidates
+// are an error that lists them: status never picks one silently, and
+// notes name the switchboards and settings it did not use (issue 18).
+func pickTarget(flagAddr, cfg, envAddr string, running []instance.Record) (target, error) {
+	others := func(addr string) []string {
+		var notes []string
+		for _, r := range running {
+			if dialAddr(r.Admin) != dialAddr(addr) {
+				notes = append(notes, "also running: "+describe(r))
+			}
+		}
+		return notes
+	}
+	envUnused := func(addr, why string) []string {
+		if envAddr == "" || envAddr == addr {
+			return nil
+		}
+		return []string{"SWITCHBOARD_ADMIN_LISTEN=" + envAddr + " not used: " + why}
+	}
+	if flagAddr != "" {
+		return target{addr: flagAddr, source: "from --admin", notes: envUnused(flagAddr, "--admin wins")}, nil
+	}
+	var match []instance.Record
+	for _, r := range running {
+		if cfg == "" || r.Config == cfg {
+			match = append(match, r)
+		}
+	}
+	several := func(what string) error {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d %s; pick one with --admin ADDR or --config FILE:", len(match), what)
+		for _, r := range match {
+			b.WriteString("\n  " + describe(r))
+		}
+		return errors.New(b.String())
+	}
+	if cfg != "" {
+		switch {
+		case len(match) == 1:
+			a := match[0].Admin
+			notes := append(envUnused(a, "a switchboard is registered for --config"), others(a)...)
+			return target{addr: a, source: "registered for --config", notes: notes}, nil
+		case len(match) > 1:
+			return target{}, several("switchboards serve " + cfg)
+		}
+	}
+	if envAddr != "" {
+		t := target{addr: envAddr, source: "from SWITCHBOARD_ADMIN_LISTEN", notes: others(envAddr)}
+		if cfg != "" {
+			t.notes = append(t.notes, "no running switchboard registered for "+cfg)
+		}
+		return t, nil
+	}
+	if cfg == "" {
+		switch {
+		case len(match) == 1:
+			return target{addr: match[0].Admin, source: "the only switchboard running"}, nil
+		case len(match) > 1:
+			return target{}, several("switchboards are running")
+		}
+	}
+	t := target{addr: config.DefaultAdminListen, source: "the default address", notes: others(config.DefaultAdminListen)}
+	if cfg != "" {
+		t.notes = append(t.notes, "no running switchboard registered for "+cfg)
+	}
+	return t, nil
+}
+
+// describe names a registered switchboard for a person choosing one.
+func describe(r instance.Record) string {
+	cfg := r.Config
+	if cfg == "" {
+		cfg = "embedded demo"
+	}
+	return fmt.Sprintf("pid %d  admin %s  mcp %s  config %s", r.PID, r.Admin, r.Listen, cfg)
+}
+
+// dialAddr is addr with an unspecified host (0.0.0.0, ::, none) replaced
+// by loopback, which reaches a listener bound to all interfaces.
+func dialAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if ip != nil && ip.To4() == nil {
+			return net.JoinHostPort("::1", port)
+		}
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// printTarget is the header: which switchboard answered, found how, and
+// which config it serves.
+func printTarget(w io.Writer, tg target, rep proxy.StatusReport) {
+	fmt.Fprintf(w, "switchboard %s  pid %d  admin %s (%s)\n", rep.Version, rep.PID, tg.addr, tg.source)
+	cfg := rep.Config
+	if cfg == "" {
+		cfg = "(not reported)"
+	}
+	fmt.Fprintf(w, "config %s  mcp %s\n", cfg, orDash(rep.Listen))
+	for _, n := range tg.notes {
+		fmt.Fprintln(w, "note: "+n)
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 func printStatus(w io.Writer, rep proxy.StatusReport) {
-	fmt.Fprintf(w, "switchboard %s  config gen %d (digest %s)  goroutines %d\n", rep.Version, rep.Gen, rep.Digest, rep.Goroutines)
+	fmt.Fprintf(w, "config gen %d (digest %s)  goroutines %d\n", rep.Gen, rep.Digest, rep.Goroutines)
 	if lr := rep.LastReload; lr != nil {
 		result := "ok"
 		switch {
@@ -123,6 +275,17 @@ func printStatus(w io.Writer, rep proxy.StatusReport) {
 				retry = fmt.Sprintf(" (retry in %s)", s.CatalogRetry.Sub(now).Round(time.Second))
 			}
 			fmt.Fprintf(w, "%s: %s failed: %s%s\n", s.Name, m, oneLine(s.CatalogErrors[m], 100), retry)
+		}
+	}
+	// What a failed or restarting server said last: the cause the last error
+	// only summarises ("process exited before initialize finished").
+	for _, s := range rep.Servers {
+		if (s.State != upstream.StateFailed && s.State != upstream.StateRestarting) || len(s.StderrTail) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s stderr (last %d lines):\n", s.Name, len(s.StderrTail))
+		for _, l := range s.StderrTail {
+			fmt.Fprintln(w, "  "+l)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(rep.Views)) {
