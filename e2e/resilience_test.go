@@ -894,3 +894,61 @@ func TestResilienceLazyServers(t *testing.T) {
 		t.Errorf("quick: %s", js(res))
 	}
 }
+
+// TestShutdownDeliversEveryResult: SIGTERM with 50 slow calls in flight,
+// from clients that do not retry, half on /mcp (answers on the POST's
+// stream) and half on legacy /sse (answers on the GET stream): every
+// result reaches its client before switchboard exits.
+func TestShutdownDeliversEveryResult(t *testing.T) {
+	t.Parallel()
+	s := startSwitchboard(t, map[string]any{
+		"shutdownTimeout": 20000,
+		"mcpServers":      map[string]any{"work": map[string]any{"command": fixture, "args": []string{"--name", "work"}}},
+	})
+	const perTransport, sleepMS = 25, 2000
+	connect := func(tr mcp.Transport) *mcp.ClientSession {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, tr, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	streamable := connect(&mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp", MaxRetries: -1})
+	legacy := connect(&mcp.SSEClientTransport{Endpoint: "http://" + s.addr + "/sse"})
+	waitListed(t, streamable, "mcp_work_sleep")
+	results := make(chan error, 2*perTransport)
+	for _, cs := range []*mcp.ClientSession{streamable, legacy} {
+		for range perTransport {
+			go func() {
+				res, err, _ := callCtx(cs, time.Minute, "mcp_work_sleep", map[string]any{"ms": sleepMS})
+				switch {
+				case err != nil:
+					results <- err
+				case res.IsError || !strings.Contains(textOf(res), "slept"):
+					results <- fmt.Errorf("result %s", js(res))
+				default:
+					results <- nil
+				}
+			}()
+		}
+	}
+	s.waitServer(t, "work", 10*time.Second, "every call in flight", func(st serverState) bool { return st.InFlight == 2*perTransport })
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(t, 30*time.Second); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	delivered := 0
+	for range 2 * perTransport {
+		if err := <-results; err != nil {
+			t.Errorf("call in flight at SIGTERM: %v", err)
+		} else {
+			delivered++
+		}
+	}
+	t.Logf("%d of %d results delivered across SIGTERM", delivered, 2*perTransport)
+}
