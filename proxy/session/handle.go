@@ -318,12 +318,28 @@ func (s *Session) reply(out Stream, id jsonrpc.ID, res any, err error) {
 }
 
 // encode is params or a result as JSON; a json.RawMessage as it is.
+// The go-sdk's results with a MarshalJSON of their own (which encodes with
+// json.Marshal, so its output is compact and HTML-escaped as json.Marshal's)
+// are encoded by it directly: json.Marshal would call it and then compact
+// its output again, a second pass over every byte of the answer.
 func encode(v any) (json.RawMessage, error) {
 	switch v := v.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
 		return v, nil
+	case *mcp.CallToolResult:
+		if v != nil {
+			return v.MarshalJSON()
+		}
+	case *mcp.GetPromptResult:
+		if v != nil {
+			return v.MarshalJSON()
+		}
+	case *mcp.ReadResourceResult:
+		if v != nil {
+			return v.MarshalJSON()
+		}
 	}
 	return json.Marshal(v)
 }

@@ -114,22 +114,66 @@ func AppendResponse(dst []byte, r *jsonrpc.Response) []byte {
 		return nil
 	}
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
-	switch id := r.ID.Raw().(type) {
-	case int64:
-		dst = strconv.AppendInt(dst, id, 10)
-	case string:
-		for i := 0; i < len(id); i++ {
-			if c := id[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-				return nil
-			}
-		}
-		dst = append(append(append(dst, '"'), id...), '"')
-	default:
+	dst = appendID(dst, r.ID)
+	if dst == nil {
 		return nil
 	}
 	dst = append(dst, `,"result":`...)
 	dst = append(dst, r.Result...)
 	return append(dst, '}')
+}
+
+// AppendRequest appends a request or a notification to dst as the SDK's
+// encoder writes it, without encoding the params a second time (the
+// encoder compacts them again: a pass over every byte of a forwarded
+// call's arguments); nil when it is not that simple (a method or an ID
+// that needs escaping, params with a line break), for the encoder to
+// write. The params must be JSON as an encoder wrote it.
+func AppendRequest(dst []byte, r *jsonrpc.Request) []byte {
+	if !plain(r.Method) || bytes.ContainsAny(r.Params, "\r\n") {
+		return nil
+	}
+	dst = append(dst, `{"jsonrpc":"2.0"`...)
+	if r.ID.IsValid() {
+		dst = appendID(append(dst, `,"id":`...), r.ID)
+		if dst == nil {
+			return nil
+		}
+	}
+	dst = append(dst, `,"method":"`...)
+	dst = append(dst, r.Method...)
+	dst = append(dst, '"')
+	if len(r.Params) > 0 {
+		dst = append(dst, `,"params":`...)
+		dst = append(dst, r.Params...)
+	}
+	return append(dst, '}')
+}
+
+// appendID appends an ID as the encoder writes it; nil for one that is
+// neither a number nor a plain string.
+func appendID(dst []byte, id jsonrpc.ID) []byte {
+	switch id := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(dst, id, 10)
+	case string:
+		if !plain(id) && id != "" {
+			return nil
+		}
+		return append(append(append(dst, '"'), id...), '"')
+	}
+	return nil
+}
+
+// plain reports whether s is non-empty printable ASCII that a JSON string
+// holds as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // Decode decodes one JSON-RPC message, or a batch of them (batch
@@ -150,8 +194,14 @@ func Decode(data []byte) (msgs []jsonrpc.Message, batch bool, err error) {
 // Encode is msg as the SDK's jsonrpc.EncodeMessage writes it; a result
 // response is written around its result without encoding it again.
 func Encode(msg jsonrpc.Message) ([]byte, error) {
-	if r, ok := msg.(*jsonrpc.Response); ok {
+	switch r := msg.(type) {
+	case *jsonrpc.Response:
 		if data := AppendResponse(make([]byte, 0, len(r.Result)+48), r); data != nil {
+			return data, nil
+		}
+	case *jsonrpc.Request:
+		// +1: room for the newline a stdio line adds.
+		if data := AppendRequest(make([]byte, 0, len(r.Params)+len(r.Method)+64+1), r); data != nil {
 			return data, nil
 		}
 	}

@@ -169,6 +169,48 @@ func FuzzAppendResponse(f *testing.F) {
 	})
 }
 
+// FuzzAppendRequest: a request or notification written without the
+// encoder is the encoder's bytes exactly, whatever the ID, the method and
+// the params; the usual ones are written without it.
+func FuzzAppendRequest(f *testing.F) {
+	f.Add(int64(1), "", "tools/call", `{"name":"mcp_echo_echo","arguments":{"text":"hi"}}`)
+	f.Add(int64(-7), "abc", "notifications/progress", `{"a":"<&>"}`)
+	f.Add(int64(0), "sb-1", "x\"y", `"x\u2028y"`)
+	f.Add(int64(0), "é\"\\", "é", `[1,2.5e3,null,true]`)
+	f.Add(int64(3), "", "", "")
+	f.Fuzz(func(t *testing.T, n int64, s, method, text string) {
+		params, err := json.Marshal(map[string]any{"arguments": text, "n": n})
+		if err != nil {
+			t.Skip()
+		}
+		for _, raw := range []any{nil, float64(n % (1 << 53)), s} {
+			var id jsonrpc.ID
+			if raw != nil {
+				if id, err = jsonrpc.MakeID(raw); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, p := range []json.RawMessage{params, nil} {
+				r := &jsonrpc.Request{ID: id, Method: method, Params: p}
+				want, err := jsonrpc.EncodeMessage(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := AppendRequest(nil, r)
+				if got != nil && string(got) != string(want) {
+					t.Fatalf("AppendRequest\n got %s\nwant %s", got, want)
+				}
+				if sid, ok := raw.(string); got == nil && method == "tools/call" && (!ok || sid == "" || plain(sid)) {
+					t.Errorf("AppendRequest left %s to the encoder", want)
+				}
+				if enc, err := Encode(r); err != nil || string(enc) != string(want) {
+					t.Fatalf("Encode\n got %s, %v\nwant %s", enc, err, want)
+				}
+			}
+		}
+	})
+}
+
 // decodeOne decodes as a stdio line is decoded.
 func decodeOne(line []byte) ([]jsonrpc.Message, error) {
 	msgs, _, err := Decode(line)

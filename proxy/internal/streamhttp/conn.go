@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,7 @@ type stream struct {
 	rc    *http.ResponseController
 	calls map[jsonrpc.ID]bool // a POST stream's unanswered calls
 	done  chan struct{}       // a POST stream: closed with the last answer
+	wrote bool                // an event was written: the headers are out
 }
 
 var _ session.Stream = (*stream)(nil)
@@ -149,6 +151,15 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	if s.w == nil {
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
 	}
+	if last && !s.wrote {
+		// The POST's only event: with its length known, net/http sends
+		// the headers and the event in the one write of the flush below,
+		// and the response has no chunked ending left to write when the
+		// handler returns (a second write, and a second wake-up of the
+		// client, per answered call).
+		s.w.Header().Set("Content-Length", strconv.Itoa(len(event)))
+	}
+	s.wrote = true
 	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	_, err = s.w.Write(event)
 	// Flushed even when it is the last: a shutdown that waits for POST

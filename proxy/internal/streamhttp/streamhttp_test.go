@@ -700,6 +700,95 @@ func TestAnswers(t *testing.T) {
 	status(t, post(t, f, id, `{"jsonrpc":"2.0","id":"sb-99","result":{}}`, v25), http.StatusAccepted)
 }
 
+// TestLoneAnswerOneWrite: the answer to a POST's only call, with nothing
+// sent before it on the POST's stream, goes out with the headers in one
+// write and a Content-Length; a stream with more than one event is
+// chunked, as before.
+func TestLoneAnswerOneWrite(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	var writes atomic.Int64
+	ts := httptest.NewUnstartedServer(f.h)
+	ts.Listener = countingListener{Listener: ts.Listener, writes: &writes}
+	ts.Start()
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	do := func(body string, hdr map[string]string) (*http.Response, []string, int64) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(sessionIDHeader, id)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		before := writes.Load()
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got := events(t, resp)
+		return resp, got, writes.Load() - before
+	}
+
+	const echo = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
+	resp, got, n := do(echo, v25)
+	if len(got) != 1 || !strings.Contains(got[0], `"text":"x"`) {
+		t.Fatalf("events %q", got)
+	}
+	if n != 1 || resp.ContentLength <= 0 || len(resp.TransferEncoding) > 0 {
+		t.Errorf("lone answer: %d writes, Content-Length %d, Transfer-Encoding %q; want 1 write with a Content-Length", n, resp.ContentLength, resp.TransferEncoding)
+	}
+
+	const progress = `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`
+	resp, got, _ = do(progress, v25)
+	if len(got) != 4 || !strings.Contains(got[3], `"text":"done"`) {
+		t.Fatalf("progress call's stream: %q", got)
+	}
+	if resp.ContentLength != -1 || !slices.Equal(resp.TransferEncoding, []string{"chunked"}) {
+		t.Errorf("progress call: Content-Length %d, Transfer-Encoding %q; want chunked", resp.ContentLength, resp.TransferEncoding)
+	}
+
+	batch := `[` + strings.Replace(echo, `"id":1`, `"id":2`, 1) + `,` + strings.Replace(echo, `"id":1`, `"id":3`, 1) + `]`
+	resp, got, _ = do(batch, map[string]string{protocolVersionHeader: "2025-03-26"})
+	if len(got) != 2 {
+		t.Fatalf("batch: events %q", got)
+	}
+	if resp.ContentLength != -1 {
+		t.Errorf("batch: Content-Length %d; want chunked", resp.ContentLength)
+	}
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, writes: l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
 // TestIDReusableAfterAnswer: once a call is answered, its ID is free
 // again: a client that reuses it at once, alone or in a batch, is not told
 // it is still in flight.
