@@ -272,12 +272,22 @@ func TestFaultSlowStart(t *testing.T) {
 		t.Errorf("/readyz %d while a server makes its first attempt, want 503", code)
 	}
 	cs := s.client(t, nil)
-	waitListed(t, cs, "mcp_healthy_echo")
-	healthyEcho(t, cs) // the endpoint serves while upstreams start
+	// The endpoint serves calls while upstreams start…
+	eventually(t, 10*time.Second, "a call to the healthy server", func() bool {
+		res, err, _ := callCtx(cs, 5*time.Second, "mcp_healthy_echo", map[string]any{"text": "still here"})
+		return err == nil && !res.IsError
+	})
 	if st := s.server(t, "slow"); st.State != "starting" {
 		t.Errorf("slow server is %s while the neighbour serves, want starting", st.State)
 	}
-	s.waitServer(t, "slow", 20*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
+	// …and the first list waits for every server's first attempt (each for
+	// at most its timeout), so it has the slow server's tools.
+	if tools := listTools(t, cs); tools["mcp_slow_echo"] == nil || tools["mcp_healthy_echo"] == nil {
+		t.Errorf("the first list lacks the slow or the healthy server's tools: %v", keys(tools))
+	}
+	if st := s.server(t, "slow"); st.State != "ready" {
+		t.Errorf("slow server is %s after the first list, want ready", st.State)
+	}
 	st := s.waitServer(t, "tooslow", 20*time.Second, "failed", func(st serverState) bool { return st.State == "failed" })
 	if !strings.Contains(st.LastError, "connect timeout") {
 		t.Errorf("last error %q", st.LastError)
@@ -895,60 +905,65 @@ func TestResilienceLazyServers(t *testing.T) {
 	}
 }
 
-// TestShutdownDeliversEveryResult: SIGTERM with 50 slow calls in flight,
-// from clients that do not retry, half on /mcp (answers on the POST's
-// stream) and half on legacy /sse (answers on the GET stream): every
-// result reaches its client before switchboard exits.
+// TestShutdownDeliversEveryResult: SIGTERM with 50 slow calls in flight
+// from clients that do not retry, on /mcp (answers on each POST's stream)
+// and on legacy /sse (answers on the GET stream): every result reaches
+// its client before switchboard exits.
 func TestShutdownDeliversEveryResult(t *testing.T) {
 	t.Parallel()
-	s := startSwitchboard(t, map[string]any{
-		"shutdownTimeout": 20000,
-		"mcpServers":      map[string]any{"work": map[string]any{"command": fixture, "args": []string{"--name", "work"}}},
-	})
-	const perTransport, sleepMS = 25, 2000
-	connect := func(tr mcp.Transport) *mcp.ClientSession {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, tr, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		return cs
-	}
-	streamable := connect(&mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp", MaxRetries: -1})
-	legacy := connect(&mcp.SSEClientTransport{Endpoint: "http://" + s.addr + "/sse"})
-	waitListed(t, streamable, "mcp_work_sleep")
-	results := make(chan error, 2*perTransport)
-	for _, cs := range []*mcp.ClientSession{streamable, legacy} {
-		for range perTransport {
-			go func() {
-				res, err, _ := callCtx(cs, time.Minute, "mcp_work_sleep", map[string]any{"ms": sleepMS})
-				switch {
-				case err != nil:
-					results <- err
-				case res.IsError || !strings.Contains(textOf(res), "slept"):
-					results <- fmt.Errorf("result %s", js(res))
-				default:
-					results <- nil
+	for _, tc := range []struct {
+		name      string
+		transport func(addr string) mcp.Transport
+	}{
+		{"mcp", func(addr string) mcp.Transport {
+			return &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", MaxRetries: -1}
+		}},
+		{"sse", func(addr string) mcp.Transport { return &mcp.SSEClientTransport{Endpoint: "http://" + addr + "/sse"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := startSwitchboard(t, map[string]any{
+				"shutdownTimeout": 20000,
+				"mcpServers":      map[string]any{"work": map[string]any{"command": fixture, "args": []string{"--name", "work"}}},
+			})
+			// Not a context that ends: the SSE client ties its stream to it.
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), tc.transport(s.addr), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.Close() })
+			waitListed(t, cs, "mcp_work_sleep")
+			const calls, sleepMS = 50, 2000
+			results := make(chan error, calls)
+			for range calls {
+				go func() {
+					res, err, _ := callCtx(cs, time.Minute, "mcp_work_sleep", map[string]any{"ms": sleepMS})
+					switch {
+					case err != nil:
+						results <- err
+					case res.IsError || !strings.Contains(textOf(res), "slept"):
+						results <- fmt.Errorf("result %s", js(res))
+					default:
+						results <- nil
+					}
+				}()
+			}
+			s.waitServer(t, "work", 10*time.Second, "every call in flight", func(st serverState) bool { return st.InFlight == calls })
+			if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if code := s.wait(t, 30*time.Second); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+			delivered := 0
+			for range calls {
+				if err := <-results; err != nil {
+					t.Errorf("call in flight at SIGTERM: %v", err)
+				} else {
+					delivered++
 				}
-			}()
-		}
+			}
+			t.Logf("%s: %d of %d results delivered across SIGTERM", tc.name, delivered, calls)
+		})
 	}
-	s.waitServer(t, "work", 10*time.Second, "every call in flight", func(st serverState) bool { return st.InFlight == 2*perTransport })
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if code := s.wait(t, 30*time.Second); code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
-	delivered := 0
-	for range 2 * perTransport {
-		if err := <-results; err != nil {
-			t.Errorf("call in flight at SIGTERM: %v", err)
-		} else {
-			delivered++
-		}
-	}
-	t.Logf("%d of %d results delivered across SIGTERM", delivered, 2*perTransport)
 }

@@ -97,6 +97,10 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		OnClose: func(ss *session.Session) {
 			p.sessions.Delete(ss)
 			p.held.give(pr)
+			select {
+			case p.sessionGone <- struct{}{}:
+			default:
+			}
 			if v := p.serving.Load().views[pr.view]; v != nil {
 				for _, uri := range ss.Subscriptions() {
 					if e := v.ownerOf(uri); e != nil {

@@ -80,7 +80,9 @@ type Proxy struct {
 	pubMu    sync.Mutex // serialises publishing; guards draining
 	draining []*served  // replaced generations still in use
 	sessions sync.Map   // every open downstream session -> its view id
-	held     sessionCounts
+	// sessionGone is signalled (never blocking) when a session closes.
+	sessionGone chan struct{}
+	held        sessionCounts
 	// streamable serves /mcp and /agents/{id}/mcp; it lives as long as the
 	// proxy so a reload can set its idle timeout.
 	streamable *streamhttp.Handler
@@ -192,14 +194,15 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	redactor := secrets.NewSet()
 	log := newLogger(c, o.Stderr, redactor)
 	p := &Proxy{
-		opts:      o,
-		log:       log,
-		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
-		redactor:  redactor,
-		resolver:  secrets.NewResolver(resolverOptions(redactor)),
-		handles:   map[string]*upstream.Handle{},
-		reloadReq: make(chan string, 1),
-		pins:      newPinStore(log.Named("pins")),
+		opts:        o,
+		log:         log,
+		sdkLog:      slog.New(logbridge.New(log.Named("sdk"), true)),
+		redactor:    redactor,
+		resolver:    secrets.NewResolver(resolverOptions(redactor)),
+		handles:     map[string]*upstream.Handle{},
+		reloadReq:   make(chan string, 1),
+		sessionGone: make(chan struct{}, 1),
+		pins:        newPinStore(log.Named("pins")),
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
@@ -311,12 +314,40 @@ func (p *Proxy) closeSessions(ctx context.Context) {
 	p.eachSession(func(ss *session.Session, _ string) { all = append(all, ss) })
 	var wg sync.WaitGroup
 	for _, ss := range all {
-		wg.Go(func() {
-			_ = ss.Drain(ctx)
-			ss.Close()
-		})
+		wg.Go(func() { _ = ss.Drain(ctx) })
 	}
 	wg.Wait()
+	p.linger(ctx)
+	for _, ss := range all {
+		ss.Close()
+	}
+}
+
+// streamLinger is how long the streams of drained sessions stay open at
+// shutdown, at most, before they end: answers are written by then, but a
+// client reads its streams concurrently, and some (the go-sdk's among
+// them) fail the calls they have not taken yet when a stream ends.
+const streamLinger = time.Second
+
+// linger waits streamLinger, or less when every client ended its session
+// itself, or until ctx is done.
+func (p *Proxy) linger(ctx context.Context) {
+	t := time.NewTimer(streamLinger)
+	defer t.Stop()
+	for {
+		n := 0
+		p.eachSession(func(*session.Session, string) { n++ })
+		if n == 0 {
+			return
+		}
+		select {
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		case <-p.sessionGone:
+		}
+	}
 }
 
 // serveStdio serves the one client on stdin/stdout. When it ends, calls in

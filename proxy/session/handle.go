@@ -106,10 +106,11 @@ func (s *Session) Handle(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	}
 }
 
-// Drain waits until no request is in flight, or ctx is done.
+// Drain waits until no request is in flight and every answer is written,
+// or ctx is done.
 func (s *Session) Drain(ctx context.Context) error {
 	s.mu.Lock()
-	if len(s.inflight) == 0 {
+	if len(s.inflight) == 0 && s.answering == 0 {
 		s.mu.Unlock()
 		return nil
 	}
@@ -209,15 +210,27 @@ func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, o
 	res, err := s.dispatch(ctx, r)
 	s.mu.Lock()
 	delete(s.inflight, m.ID)
-	if len(s.inflight) == 0 && s.idle != nil {
-		close(s.idle)
-		s.idle = nil
-	}
+	s.answering++
 	s.mu.Unlock()
 	release()
 	// The answer is written even when the request was cancelled, with a
 	// context that is not done, as JSON-RPC implementations do.
 	s.reply(out, m.ID, res, err)
+	// Drain counts the request until its answer is out: a session closed
+	// after Drain must not cut an answer being written.
+	s.mu.Lock()
+	s.answering--
+	s.idleLocked()
+	s.mu.Unlock()
+}
+
+// idleLocked wakes Drain when no request is in flight or being answered;
+// s.mu held.
+func (s *Session) idleLocked() {
+	if len(s.inflight) == 0 && s.answering == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
 }
 
 func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {

@@ -80,7 +80,8 @@ type Session struct {
 	subs         map[string]bool
 	inflight     map[jsonrpc.ID]context.CancelFunc
 	asks         map[jsonrpc.ID]chan *jsonrpc.Response
-	idle         chan struct{} // closed when the last request in flight ends, for Drain
+	answering    int           // requests out of inflight whose answer is being written
+	idle         chan struct{} // closed when the last request in flight is answered, for Drain
 	jobs         chan job      // requests for idle workers (unbuffered)
 	idleWorkers  atomic.Int32
 	workers      sync.WaitGroup // the goroutines of worker; Close waits for them
