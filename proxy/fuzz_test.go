@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
 // FuzzArgsDecode: duplicate keys and keys that differ only in case are
@@ -90,4 +94,31 @@ func dupOrCaseKeys(raw []byte) bool {
 			stack[len(stack)-1].expect = true
 		}
 	}
+}
+
+// FuzzDecodeCallParams: tools/call params decode as encoding/json decodes
+// them: the same acceptance, and the same name, arguments and _meta.
+func FuzzDecodeCallParams(f *testing.F) {
+	f.Add([]byte(`{"name":"mcp_echo_echo","arguments":{"text":"hi"}}`))
+	f.Add([]byte(`{"NAME":"x","Arguments":[1,2],"_meta":{"progressToken":7}}`))
+	f.Add([]byte(`{"name":"a\u0000b","arguments":null}`))
+	f.Add([]byte(`{"name":1}`))
+	f.Add([]byte(`{"name":"x"} trailing`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var got, want mcp.CallToolParamsRaw
+		gerr := decodeCallParams(&session.Request{Method: "tools/call", Params: raw}, &got)
+		werr := decodeParams(&session.Request{Method: "tools/call", Params: raw}, &want)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("%q: accepted by one decoder only: %v, %v", raw, gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		g, _ := json.Marshal(&got)
+		w, _ := json.Marshal(&want)
+		if string(g) != string(w) {
+			t.Fatalf("%q decodes to %s, encoding/json to %s", raw, g, w)
+		}
+	})
 }

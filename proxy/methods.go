@@ -1,9 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -174,6 +177,25 @@ func decodeParams(r *session.Request, dst any) error {
 	return nil
 }
 
+// decodeCallParams is decodeParams for tools/call, on every forwarded
+// call's path: the segmentio decoder reads the params in one pass, without
+// encoding/json's reflection (about 3 µs of a forwarded call at c = 8;
+// 7565e0a decoded them so too). Strings and raw values are copied and
+// field names match as json.Unmarshal copies and matches them.
+func decodeCallParams(r *session.Request, dst *mcp.CallToolParamsRaw) error {
+	if len(r.Params) == 0 || string(r.Params) == "null" {
+		return nil
+	}
+	rest, err := sjson.Parse(r.Params, dst, 0)
+	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+		err = errors.New("invalid character after top-level value")
+	}
+	if err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: invalid params: %v", r.Method, err)}
+	}
+	return nil
+}
+
 // listTools answers tools/list. It starts the view's lazy servers that
 // have not started yet (lazyList "start" waits for them, bounded by their
 // timeout and the request), waits for the eager ones still on their first
@@ -196,7 +218,7 @@ func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any
 // callTool answers tools/call: the one path of every forwarded call.
 func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any, error) {
 	var params mcp.CallToolParamsRaw
-	if err := decodeParams(r, &params); err != nil {
+	if err := decodeCallParams(r, &params); err != nil {
 		return nil, err
 	}
 	rt, ok := v.tools[params.Name]
