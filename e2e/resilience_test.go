@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -966,4 +968,66 @@ func TestShutdownDeliversEveryResult(t *testing.T) {
 			t.Logf("%s: %d of %d results delivered across SIGTERM", tc.name, delivered, calls)
 		})
 	}
+}
+
+// TestRestartFailedServer: a stdio server that gave up comes back with
+// `switchboard restart NAME` once its cause is fixed, and another with a
+// reload of the unchanged config (SIGHUP); an unknown name or a wrong token
+// is refused.
+func TestRestartFailedServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const token = "admin-token-6b1f0c"
+	flaky := func(name string) map[string]any {
+		flag := filepath.Join(dir, name+".ok")
+		return map[string]any{
+			"command": "sh", "args": []string{"-c", "test -f " + flag + " && exec " + fixture + " --name " + name},
+			"maxRestarts": 0,
+		}
+	}
+	s := startSwitchboard(t, map[string]any{
+		"admin":      map[string]any{"reloadToken": token},
+		"mcpServers": map[string]any{"one": flaky("one"), "two": flaky("two")},
+	})
+	for _, name := range []string{"one", "two"} {
+		s.waitServer(t, name, 20*time.Second, "failed", func(st serverState) bool { return st.State == "failed" })
+	}
+	restart := func(tok string, args ...string) (int, string) {
+		cmd := exec.Command(switchboard, append([]string{"restart", "--admin", s.admin, "--token", tok}, args...)...)
+		out, _ := cmd.CombinedOutput()
+		return cmd.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := restart(token, "nope"); code == 0 || !strings.Contains(out, `no server "nope"`) {
+		t.Errorf("restart of an unknown server: exit %d, %q", code, out)
+	}
+	if code, out := restart("wrong", "one"); code == 0 || !strings.Contains(out, "refused") {
+		t.Errorf("restart with a wrong token: exit %d, %q", code, out)
+	}
+
+	// The cause is fixed; nothing happens until someone says so.
+	for _, name := range []string{"one", "two"} {
+		if err := os.WriteFile(filepath.Join(dir, name+".ok"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out := restart(token, "one"); code != 0 {
+		t.Fatalf("restart one: exit %d, %s", code, out)
+	}
+	s.waitServer(t, "one", 20*time.Second, "ready after restart", func(st serverState) bool { return st.State == "ready" })
+	if st := s.server(t, "two"); st.State != "failed" {
+		t.Errorf("two is %s before anyone restarted it, want failed", st.State)
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	s.waitServer(t, "two", 20*time.Second, "ready after a reload of the unchanged config", func(st serverState) bool { return st.State == "ready" })
+	cs := s.client(t, nil)
+	waitListed(t, cs, "mcp_one_echo", "mcp_two_echo")
+
+	// A running server restarts too: a new process.
+	before := s.server(t, "one").PID
+	if code, out := restart(token, "one"); code != 0 {
+		t.Fatalf("restart of a running server: exit %d, %s", code, out)
+	}
+	s.waitServer(t, "one", 20*time.Second, "ready with a new process", func(st serverState) bool { return st.State == "ready" && st.PID != before })
 }

@@ -82,7 +82,10 @@ func (a adminBackend) Readiness() admin.Readiness {
 	return admin.Readiness{Ready: snap != nil && len(waiting) == 0 && !stopping, Waiting: waiting, Stopping: stopping}
 }
 
-func (a adminBackend) Status() any           { return a.p.statusReport() }
+func (a adminBackend) Status() any { return a.p.statusReport() }
+func (a adminBackend) Restart(server string) int {
+	return a.p.restart(server)
+}
 func (a adminBackend) Metrics() http.Handler { return a.p.tel.Load().MetricsHandler() }
 
 func (a adminBackend) ReloadToken() string {

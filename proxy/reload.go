@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // reloadDebounce is the quiet period a reload waits for: one editor save
@@ -157,6 +158,9 @@ func (p *Proxy) reloadLoop(ctx context.Context) {
 func (p *Proxy) reload(ctx context.Context, reason string) {
 	res := &ReloadResult{At: time.Now().UTC(), Reason: reason}
 	defer func() {
+		if res.OK {
+			p.retryFailed()
+		}
 		snap := p.serving.Load().snap
 		res.Gen, res.Digest = snap.Gen, snap.Digest
 		p.lastReload.Store(res)
@@ -196,6 +200,31 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 	snap := p.serving.Load().snap
 	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
 	logNotes(p.log, c)
+}
+
+// restart restarts every running instance of the named server (an agent's
+// override, key@agent, is one too) and returns how many.
+func (p *Proxy) restart(server string) int {
+	n := 0
+	for key, h := range p.serving.Load().snap.Handles {
+		if key == server || strings.HasPrefix(key, server+"@") {
+			if h.Restart() {
+				p.log.Info("upstream restart requested", "upstream", key)
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// retryFailed restarts the servers that gave up: a reload, even of an
+// unchanged config, is the operator saying the cause may be fixed.
+func (p *Proxy) retryFailed() {
+	for key, h := range p.serving.Load().snap.Handles {
+		if h.Status().State == upstream.StateFailed && h.Restart() {
+			p.log.Info("failed upstream retried on reload", "upstream", key)
+		}
+	}
 }
 
 // fixedSettings refuses a reload that changes what only a start can apply:

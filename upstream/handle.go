@@ -140,6 +140,7 @@ type Handle struct {
 	inflight atomic.Int64
 	closing  atomic.Bool
 	drained  chan struct{}
+	retry    chan struct{} // wakes a supervisor waiting for its next attempt (Restart)
 
 	mu          sync.Mutex
 	state       State
@@ -151,6 +152,7 @@ type Handle struct {
 	failures    int
 	nextAttempt time.Time
 	pid         int
+	running     bool // the supervisor loop runs: started, not given up (Restart)
 	protocol    string
 	listRetry   time.Time      // when the failing lists are asked for again
 	listFails   map[string]int // failed listings by method
@@ -198,6 +200,7 @@ func New(spec Spec, opt Options) *Handle {
 		firstDone: make(chan struct{}),
 		resync:    make(chan struct{}, 1),
 		drained:   make(chan struct{}, 1),
+		retry:     make(chan struct{}, 1),
 		state:     StateIdle,
 		since:     time.Now(),
 		changed:   make(chan struct{}),
@@ -296,9 +299,49 @@ func (h *Handle) ensureStarted() {
 			return
 		}
 		h.setState(StateStarting, "")
+		h.mu.Lock()
+		h.running = true
 		h.wg.Add(1)
+		h.mu.Unlock()
 		go h.run()
 	})
+}
+
+// errRestartRequested ends a session that Restart asked to start anew.
+var errRestartRequested = errors.New("restart requested")
+
+// Restart brings the server back now, with its failure count reset: a
+// stdio server that gave up starts again, one waiting for its next attempt
+// tries at once, and a running one has its session ended and starts anew.
+// It reports false, doing nothing, for a Handle that is closing or a lazy
+// server that never started.
+func (h *Handle) Restart() bool {
+	h.mu.Lock()
+	if h.closing.Load() || h.ctx.Err() != nil {
+		h.mu.Unlock()
+		return false
+	}
+	h.failures = 0
+	switch {
+	case h.running:
+		h.mu.Unlock()
+		// The supervisor ends a running session, or skips the wait for its
+		// next attempt.
+		select {
+		case h.retry <- struct{}{}:
+		default:
+		}
+		return true
+	case h.state == StateIdle:
+		h.mu.Unlock()
+		return false
+	}
+	h.running = true
+	h.wg.Add(1) // under h.mu: Close sets closing under it before it waits
+	h.mu.Unlock()
+	h.setState(StateStarting, "")
+	go h.run()
+	return true
 }
 
 // transportName is the transport as status shows it; an auto entry shows
@@ -360,7 +403,9 @@ func (h *Handle) Status() Status {
 // call waits until the server is stopped.
 func (h *Handle) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
+		h.mu.Lock() // Restart adds to h.wg under it
 		h.closing.Store(true)
+		h.mu.Unlock()
 		for h.inflight.Load() > 0 {
 			select {
 			case <-h.drained:
@@ -451,6 +496,12 @@ func (h *Handle) run() {
 			h.failures = 0
 			h.mu.Unlock()
 		}
+		if errors.Is(werr, errRestartRequested) {
+			h.log.Info("upstream restarted on request")
+			h.setState(StateRestarting, werr.Error())
+			s.close()
+			continue
+		}
 		if werr == nil {
 			werr = errors.New("session closed")
 		}
@@ -480,6 +531,8 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 		h.catalog.Store(nil)
 		h.mu.Lock()
 		h.nextAttempt = time.Time{}
+		// The loop ends now: from here Restart starts a new one.
+		h.running = false
 		h.mu.Unlock()
 		h.log.Error("upstream failed", "error", err, "attempt", n)
 		h.setState(StateFailed, err.Error())
@@ -514,6 +567,8 @@ func (h *Handle) sleepUntil(next time.Time) bool {
 	case <-h.ctx.Done():
 		return false
 	case <-t.C:
+		return true
+	case <-h.retry:
 		return true
 	}
 }
@@ -586,6 +641,8 @@ func (h *Handle) serve(s *session) error {
 			}
 		case <-h.resync:
 			h.relist(s, retry, nil)
+		case <-h.retry:
+			return errRestartRequested
 		case <-retry.C():
 			if cur := h.catalog.Load(); cur != nil {
 				h.relist(s, retry, cur.failedLists())

@@ -31,6 +31,7 @@ Usage:
   switchboard validate --config FILE                                 check a config
   switchboard tools [--config FILE]                                  start every server, print the tool table
   switchboard status [--admin ADDR | --config FILE] [--json]         show a running proxy's servers
+  switchboard restart [--admin ADDR | --config FILE] SERVER          restart one server of a running proxy
   switchboard pins list|approve --config FILE [--server S] [--tool T] review changed tool definitions
   switchboard demo-server NAME                                       serve a demo MCP server on stdio
   switchboard version                                                print the version
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "status":
 		return cmdStatus(ctx, rest, stdout, stderr)
+	case "restart":
+		return cmdRestart(ctx, rest, stdout, stderr)
 	case "pins":
 		return cmdPins(rest, stdout, stderr)
 	case "demo-server":

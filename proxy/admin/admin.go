@@ -3,6 +3,7 @@ package admin
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -32,6 +33,9 @@ type Backend interface {
 	// QueueReload asks for a reload without waiting for it, and returns
 	// the config generation it will replace.
 	QueueReload() int64
+	// Restart restarts the named server (every instance of it) now and
+	// reports how many it restarted; 0: no such server.
+	Restart(server string) int
 }
 
 // Handler serves the admin endpoints of b.
@@ -56,15 +60,7 @@ func Handler(b Backend) http.Handler {
 		_ = enc.Encode(b.Status())
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/admin/reload", func(w http.ResponseWriter, r *http.Request) {
-		want := b.ReloadToken()
-		if want == "" {
-			http.NotFound(w, r)
-			return
-		}
-		tok, ok := bearer(r)
-		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(want)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-admin"`)
-			http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+		if !authorized(w, r, b.ReloadToken()) {
 			return
 		}
 		gen := b.QueueReload()
@@ -72,10 +68,41 @@ func Handler(b Backend) http.Handler {
 		w.WriteHeader(http.StatusAccepted)
 		_ = json.NewEncoder(w).Encode(map[string]any{"queued": true, "gen": gen})
 	}).Methods(http.MethodPost)
+	r.HandleFunc("/admin/restart/{server}", func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(w, r, b.ReloadToken()) {
+			return
+		}
+		name := mux.Vars(r)["server"]
+		n := b.Restart(name)
+		if n == 0 {
+			http.Error(w, fmt.Sprintf("no server %q in the running config", name), http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(map[string]any{"restarted": n, "server": name})
+	}).Methods(http.MethodPost)
 	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		b.Metrics().ServeHTTP(w, r)
 	}).Methods(http.MethodGet)
 	return r
+}
+
+// authorized checks a request to an admin action against the admin token
+// (want); without one the action does not exist (404). It writes the
+// refusal.
+func authorized(w http.ResponseWriter, r *http.Request, want string) bool {
+	if want == "" {
+		http.NotFound(w, r)
+		return false
+	}
+	tok, ok := bearer(r)
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(want)) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard-admin"`)
+		http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+		return false
+	}
+	return true
 }
 
 // bearer is the request's bearer token.
