@@ -1031,3 +1031,30 @@ func TestRestartFailedServer(t *testing.T) {
 	}
 	s.waitServer(t, "one", 20*time.Second, "ready with a new process", func(st serverState) bool { return st.State == "ready" && st.PID != before })
 }
+
+// TestFaultWedgedChild: a stdio server that wrote half a line and then
+// stopped (same PID, never answers again) is found out by the health check
+// that follows a call timeout (a ping with a short deadline) and restarted;
+// calls work again on a new process.
+func TestFaultWedgedChild(t *testing.T) {
+	t.Parallel()
+	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{
+		"wedged": map[string]any{"command": fixture, "args": []string{"--name", "wedged", "--freeze-tool"}, "toolTimeout": 1000},
+	}})
+	cs := s.client(t, nil)
+	waitListed(t, cs, "mcp_wedged_freeze", "mcp_wedged_echo")
+	before := s.server(t, "wedged").PID
+	start := time.Now()
+	wantToolError(t, cs, "mcp_wedged_freeze", map[string]any{}, "timed out")
+	st := s.waitServer(t, "wedged", 20*time.Second, "ready on a new process", func(st serverState) bool {
+		return st.State == "ready" && st.PID != 0 && st.PID != before
+	})
+	t.Logf("wedged server recycled %s after its call began (toolTimeout 1 s, health check 2 s, then the restart backoff)", time.Since(start).Round(10*time.Millisecond))
+	if pidAlive(before) {
+		t.Errorf("the wedged process %d still exists", before)
+	}
+	if res := mustCall(t, cs, "mcp_wedged_echo", map[string]any{"text": "back"}); res.IsError || !strings.Contains(textOf(res), "back") {
+		t.Errorf("call after the restart: %s", js(res))
+	}
+	_ = st
+}

@@ -205,6 +205,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 		}
 		return zero, &UnavailableError{Server: h.sp().Name, Reason: "switchboard stopped it during the call"}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		h.checkAfterTimeout(s)
 		return zero, &TimeoutError{Server: h.sp().Name, After: timeout}
 	}
 	var we *jsonrpc.Error
@@ -218,11 +219,33 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	return zero, &UnavailableError{Server: h.sp().Name, Reason: err.Error()}
 }
 
+// checkAfterTimeout asks, in the background, whether a session whose call
+// timed out still answers at all: a server wedged mid-line (or stuck in a
+// loop) answers no ping, and its session is ended so the supervisor
+// restarts it. One check per session runs at a time.
+func (h *Handle) checkAfterTimeout(s *session) {
+	if !s.checking.CompareAndSwap(false, true) {
+		return
+	}
+	h.wg.Go(func() {
+		defer s.checking.Store(false)
+		if !h.responsive(s) && h.ctx.Err() == nil {
+			h.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
+			s.unresponsive.Store(true)
+			s.markLost()
+		}
+	})
+}
+
+// healthCheckTimeout bounds the ping that tells a slow server from a dead
+// one.
+const healthCheckTimeout = 2 * time.Second
+
 // responsive pings a session after a call failed without an answer. A stdio
 // connection has no transient failures: if a ping fails too, the connection
 // is broken, even if the error does not say so.
 func (h *Handle) responsive(s *session) bool {
-	ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+	ctx, cancel := context.WithTimeout(h.ctx, healthCheckTimeout)
 	defer cancel()
 	_, err := s.cl.call(ctx, "ping", nil, nil)
 	var we *jsonrpc.Error

@@ -181,6 +181,13 @@ func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, e
 // while escalate signals the process group; whatever is left of the group
 // is then killed.
 func (s *session) close() {
+	if s.proc != nil && s.unresponsive.Load() {
+		// It answers nothing, so it will not heed stdin's end or SIGTERM
+		// either (a stopped process does not even get them): no grace.
+		if pid := s.proc.pid(); pid != 0 {
+			killGroup(pid)
+		}
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	if s.proc != nil {

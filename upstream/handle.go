@@ -163,8 +163,10 @@ type session struct {
 	proc   *stdioConn // nil for remote servers
 	stderr *lineWriter
 
-	lost     chan struct{} // closed when a call saw the connection break
-	lostOnce sync.Once
+	lost         chan struct{} // closed when a call saw the connection break
+	lostOnce     sync.Once
+	checking     atomic.Bool // a health check after a timeout runs (checkAfterTimeout)
+	unresponsive atomic.Bool // the health check got no answer: close kills at once
 }
 
 // markLost tells the supervisor that a call saw the connection break. The
