@@ -60,10 +60,14 @@ func validate(t testing.TB, path string) (int, string) {
 	return -1, ""
 }
 
+// clientConfig is the example Claude Desktop file that runs switchboard.
+const clientConfig = "claude_desktop_config.json"
+
 // exampleConfigFiles lists the switchboard config files of examples/: every
 // JSON and YAML file except Helm values, the embed chart's files and the
 // Kubernetes manifests of k8s/kustomize (its configs are checked by
-// TestKustomizeComponent, from what the build puts in the ConfigMap).
+// TestKustomizeComponent, from what the build puts in the ConfigMap), and
+// the client file that starts switchboard (clientConfig).
 func exampleConfigFiles(t testing.TB) []string {
 	t.Helper()
 	var out []string
@@ -79,6 +83,9 @@ func exampleConfigFiles(t testing.TB) []string {
 		}
 		name := d.Name()
 		ext := filepath.Ext(name)
+		if name == clientConfig {
+			return nil // the client's file that starts switchboard, not a switchboard config
+		}
 		if (ext == ".json" || ext == ".yaml" || ext == ".yml") && !strings.HasPrefix(name, "values") {
 			out = append(out, p)
 		}
@@ -102,6 +109,12 @@ func TestExampleConfigsValidate(t *testing.T) {
 		if code, out := validate(t, f); code != 0 {
 			t.Errorf("switchboard validate %s: exit %d\n%s", f, code, out)
 		}
+	}
+	// The Claude Desktop file that starts switchboard is refused as a
+	// switchboard config: served, it would start itself again and again.
+	client := filepath.Join(examplesDir, "claude-desktop", clientConfig)
+	if code, out := validate(t, client); code == 0 || !strings.Contains(out, "runs switchboard itself") {
+		t.Errorf("switchboard validate %s: exit %d, want the self-start refusal\n%s", client, code, out)
 	}
 	dir := t.TempDir()
 	for i, f := range exampleValuesFiles(t) {
