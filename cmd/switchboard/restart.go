@@ -9,11 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/mcp-switchboard/switchboard/proxy/instance"
 )
 
 // cmdRestart asks a running switchboard to restart one server now (a
@@ -52,23 +49,10 @@ func cmdRestart(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintln(stderr, "switchboard restart: needs the admin token (--token or $SWITCHBOARD_ADMIN_TOKEN; the config's admin.reloadToken)")
 		return exitConfig
 	}
-	if cfgPath != "" {
-		if abs, err := filepath.Abs(cfgPath); err == nil {
-			cfgPath = abs
-		}
-	}
-	var running []instance.Record
-	if dir, err := instance.Dir(os.Getenv); err == nil {
-		running, _ = instance.List(dir)
-	}
-	tg, err := pickTarget(addr, cfgPath, os.Getenv("SWITCHBOARD_ADMIN_LISTEN"), running)
+	tg, base, err := findAdmin(addr, absPath(cfgPath))
 	if err != nil {
 		fmt.Fprintln(stderr, "switchboard restart:", err)
 		return exitError
-	}
-	base := "http://" + dialAddr(tg.addr)
-	if strings.Contains(tg.addr, "://") {
-		base = strings.TrimRight(tg.addr, "/")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

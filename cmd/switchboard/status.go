@@ -36,23 +36,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if cfgPath != "" {
-		if abs, err := filepath.Abs(cfgPath); err == nil {
-			cfgPath = abs
-		}
-	}
-	var running []instance.Record
-	if dir, err := instance.Dir(os.Getenv); err == nil {
-		running, _ = instance.List(dir)
-	}
-	tg, err := pickTarget(addr, cfgPath, os.Getenv("SWITCHBOARD_ADMIN_LISTEN"), running)
+	cfgPath = absPath(cfgPath)
+	tg, base, err := findAdmin(addr, cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "switchboard status:", err)
 		return exitError
-	}
-	base := "http://" + dialAddr(tg.addr)
-	if strings.Contains(tg.addr, "://") {
-		base = strings.TrimRight(tg.addr, "/")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -94,6 +82,35 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		printCallStats(stdout, stats)
 	}
 	return exitOK
+}
+
+// absPath makes a --config path absolute, as instances register theirs.
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// findAdmin picks the running switchboard to ask (see pickTarget) and
+// returns it with the base URL of its admin endpoints.
+func findAdmin(addr, cfgPath string) (target, string, error) {
+	var running []instance.Record
+	if dir, err := instance.Dir(os.Getenv); err == nil {
+		running, _ = instance.List(dir)
+	}
+	tg, err := pickTarget(addr, cfgPath, os.Getenv("SWITCHBOARD_ADMIN_LISTEN"), running)
+	if err != nil {
+		return tg, "", err
+	}
+	base := "http://" + dialAddr(tg.addr)
+	if strings.Contains(tg.addr, "://") {
+		base = strings.TrimRight(tg.addr, "/")
+	}
+	return tg, base, nil
 }
 
 // target is the admin address status asks, how it was chosen, and notes
