@@ -152,6 +152,11 @@ func (p *pass) chooseNonce() {
 			p.nonce = NewNonce()
 			return
 		}
+		if note != "" && p.mode() != ModeAnnotate {
+			// Only annotate mode writes a note line: in any other mode a
+			// line that reads like one is the content's own first line.
+			body, note = note+"\n"+body, ""
+		}
 		p.nonce, bodies[i] = n, reuse{body, noteBits(note)}
 	}
 	for i, t := range p.texts {
