@@ -44,6 +44,8 @@ func streamed(log string) int {
 func echoP50(t *testing.T, s *sb, n int) time.Duration {
 	t.Helper()
 	cs := s.client(t, nil)
+	// Ready in /status comes a moment before the tools are routed.
+	waitListed(t, cs, "mcp_healthy_echo")
 	d := make([]time.Duration, n)
 	for i := range d {
 		start := time.Now()

@@ -604,7 +604,7 @@ func backoffDelay(n int, base, ceil time.Duration) time.Duration {
 
 func (h *Handle) publish(s *session, cat *Catalog) {
 	h.catalog.Store(cat)
-	h.sess.Store(s)
+	h.publishSession(s)
 	h.mu.Lock()
 	h.pid = s.proc.pid()
 	h.upSince = time.Now()

@@ -80,9 +80,30 @@ func (h *Handle) Notify(ctx context.Context, method string, params any) error {
 // sessionState is what a new session must be told again after a restart:
 // the subscribed URIs and the logging level.
 type sessionState struct {
-	mu    sync.Mutex
-	subs  map[string]bool
-	level mcp.LoggingLevel
+	mu       sync.Mutex
+	subs     map[string]bool
+	level    mcp.LoggingLevel
+	restored mcp.LoggingLevel // the level restore set on the session being published
+}
+
+// publishSession makes s the live session. A logging level set after
+// restore read it, while s was not live yet, is applied to s now.
+func (h *Handle) publishSession(s *session) {
+	h.sstate.mu.Lock()
+	h.sess.Store(s)
+	level, missed := h.sstate.level, h.sstate.level != h.sstate.restored
+	h.sstate.mu.Unlock()
+	if !missed || level == "" {
+		return
+	}
+	if caps := serverCaps(s.cl); caps == nil || caps.Logging == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, h.sp().callTimeout())
+	defer cancel()
+	if _, err := s.cl.call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil); err != nil {
+		h.log.Warn("upstream logging level not set", "error", err)
+	}
 }
 
 // restore re-subscribes and re-sets the logging level on a fresh session.
@@ -90,6 +111,7 @@ type sessionState struct {
 func (h *Handle) restore(ctx context.Context, cl *client) {
 	h.sstate.mu.Lock()
 	level := h.sstate.level
+	h.sstate.restored = level
 	uris := make([]string, 0, len(h.sstate.subs))
 	for u := range h.sstate.subs {
 		uris = append(uris, u)
@@ -118,10 +140,12 @@ func serverCaps(cl *client) *mcp.ServerCapabilities {
 // SetLoggingLevel sets the upstream's logging level (kept for restarts).
 // A server without the logging capability is left alone.
 func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	// Under sstate.mu, as publishSession stores the session: either this
+	// sees the new session, or publishSession sees the new level.
 	h.sstate.mu.Lock()
 	h.sstate.level = level
-	h.sstate.mu.Unlock()
 	s := h.sess.Load()
+	h.sstate.mu.Unlock()
 	if s == nil {
 		return nil // applied when the session comes up
 	}
