@@ -208,9 +208,7 @@ func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any
 	if p.warmLazy(ctx, v) {
 		// A lazy server finished starting: list from the generation that
 		// has its tools.
-		if nv := p.serving.Load().views[v.id]; nv != nil {
-			v = nv
-		}
+		v = p.latest(v)
 	}
 	return p.awaitFirstStarts(ctx, v).listTools(&params)
 }

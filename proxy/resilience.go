@@ -76,6 +76,13 @@ func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
 	}
 	// A server's catalog is published before its first attempt counts as
 	// finished, so the generation served now has it.
+	return p.latest(v)
+}
+
+// latest is view v as the generation served now has it (v itself if that
+// generation no longer has the view). Only lists use it: what they show
+// changes no upstream.
+func (p *Proxy) latest(v *view) *view {
 	if nv := p.serving.Load().views[v.id]; nv != nil {
 		return nv
 	}
