@@ -22,7 +22,7 @@ const DefaultGOGC = 400
 // live heap. A sidecar's live heap is a few MiB, so it runs at DefaultGOGC;
 // a gateway holding thousands of sessions has a large live heap, and its
 // target falls towards Go's 100 instead of multiplying its memory.
-const gcHeadroom = 32 << 20
+const gcHeadroom = 16 << 20
 
 // gcPercentFor is the GOGC for a live heap of live bytes: DefaultGOGC while
 // the headroom it gives stays under gcHeadroom, less above, never below 100.

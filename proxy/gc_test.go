@@ -15,11 +15,12 @@ func TestGCPercentFor(t *testing.T) {
 		want int
 	}{
 		{0, DefaultGOGC},
-		{4 << 20, DefaultGOGC}, // a sidecar: 16 MiB of headroom
-		{8 << 20, DefaultGOGC}, // exactly the cap
-		{16 << 20, 200},        // headroom held at 32 MiB
-		{25 << 20, 128},        // 1000 idle sessions
-		{32 << 20, 100},        // Go's default from here on
+		{2 << 20, DefaultGOGC}, // a sidecar: 8 MiB of headroom
+		{4 << 20, DefaultGOGC}, // exactly the cap
+		{8 << 20, 200},         // headroom held at 16 MiB
+		{12 << 20, 133},        // a flood of notifications queued
+		{16 << 20, 100},        // Go's default from here on
+		{25 << 20, 100},        // 1000 idle sessions
 		{1 << 30, 100},
 	} {
 		if got := gcPercentFor(c.live); got != c.want {

@@ -23,6 +23,14 @@ type Stream interface {
 	Write(ctx context.Context, msg jsonrpc.Message) error
 }
 
+// Listener is a Stream that can tell whether a message written now has a
+// client to reach (a streamable-HTTP session's own stream exists only while
+// its GET is open). A notification for a stream that is not listening is
+// refused with ErrNoStream instead of being queued.
+type Listener interface {
+	Listening() bool
+}
+
 // Handler answers one request. It returns the result to encode (a
 // json.RawMessage is sent as it is), or an error: a *jsonrpc.Error is sent
 // as it is, any other as an internal error with a generic message.
@@ -51,6 +59,9 @@ type Options struct {
 	// MaxInFlight bounds the requests Go runs at once; more are answered
 	// with an error. If zero, 256.
 	MaxInFlight int
+	// MaxQueued bounds the bytes of notifications waiting for the
+	// session's own stream (see outbox.go). If zero, DefaultMaxQueued.
+	MaxQueued int
 	// OnLevel is called after the client set its log level.
 	OnLevel func(*Session, mcp.LoggingLevel)
 	// OnRootsChanged is called for notifications/roots/list_changed.
@@ -70,6 +81,8 @@ type Session struct {
 	wg   sync.WaitGroup
 	out  atomic.Pointer[streamBox] // the session's own stream, if any
 	slot chan struct{}
+
+	outbox outbox // notifications for the own stream, see outbox.go
 
 	mu           sync.Mutex
 	initialized  bool
@@ -102,6 +115,9 @@ func New(opt Options, out Stream) *Session {
 	}
 	if opt.MaxInFlight <= 0 {
 		opt.MaxInFlight = 256
+	}
+	if opt.MaxQueued <= 0 {
+		opt.MaxQueued = DefaultMaxQueued
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Session{
@@ -235,9 +251,10 @@ var ErrClosed = errors.New("session: closed")
 // the error's text.
 var ErrSessionLimit = errors.New("too many open sessions")
 
-// Notify sends a notification on the session's own stream.
-func (s *Session) Notify(ctx context.Context, method string, params any) error {
-	return s.notifyOn(ctx, s.stream(), method, params)
+// Notify queues a notification for the session's own stream (see
+// outbox.go): it returns without waiting for the client.
+func (s *Session) Notify(_ context.Context, method string, params any) error {
+	return s.notifyOwn(method, params)
 }
 
 func (s *Session) notifyOn(ctx context.Context, out Stream, method string, params any) error {

@@ -502,6 +502,11 @@ func TestSetLevelAndLogFiltering(t *testing.T) {
 	}
 	logAll()
 	want := []string{"session error", "session critical", "session alert", "session emergency"}
+	// The session stream's notifications are written by the outbox's
+	// sender: wait for as many as are wanted, then look at all.
+	for range want {
+		out.next(t)
+	}
 	if got := logged(out.messages()); !slices.Equal(got, want) {
 		t.Fatalf("session stream logged %v, want %v", got, want)
 	}

@@ -215,6 +215,7 @@ type stream struct {
 	rc     *http.ResponseController
 	failed chan struct{} // closed when a write failed
 	once   sync.Once
+	ending atomic.Bool // release began: a write in progress gives up
 }
 
 var _ session.Stream = (*stream)(nil)
@@ -238,6 +239,9 @@ func (s *stream) event(name string, data []byte) error {
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
 	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if s.ending.Load() {
+		_ = s.rc.SetWriteDeadline(time.Now())
+	}
 	_, err := s.w.Write(buf)
 	if err == nil {
 		err = s.rc.Flush()
@@ -267,9 +271,14 @@ func (s *stream) brokenCh() chan struct{} {
 	return s.failed
 }
 
-// release ends the stream's hold on the response writer.
+// release ends the stream's hold on the response writer. A write blocked
+// on a client that does not read gives up at once instead of at its
+// deadline.
 func (s *stream) release() {
+	s.ending.Store(true)
+	_ = s.rc.SetWriteDeadline(time.Now())
 	s.mu.Lock()
+	_ = s.rc.SetWriteDeadline(time.Time{})
 	s.w = nil
 	s.mu.Unlock()
 }

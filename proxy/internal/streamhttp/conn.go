@@ -52,12 +52,14 @@ func (c *conn) idleSince(cutoff int64) bool {
 // It is a session.Stream: the session writes a POST's answers, and
 // everything about the POST's requests, to the POST's own stream.
 type stream struct {
-	mu    sync.Mutex
-	w     http.ResponseWriter // nil once its request is over
-	rc    *http.ResponseController
-	calls map[jsonrpc.ID]bool // a POST stream's unanswered calls
-	done  chan struct{}       // a POST stream: closed with the last answer
-	wrote bool                // an event was written: the headers are out
+	mu     sync.Mutex
+	w      http.ResponseWriter // nil once its request is over
+	rc     *http.ResponseController
+	calls  map[jsonrpc.ID]bool // a POST stream's unanswered calls
+	done   chan struct{}       // a POST stream: closed with the last answer
+	wrote  bool                // an event was written: the headers are out
+	broken chan struct{}       // the GET stream: closed when a write failed
+	ending atomic.Bool         // release began: a write in progress gives up
 }
 
 var _ session.Stream = (*stream)(nil)
@@ -115,6 +117,14 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	s.release()
 }
 
+// Listening implements session.Listener: what has no request stream of
+// its own has somewhere to go while a standalone GET stream is open.
+func (c *conn) Listening() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.standalone != nil
+}
+
 // Write implements session.Stream for what has no request stream of its
 // own: it goes to the standalone GET stream, if one is open.
 func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -127,9 +137,16 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return s.Write(ctx, msg)
 }
 
-// release ends the stream's hold on its response writer.
+// release ends the stream's hold on its response writer. A write blocked
+// on a client that does not read gives up at once instead of at its
+// deadline.
 func (s *stream) release() {
+	s.ending.Store(true)
+	_ = s.rc.SetWriteDeadline(time.Now())
 	s.mu.Lock()
+	// No write is in progress now: what net/http writes once the handler
+	// returns (a chunked ending) has its own time.
+	_ = s.rc.SetWriteDeadline(time.Time{})
 	s.w = nil
 	s.mu.Unlock()
 }
@@ -161,6 +178,9 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	}
 	s.wrote = true
 	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if s.ending.Load() {
+		_ = s.rc.SetWriteDeadline(time.Now())
+	}
 	_, err = s.w.Write(event)
 	// Flushed even when it is the last: a shutdown that waits for POST
 	// handlers closes the connections once they return, which can be
@@ -175,6 +195,9 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	}
 	if err != nil {
 		s.w = nil
+		if s.broken != nil {
+			close(s.broken)
+		}
 		return fmt.Errorf("stream write: %w", err)
 	}
 	return nil
@@ -205,7 +228,7 @@ func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
 func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 	c.enter()
 	defer c.leave()
-	s := &stream{w: w, rc: http.NewResponseController(w)}
+	s := &stream{w: w, rc: http.NewResponseController(w), broken: make(chan struct{})}
 	c.mu.Lock()
 	if c.standalone != nil {
 		c.mu.Unlock()
@@ -223,9 +246,12 @@ func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 	_ = s.rc.Flush()
 	s.mu.Unlock()
 
+	// A failed write ends the stream: the client sees it close and may
+	// open another.
 	select {
 	case <-r.Context().Done():
 	case <-c.sess.Done():
+	case <-s.broken:
 	}
 	s.release()
 	c.mu.Lock()
