@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Rules is one layer as written in config: {"allow": [...], "deny": [...]}.
@@ -35,6 +36,9 @@ func (r Rules) Validate() error {
 type Layer struct {
 	allow set
 	deny  set
+	// The same patterns lower-cased, for AllowsAny.
+	foldAllow set
+	foldDeny  set
 }
 
 // set is a compiled list of patterns. Patterns without wildcards are looked
@@ -53,7 +57,18 @@ func Compile(r Rules) (*Layer, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	return &Layer{allow: compileSet(r.Allow), deny: compileSet(r.Deny)}, nil
+	return &Layer{
+		allow: compileSet(r.Allow), deny: compileSet(r.Deny),
+		foldAllow: compileSet(lower(r.Allow)), foldDeny: compileSet(lower(r.Deny)),
+	}, nil
+}
+
+func lower(patterns []string) []string {
+	out := make([]string, len(patterns))
+	for i, p := range patterns {
+		out[i] = strings.ToLower(p)
+	}
+	return out
 }
 
 func compileSet(patterns []string) set {
@@ -108,6 +123,27 @@ func (l *Layer) Allows(name string) bool {
 	return l.allow.n == 0 || l.allow.matches(name)
 }
 
+// AllowsAny judges one item known by several names: its public name and
+// what it is before any renaming (see the package doc). Matching ignores
+// case. A deny pattern that matches any of the names hides it; otherwise it
+// is visible when there are no allow patterns or one matches any of the
+// names. So no rename, cleaning, shortening or change of case can make a
+// denied item visible. It allocates only for names with upper-case letters.
+func (l *Layer) AllowsAny(names ...string) bool {
+	if l == nil {
+		return true
+	}
+	allowed := l.foldAllow.n == 0
+	for _, name := range names {
+		name = strings.ToLower(name)
+		if l.foldDeny.n > 0 && l.foldDeny.matches(name) {
+			return false
+		}
+		allowed = allowed || l.foldAllow.matches(name)
+	}
+	return allowed
+}
+
 // Empty reports whether l has no patterns, and so allows everything.
 // A nil Layer is empty.
 func (l *Layer) Empty() bool {
@@ -123,6 +159,17 @@ type Chain []*Layer
 func (c Chain) Allows(name string) bool {
 	for _, l := range c {
 		if !l.Allows(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// AllowsAny reports whether every layer of c allows the item known by names
+// (see Layer.AllowsAny).
+func (c Chain) AllowsAny(names ...string) bool {
+	for _, l := range c {
+		if !l.AllowsAny(names...) {
 			return false
 		}
 	}

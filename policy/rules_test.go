@@ -283,3 +283,32 @@ func BenchmarkMatchPathological(b *testing.B) {
 		})
 	}
 }
+
+func TestAllowsAny(t *testing.T) {
+	l := mustCompile(t, policy.Rules{Allow: []string{"mcp_github_*"}, Deny: []string{"mcp_github_delete_*", "*_admin"}})
+	for _, c := range []struct {
+		names []string
+		want  bool
+	}{
+		{[]string{"mcp_github_read"}, true},
+		{[]string{"mcp_github_delete_repo"}, false},
+		// Renamed after a collision: the identity still matches the deny.
+		{[]string{"mcp_github_delete_repo_1a2b3c4d", "mcp_github_delete_repo"}, false},
+		// Shortened: the cut public name lost the suffix the deny names.
+		{[]string{"mcp_github_" + strings.Repeat("x", 47) + "_0badf00d", "mcp_github_" + strings.Repeat("x", 60) + "_admin"}, false},
+		// Another letter case.
+		{[]string{"mcp_github_DELETE_repo"}, false},
+		{[]string{"MCP_GITHUB_READ"}, true},
+		// Allowed by its identity though the public name is a bare one.
+		{[]string{"read", "mcp_github_read"}, true},
+		{[]string{"read", "mcp_other_read"}, false},
+	} {
+		if got := l.AllowsAny(c.names...); got != c.want {
+			t.Errorf("AllowsAny(%q) = %v, want %v", c.names, got, c.want)
+		}
+	}
+	var none *policy.Layer
+	if !none.AllowsAny("x") || !(policy.Chain{nil, l}).AllowsAny("mcp_github_x") || (policy.Chain{l, nil}).AllowsAny("mcp_github_delete_x") {
+		t.Error("nil layers and chains")
+	}
+}

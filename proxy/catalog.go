@@ -77,7 +77,7 @@ func (p *Proxy) buildPrompts(snap *Snapshot, spec *ViewSpec, v *view) {
 	v.prompts = map[string]*promptRoute{}
 	for _, en := range table.Entries() {
 		s := byItem[en.Target]
-		if !spec.Prompts.Allows(en.Public) || !s.entry.Prompts.Allows(en.Public) {
+		if names := policyNames(en.Public, s.entry, s.prompt.Name); !spec.Prompts.AllowsAny(names...) || !s.entry.Prompts.AllowsAny(names...) {
 			continue
 		}
 		pub, findings := sanitize.Prompt(s.prompt, s.entry.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})

@@ -127,7 +127,7 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 	st := &view{snap: snap, tools: make(map[string]*route, table.Len())}
 	for _, en := range table.Entries() {
 		s := byItem[en.Target]
-		if !spec.Tools.Allows(en.Public) || !s.entry.Tools.Allows(en.Public) {
+		if names := policyNames(en.Public, s.entry, s.tool.Name); !spec.Tools.AllowsAny(names...) || !s.entry.Tools.AllowsAny(names...) {
 			continue
 		}
 		if !p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
@@ -142,6 +142,19 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 		st.list = append(st.list, r)
 	}
 	return st
+}
+
+// policyNames are the names the rules judge a tool or prompt by (policy on
+// identity, DESIGN §12): its public name, and its name before any cleaning,
+// collision suffix or shortening — mcp_<prefix>_<original>, and for a server
+// without namespace the original name itself. A deny that matches any of
+// them hides it, so no rename can make a denied item visible.
+func policyNames(public string, e *ServerEntry, original string) []string {
+	names := []string{public, "mcp_" + e.Prefix + "_" + original}
+	if e.Bare {
+		names = append(names, original)
+	}
+	return names
 }
 
 // newRoute prepares one public tool: cleaned description, schemas checked

@@ -77,8 +77,15 @@ func FuzzNames(f *testing.F) {
 			}
 		}
 
-		// The first pair in (server, name) order that wants a natural name
-		// gets it; every other pair wanting it is a reported collision.
+		// The first pair in (rank, server, name) order that wants a natural
+		// name gets it, rank 0 being a name that needs no cleaning or
+		// shortening; every other pair wanting it is a reported collision.
+		rank := func(k router.Target) int {
+			if router.PublicName(prefix[k], k.Name) == "mcp_"+prefix[k]+"_"+k.Name {
+				return 0
+			}
+			return 1
+		}
 		keys := slices.SortedFunc(func(yield func(router.Target) bool) {
 			for k := range prefix {
 				if !yield(k) {
@@ -86,7 +93,7 @@ func FuzzNames(f *testing.F) {
 				}
 			}
 		}, func(a, b router.Target) int {
-			return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Name, b.Name))
+			return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.Server, b.Server), strings.Compare(a.Name, b.Name))
 		})
 		claimed := map[string]router.Target{}
 		lost := map[router.Target]string{}

@@ -54,14 +54,20 @@ type Table struct {
 // Items with the same Server and Name are one entry; if their prefixes differ,
 // the prefix that sorts first is used.
 //
-// Each item gets PublicName(Prefix, Name) unless an item that sorts before it
-// (by Server, then Name) wants the same name. Such a loser gets its wanted
-// name cut to 55 bytes plus "_" and 8 hex digits of the SHA-256 of
-// Server + "\x00" + Name; should that be taken as well, the hash input gets
-// "\x00" and an attempt counter (1, 2, …) appended until the name is free.
-// Natural names are all assigned before any loser is renamed, so a renamed
-// item never takes the natural name of another. Each rename is returned as a
-// Collision, in the order of the losers (Server, then Name).
+// Each item wants PublicName(Prefix, Name) (BareName(Name) when Bare).
+// Natural names are handed out by rank, so that no name can be taken from
+// the item it belongs to: first namespaced items whose wanted name is their
+// own name unchanged, then namespaced items whose name had to be cleaned or
+// shortened, then bare items in the same two ranks; within a rank, by Server,
+// then Name. So a decoy whose name cleans to another tool's name, or a bare
+// server's tool named like another server's namespaced one, is the one
+// renamed. A loser gets its wanted name cut to 55 bytes plus "_" and 8 hex
+// digits of the SHA-256 of Server + "\x00" + Name; should that be taken as
+// well, the hash input gets "\x00" and an attempt counter (1, 2, …) appended
+// until the name is free. Natural names are all assigned before any loser is
+// renamed, so a renamed item never takes the natural name of another. Each
+// rename is returned as a Collision, in the order of the losers (Server,
+// then Name).
 func Build(items []Item) (*Table, []Collision) {
 	its := slices.Clone(items)
 	slices.SortFunc(its, func(a, b Item) int {
@@ -81,19 +87,32 @@ func Build(items []Item) (*Table, []Collision) {
 		byTarget: make(map[Target]string, len(its)),
 	}
 	want := make([]string, len(its))
-	var losers []int
+	rank := make([]int, len(its))
 	for i, it := range its {
+		own := it.Name
 		if it.Bare {
-			want[i] = BareName(it.Name)
+			want[i], rank[i] = BareName(it.Name), 2
 		} else {
-			want[i] = PublicName(it.Prefix, it.Name)
+			want[i], own = PublicName(it.Prefix, it.Name), "mcp_"+it.Prefix+"_"+it.Name
 		}
+		if want[i] != own {
+			rank[i]++
+		}
+	}
+	order := make([]int, len(its))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
+	var losers []int
+	for _, i := range order {
 		if _, taken := t.byPublic[want[i]]; taken {
 			losers = append(losers, i)
 			continue
 		}
-		t.add(want[i], Target{Server: it.Server, Name: it.Name})
+		t.add(want[i], Target{Server: its[i].Server, Name: its[i].Name})
 	}
+	slices.Sort(losers)
 
 	var collisions []Collision
 	for _, i := range losers {

@@ -89,8 +89,10 @@ func TestBuildDeduplicates(t *testing.T) {
 	}
 }
 
-func TestBuildCollisionWinnerBySortOrder(t *testing.T) {
-	// '.' sorts before '_', so "x.y" keeps the name whatever the input order.
+func TestBuildCollisionWinnerByRank(t *testing.T) {
+	// "x_y" is its own name unchanged and keeps it, though "x.y" sorts
+	// first: a name that had to be cleaned loses, whatever the input order.
+	// Between two own names, the server key that sorts first wins.
 	dot := router.Item{Server: "s", Prefix: "p", Name: "x.y"}
 	under := router.Item{Server: "s", Prefix: "p", Name: "x_y"}
 	other := router.Item{Server: "r", Prefix: "p", Name: "x_y"}
@@ -105,8 +107,8 @@ func TestBuildCollisionWinnerBySortOrder(t *testing.T) {
 			name:  "same server",
 			items: []router.Item{under, dot},
 			want: []router.Collision{{
-				Public: "mcp_p_x_y", Winner: router.Target{Server: "s", Name: "x.y"},
-				Loser: router.Target{Server: "s", Name: "x_y"}, Renamed: renamedUnder,
+				Public: "mcp_p_x_y", Winner: router.Target{Server: "s", Name: "x_y"},
+				Loser: router.Target{Server: "s", Name: "x.y"}, Renamed: renamedDot,
 			}},
 		},
 		{
@@ -144,17 +146,17 @@ func TestBuildCollisionWinnerBySortOrder(t *testing.T) {
 func TestBuildRenameSkipsNaturalNames(t *testing.T) {
 	// The loser's first choice is some other tool's natural name; the natural
 	// name stays with that tool and the loser takes the next attempt.
-	first := "mcp_p_x_y_" + hash8("s\x00x_y")
+	first := "mcp_p_x_y_" + hash8("s\x00x.y")
 	items := []router.Item{
 		{Server: "s", Prefix: "p", Name: "x.y"},
 		{Server: "s", Prefix: "p", Name: "x_y"},
-		{Server: "z", Prefix: "p", Name: "x_y_" + hash8("s\x00x_y")},
+		{Server: "z", Prefix: "p", Name: "x_y_" + hash8("s\x00x.y")},
 	}
 	tab, collisions := router.Build(items)
 	if target, _ := tab.Lookup(first); target != (router.Target{Server: "z", Name: items[2].Name}) {
 		t.Errorf("Lookup(%q) = %v, want the natural owner z", first, target)
 	}
-	want := "mcp_p_x_y_" + hash8("s\x00x_y\x001")
+	want := "mcp_p_x_y_" + hash8("s\x00x.y\x001")
 	if len(collisions) != 1 || collisions[0].Renamed != want {
 		t.Errorf("collisions = %v, want one renamed to %q", collisions, want)
 	}
@@ -226,4 +228,23 @@ func reversed[S ~[]E, E any](s S) S {
 	r := slices.Clone(s)
 	slices.Reverse(r)
 	return r
+}
+
+func TestBareCannotShadowNamespaced(t *testing.T) {
+	// A server without namespace whose key sorts first lists a tool named
+	// like another server's namespaced tool: the namespaced one keeps its
+	// name, the bare one is renamed.
+	items := []router.Item{
+		{Server: "aaa", Prefix: "aaa", Name: "mcp_github_delete_repo", Bare: true},
+		{Server: "github", Prefix: "github", Name: "delete_repo"},
+	}
+	for _, in := range [][]router.Item{items, reversed(items)} {
+		tab, collisions := router.Build(in)
+		if target, _ := tab.Lookup("mcp_github_delete_repo"); target != (router.Target{Server: "github", Name: "delete_repo"}) {
+			t.Errorf("mcp_github_delete_repo routes to %v, want github's own tool", target)
+		}
+		if len(collisions) != 1 || collisions[0].Loser.Server != "aaa" {
+			t.Errorf("collisions = %v, want the bare server's tool renamed", collisions)
+		}
+	}
 }
