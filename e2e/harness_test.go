@@ -28,6 +28,7 @@ var (
 	fixture     string
 	fakecloud   string
 	conffix     string
+	hostile     string // the scripted malicious server, see ./hostile
 )
 
 // full is set by .ci/run: tests that need heavy external components fail
@@ -50,10 +51,12 @@ func run(m *testing.M) int {
 	fixture = filepath.Join(dir, "fixture")
 	fakecloud = filepath.Join(dir, "fakecloud")
 	conffix = filepath.Join(dir, "conformance-fixture")
+	hostile = filepath.Join(dir, "hostile")
 	builds := [][2]string{
 		{switchboard, "../cmd/switchboard"},
 		{fixture, "./fixture"},
 		{conffix, "./conformance"},
+		{hostile, "./hostile"},
 	}
 	if _, err := os.Stat("../secrets/internal/fakecloud/cmd/fakecloud"); err == nil {
 		builds = append(builds, [2]string{fakecloud, "../secrets/internal/fakecloud/cmd/fakecloud"})
