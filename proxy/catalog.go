@@ -64,7 +64,7 @@ func (p *Proxy) buildPrompts(snap *Snapshot, spec *ViewSpec, v *view) {
 	byItem := map[router.Target]src{}
 	for _, e := range spec.Servers {
 		cat := catalogOf(e)
-		if cat == nil || !e.ListPrompts {
+		if cat == nil || !e.ListPrompts || !v.showsServer(e) {
 			continue
 		}
 		for _, p := range cat.Prompts {
@@ -100,7 +100,7 @@ func (p *Proxy) buildResources(snap *Snapshot, spec *ViewSpec, v *view) {
 	v.templates = nil
 	for _, e := range spec.Servers {
 		cat := catalogOf(e)
-		if cat == nil || !e.Resources {
+		if cat == nil || !e.Resources || !v.showsServer(e) {
 			continue
 		}
 		for _, r := range cat.Resources {

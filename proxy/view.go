@@ -37,6 +37,9 @@ type view struct {
 	resources map[string]*resourceRoute // by URI
 	templates []*templateRoute          // servers in key order
 	hashes    listHashes                // of the lists as published
+	// shown holds the servers the view shows (see showsServer): only
+	// their prompts, resources, templates and completions are served.
+	shown map[*ServerEntry]bool
 }
 
 // listHashes fingerprint what each list shows a client.
@@ -124,10 +127,22 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 	if snap.Config.Sanitize != nil {
 		profile = snap.Config.Sanitize.SchemaProfile
 	}
-	st := &view{snap: snap, tools: make(map[string]*route, table.Len())}
+	st := &view{snap: snap, tools: make(map[string]*route, table.Len()), shown: map[*ServerEntry]bool{}}
+	for _, e := range spec.Servers {
+		if spec.Tools.AllowsAny("mcp_" + e.Prefix + "_") {
+			st.shown[e] = true
+		}
+	}
 	for _, en := range table.Entries() {
 		s := byItem[en.Target]
-		if names := policyNames(en.Public, s.entry, s.tool.Name); !spec.Tools.AllowsAny(names...) || !s.entry.Tools.AllowsAny(names...) {
+		names := policyNames(en.Public, s.entry, s.tool.Name)
+		viewOK := spec.Tools.AllowsAny(names...)
+		if viewOK {
+			// A server with a tool the view's rules let through is
+			// shown, though its namespace as a whole is not allowed.
+			st.shown[s.entry] = true
+		}
+		if !viewOK || !s.entry.Tools.AllowsAny(names...) {
 			continue
 		}
 		if !p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
@@ -143,6 +158,14 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 	}
 	return st
 }
+
+// showsServer reports whether the view shows server e at all. Views apply
+// to every capability of a server (DESIGN §4): a server whose namespace the
+// view's global and agent rules hide (no tool of it would pass them, probed
+// with the name mcp_<prefix>_) and that has no tool they let through serves
+// none of its prompts, resources, resource templates or completions in this
+// view either. The server's own rules are about its tools only.
+func (v *view) showsServer(e *ServerEntry) bool { return v.shown[e] }
 
 // policyNames are the names the rules judge a tool or prompt by (policy on
 // identity, DESIGN §12): its public name, and its name before any cleaning,
