@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// The planted secrets: one from the environment, one from a file. Both
+// hold characters that URL-escaping and base64's two alphabets change.
+const (
+	plantedEnv  = "sk-live/9fQ+2xZ=env&LEAK?Wq7"
+	plantedFile = "ghp_Fi1e+S3cret/ValUE=with&q7"
+)
+
+// secretPayloads are the ways an upstream may echo a secret: raw, in hex
+// (both cases), base64 (both alphabets, padded or not), URL-escaped, split
+// across two lines, spaced out and interleaved with zero-width characters.
+func secretPayloads(secret string) []string {
+	h := len(secret) / 2
+	spaced := strings.Join(strings.Split(secret, ""), " ")
+	zw := strings.Join(strings.Split(secret, ""), "\u200b")
+	return []string{
+		secret,
+		"token=" + secret + " end",
+		hex.EncodeToString([]byte(secret)),
+		strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		base64.StdEncoding.EncodeToString([]byte(secret)),
+		base64.URLEncoding.EncodeToString([]byte(secret)),
+		base64.RawURLEncoding.EncodeToString([]byte(secret)),
+		url.QueryEscape(secret),
+		url.PathEscape(secret),
+		secret[:h] + "\n" + secret[h:],
+		spaced,
+		zw,
+	}
+}
+
+// leakForms are what must never appear: the secret and its encodings, in
+// any case for hex.
+func leakForms(secret string) []string {
+	return []string{
+		secret,
+		hex.EncodeToString([]byte(secret)),
+		base64.StdEncoding.EncodeToString([]byte(secret)),
+		base64.URLEncoding.EncodeToString([]byte(secret)),
+		strings.TrimRight(base64.RawURLEncoding.EncodeToString([]byte(secret)), "="),
+		strings.TrimRight(base64.StdEncoding.EncodeToString([]byte(secret)), "="),
+		url.QueryEscape(secret),
+		url.PathEscape(secret),
+	}
+}
+
+// squeeze drops whitespace and invisible format characters, so that a
+// secret split across lines, spaced out or interleaved reads whole again.
+func squeeze(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// leaks names the planted secrets (in any encoding) found in s.
+func leaks(s string) []string {
+	var found []string
+	sq := strings.ToLower(squeeze(s))
+	for name, secret := range map[string]string{"env": plantedEnv, "file": plantedFile} {
+		for i, f := range leakForms(secret) {
+			if strings.Contains(sq, strings.ToLower(squeeze(f))) {
+				found = append(found, fmt.Sprintf("%s secret (form %d)", name, i))
+			}
+		}
+	}
+	return found
+}
+
+// TestSecretsNeverLeak: the upstream echoes the planted secret://env and
+// secret://file values, raw and encoded, in every location; nothing a
+// client receives holds them, in any message or across the strings of one
+// message (split across blocks), and neither do switchboard's logs at trace
+// level, /status, /metrics or the audit log.
+func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(secretFile, []byte(plantedFile+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(dir, "audit.log")
+	var payloads []string
+	for _, s := range []string{plantedEnv, plantedFile} {
+		payloads = append(payloads, secretPayloads(s)...)
+	}
+	extra := map[string]any{
+		"logLevel": "trace",
+		"audit":    map[string]any{"enabled": true, "file": audit, "arguments": true},
+		// The secrets are resolved for a server that uses them: that is
+		// what registers them with the redactor.
+		"mcpServers": nil,
+	}
+	delete(extra, "mcpServers")
+	checks := 0
+	failed, s := driveLocationsWith(t, extra, []string{"SB_PLANTED=" + plantedEnv},
+		map[string]any{"SB_TOKEN": "secret://env/SB_PLANTED", "SB_FILE_TOKEN": "secret://file/" + secretFile},
+		payloads, func(_ int, r received) []string {
+			var bad []string
+			for _, raw := range r.msgs {
+				var v any
+				if json.Unmarshal(raw, &v) != nil {
+					continue
+				}
+				var all strings.Builder
+				eachString(v, "", func(path, s string) {
+					checks++
+					all.WriteString(s)
+					for _, l := range leaks(s) {
+						bad = append(bad, fmt.Sprintf("%s: %s in %.100q", path, l, s))
+					}
+				})
+				// Split across blocks or fields of one message.
+				if l := leaks(all.String()); len(l) > 0 && len(bad) == 0 {
+					bad = append(bad, fmt.Sprintf("across the strings of one message: %v", l))
+				}
+			}
+			return bad
+		})
+	var names []string
+	for k := range failed {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Logf("%-75s %d leaking", n, failed[n])
+	}
+
+	// switchboard's own outputs.
+	outputs := map[string]string{"stderr (trace)": s.proc.Stderr()}
+	for _, path := range []string{"/status", "/metrics"} {
+		resp, err := http.Get("http://" + s.admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		outputs[path] = string(b)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	outputs["audit log"] = string(b)
+	inOutputs := 0
+	for name, out := range outputs {
+		for _, line := range strings.Split(out, "\n") {
+			if l := leaks(line); len(l) > 0 {
+				inOutputs++
+				if inOutputs <= 5 {
+					t.Errorf("%s: %v in %.160q", name, l, line)
+				}
+			}
+		}
+	}
+	t.Logf("%d secret payloads × %d locations (+4 lists): %d strings checked, %d (payload, location) pairs leaking; %d leaking lines in logs, /status, /metrics and audit (%d bytes looked at)",
+		len(payloads), len(hostileLocations()), checks, sum(failed), inOutputs, len(outputs["stderr (trace)"])+len(outputs["/status"])+len(outputs["/metrics"])+len(outputs["audit log"]))
+}
