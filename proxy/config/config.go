@@ -104,7 +104,7 @@ type Server struct {
 	ToolPrefix     string            `json:"toolPrefix,omitempty"`
 	Namespace      *bool             `json:"namespace,omitempty"` // false: publish tools and prompts under their own names
 	Lazy           bool              `json:"lazy,omitempty"`
-	LazyList       string            `json:"lazyList,omitempty"` // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
+	LazyList       string            `json:"lazyList,omitempty"`    // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
 	IdleTimeoutMS  *int              `json:"idleTimeout,omitempty"` // lazy servers: stop after this long without a request (absent: never)
 	Isolation      string            `json:"isolation,omitempty"`
 	Protocol       string            `json:"protocol,omitempty"`
