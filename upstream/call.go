@@ -170,6 +170,11 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 		h.mu.Unlock()
 		switch st {
 		case StateIdle, StateStarting:
+			if st == StateIdle {
+				// It went idle meanwhile: a lazy server whose idle
+				// stop this call just missed.
+				h.ensureStarted()
+			}
 			select {
 			case <-ch:
 				continue
@@ -179,7 +184,8 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 				return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: "still starting"}
 			}
 		case StateReady:
-			// Between publish and the session store; look again.
+			// Between publish and the session store, or an idle stop
+			// withdrew the session; look again.
 			select {
 			case <-ch:
 			case <-time.After(time.Millisecond):

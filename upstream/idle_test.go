@@ -121,3 +121,32 @@ func TestLazyIdleTimeoutReload(t *testing.T) {
 		wantState(t, h, "at the new idle timeout", upstream.StateIdle)
 	})
 }
+
+// TestLazyIdleStopRacesCalls: calls that arrive at the very moment the idle
+// timeout passes either keep the session or start a new one; none fails.
+func TestLazyIdleStopRacesCalls(t *testing.T) {
+	bubble(t, func(t *testing.T, f *fakeUpstream) {
+		h := newHandle(t, lazyIdleSpec(time.Second))
+		h.Start()
+		defer h.Close(context.Background())
+		errs := make(chan error, 100)
+		for range 4 {
+			go func() {
+				for range 20 {
+					if _, err := call(h, context.Background(), "echo"); err != nil {
+						errs <- err
+					}
+					time.Sleep(time.Second) // lands on the idle timeout of the last call
+				}
+			}()
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("call: %v", err)
+		}
+		wantState(t, h, "after the calls", upstream.StateIdle)
+		t.Logf("%d starts for 80 calls", len(f.attemptTimes()))
+	})
+}
