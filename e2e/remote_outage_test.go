@@ -21,7 +21,8 @@ import (
 
 // outageCall is one call of the steady caller.
 type outageCall struct {
-	at   time.Time // when it returned
+	at   time.Time     // when it returned
+	took time.Duration // how long it took
 	ok   bool
 	text string // the tool error's text, or the JSON-RPC error
 	rpc  bool   // a JSON-RPC error instead of a result
@@ -75,8 +76,8 @@ func callSteadily(ctx context.Context, cs *mcp.ClientSession, tool string, inter
 	defer tick.Stop()
 	for n := 0; ; n++ {
 		text := fmt.Sprintf("call %d", n)
-		res, err, _ := callCtx(cs, 10*time.Second, tool, map[string]any{"text": text})
-		c := outageCall{at: time.Now()}
+		res, err, took := callCtx(cs, 10*time.Second, tool, map[string]any{"text": text})
+		c := outageCall{at: time.Now(), took: took}
 		switch {
 		case err != nil:
 			c.rpc, c.text = true, err.Error()
@@ -131,7 +132,8 @@ func startRemoteFixture(t *testing.T, transport string, port int, mark string, a
 	return p
 }
 
-// kill stops the process at once, as a crash or a lost host does.
+// kill stops the process at once, as a crash or a lost host does, and
+// waits for it to exit.
 func (p *proc) kill(t *testing.T) {
 	t.Helper()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
@@ -177,8 +179,21 @@ func remoteOutage(t *testing.T, transport, path string, args ...string) {
 	defer func() { cancel(); wg.Wait() }()
 
 	eventually(t, 10*time.Second, "a call before the outage", func() bool { _, ok := rec.firstOK(time.Time{}); return ok })
-	web.kill(t)
+	hung := make(chan outageCall, 1)
+	go func() {
+		res, err, _ := callCtx(cs, 30*time.Second, "mcp_web_hang", map[string]any{})
+		c := outageCall{at: time.Now(), rpc: err != nil}
+		if err != nil {
+			c.text = err.Error()
+		} else {
+			c.text = textOf(res)
+		}
+		hung <- c
+	}()
+	s.waitServer(t, "web", 10*time.Second, "the hanging call in flight", func(st serverState) bool { return st.InFlight > 0 })
 	down := time.Now()
+	web.kill(t)
+	inFlight := <-hung
 	time.Sleep(outageLength) // the outage itself: calls go on meanwhile
 	web = startRemoteFixture(t, transport, port, mark, args...)
 	back := time.Now()
@@ -187,6 +202,13 @@ func remoteOutage(t *testing.T, transport, path string, args ...string) {
 	cancel()
 	wg.Wait()
 	reportOutage(t, rec, down, back)
+	t.Logf("call in flight at the outage: answered %s after it: %q", since(down, inFlight.at), inFlight.text)
+	if inFlight.rpc || !strings.HasPrefix(inFlight.text, "server 'web' is unreachable, retrying in ~") {
+		t.Errorf("call in flight at the outage got %q (JSON-RPC error: %v), want the documented tool error", inFlight.text, inFlight.rpc)
+	}
+	if d := inFlight.at.Sub(down); d > 10*time.Second {
+		t.Errorf("call in flight at the outage answered %s after it", d)
+	}
 	web.stop(5 * time.Second)
 }
 
@@ -199,12 +221,14 @@ func reportOutage(t *testing.T, rec *recorder, down, back time.Time) {
 	var (
 		firstErr       time.Time
 		fails, rpcErrs int
+		slowest        time.Duration
 	)
 	for _, c := range calls {
 		if c.ok || c.at.Before(down) {
 			continue
 		}
 		fails++
+		slowest = max(slowest, c.took)
 		if c.rpc {
 			rpcErrs++
 			t.Errorf("call at +%s got a JSON-RPC error, want a tool error: %s", c.at.Sub(down).Round(time.Millisecond), c.text)
@@ -220,7 +244,7 @@ func reportOutage(t *testing.T, rec *recorder, down, back time.Time) {
 	ok, _ := rec.firstOK(back)
 	states, breakerOpened, readyDuring := stateLog(samples, down, firstErr, back)
 	t.Logf("outage → first documented error: %s", since(down, firstErr))
-	t.Logf("failed calls during the outage: %d (JSON-RPC errors: %d)", fails, rpcErrs)
+	t.Logf("failed calls during the outage: %d (JSON-RPC errors: %d), the slowest answered in %s", fails, rpcErrs, slowest.Round(time.Millisecond))
 	t.Logf("breaker opened: %v", breakerOpened)
 	t.Logf("/status (state/breaker) from the outage on: %s", strings.Join(states, " → "))
 	t.Logf("return → first OK call: %s", since(back, ok.at))
@@ -229,6 +253,9 @@ func reportOutage(t *testing.T, rec *recorder, down, back time.Time) {
 	}
 	if d := firstErr.Sub(down); d > 10*time.Second {
 		t.Errorf("first error %s after the outage", d)
+	}
+	if slowest > 10*time.Second {
+		t.Errorf("a failed call took %s, want to fail fast", slowest)
 	}
 	if !breakerOpened {
 		t.Error("the breaker never opened during the outage")
