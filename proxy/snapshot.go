@@ -85,6 +85,7 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 		MaxRestarts:     intOr(s.MaxRestarts, config.DefaultMaxRestarts),
 		Lazy:            s.Lazy,
 		LazyList:        s.LazyList,
+		IdleTimeout:     s.IdleTimeout(),
 		BreakerFailures: intOr(failures, config.DefaultBreakerFailures),
 		BreakerOpen:     s.Breaker.OpenPeriod(),
 		SkipResources:   !boolOr(s.Resources, true),

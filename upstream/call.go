@@ -25,9 +25,16 @@ type UnavailableError struct {
 	Reason  string        // short cause, redacted by the caller before it leaves the process
 	RetryIn time.Duration // 0 when unknown
 	Breaker bool          // the circuit breaker refused the call; RetryIn is when it probes
+	// Unreachable marks a remote server whose connection is down: a call's
+	// transport failed, or switchboard is reconnecting. RetryIn is when a
+	// call may find it back.
+	Unreachable bool
 }
 
 func (e *UnavailableError) Error() string {
+	if e.Unreachable {
+		return fmt.Sprintf("server '%s' is unreachable, retrying in ~%ds", e.Server, wholeSeconds(e.RetryIn))
+	}
 	var b strings.Builder
 	switch e.State {
 	case StateRestarting:
@@ -103,8 +110,8 @@ func (h *Handle) newBreaker(spec *Spec) *gobreaker.CircuitBreaker[any] {
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
 		// An upstream that answered is healthy, even if the answer is an error.
 		IsSuccessful: func(err error) bool {
-			var we *jsonrpc.Error
-			return err == nil || errors.As(err, &we)
+			_, ok := answer(err)
+			return err == nil || ok
 		},
 		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) },
 		OnStateChange: func(name string, from, to gobreaker.State) {
@@ -116,17 +123,46 @@ func (h *Handle) newBreaker(spec *Spec) *gobreaker.CircuitBreaker[any] {
 	})
 }
 
+// answer returns the JSON-RPC error a server answered with, if err is one.
+// A transport failure never is, even if what it wraps looks like one (the
+// go-sdk's transports wrap some of theirs in a -32005 error).
+func answer(err error) (*jsonrpc.Error, bool) {
+	var we *jsonrpc.Error
+	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, mcp.ErrConnectionClosed) || !errors.As(err, &we) {
+		return nil, false
+	}
+	return we, true
+}
+
+// usable returns the session to call, or nil: none is published, or a
+// remote one whose connection a call saw break (the supervisor is about to
+// reconnect).
+func (h *Handle) usable() *session {
+	s := h.sess.Load()
+	if s == nil || s.proc == nil && s.isLost() {
+		return nil
+	}
+	return s
+}
+
 // live returns the ready session, starting a lazy server or waiting for a
 // first start in progress; otherwise it fails fast with an UnavailableError.
 func (h *Handle) live(ctx context.Context) (*session, error) {
-	if s := h.sess.Load(); s != nil {
+	if s := h.usable(); s != nil {
 		return s, nil
+	}
+	if h.remote() && h.sess.Load() != nil {
+		h.wantAttempt()
+		return nil, h.unreachable()
+	}
+	if h.closing.Load() {
+		return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 	}
 	h.ensureStarted()
 	deadline := time.NewTimer(h.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
-		if s := h.sess.Load(); s != nil {
+		if s := h.usable(); s != nil {
 			return s, nil
 		}
 		h.mu.Lock()
@@ -134,6 +170,11 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 		h.mu.Unlock()
 		switch st {
 		case StateIdle, StateStarting:
+			if st == StateIdle {
+				// It went idle meanwhile: a lazy server whose idle
+				// stop this call just missed.
+				h.ensureStarted()
+			}
 			select {
 			case <-ch:
 				continue
@@ -143,18 +184,27 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 				return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: "still starting"}
 			}
 		case StateReady:
-			// Between publish and the session store; look again.
+			// Between publish and the session store, or an idle stop
+			// withdrew the session; look again.
 			select {
 			case <-ch:
 			case <-time.After(time.Millisecond):
 			}
 			continue
 		case StateRestarting:
+			if h.remote() {
+				h.wantAttempt()
+				return nil, h.unreachable()
+			}
 			return nil, &UnavailableError{Server: h.sp().Name, State: st, RetryIn: time.Until(next)}
 		case StateFailed:
 			var retry time.Duration
 			if !next.IsZero() {
 				retry = time.Until(next)
+			}
+			if h.remote() {
+				h.wantAttempt()
+				retry = min(retry, time.Until(h.earliestAttempt()))
 			}
 			return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: last, RetryIn: retry}
 		default:
@@ -165,15 +215,13 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 
 // do runs one request against the live session, with the in-flight count,
 // the timeout and the breaker. Timeouts and transport failures count against
-// the breaker; answers (even errors) and callers going away do not.
+// the breaker, and so does a call refused because a remote server is
+// unreachable; answers (even errors) and callers going away do not.
 func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (T, error)) (T, error) {
 	var zero T
-	s, err := h.live(ctx)
+	s, err := h.acquireLive(ctx)
 	if err != nil {
 		return zero, err
-	}
-	if !h.acquire() {
-		return zero, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 	}
 	defer h.release()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -191,32 +239,71 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	if err == nil {
 		return res.(T), nil
 	}
+	return zero, h.callError(ctx, cctx, s, timeout, err)
+}
+
+// acquireLive returns the live session with the call counted in flight.
+// The count comes before a second look at the session, so a lazy server's
+// idle stop (idleStop), which withdraws the session before it looks at the
+// count, either sees the call or is seen by it.
+func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
+	for {
+		s, err := h.live(ctx)
+		if err != nil {
+			var ue *UnavailableError
+			if errors.As(err, &ue) && ue.Unreachable {
+				h.countFailure(err)
+			}
+			return nil, err
+		}
+		if !h.acquire() {
+			return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
+		}
+		if h.sess.Load() == s {
+			return s, nil
+		}
+		h.release()
+	}
+}
+
+// countFailure counts a call that could not even be sent as a breaker
+// failure.
+func (h *Handle) countFailure(err error) {
+	_, _ = h.breaker.Load().Execute(func() (any, error) { return nil, err })
+}
+
+// callError turns the error of a call that reached the breaker into what
+// the caller gets.
+func (h *Handle) callError(ctx, cctx context.Context, s *session, timeout time.Duration, err error) error {
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState):
-		return zero, &UnavailableError{Server: h.sp().Name, Breaker: true,
+		return &UnavailableError{Server: h.sp().Name, Breaker: true,
 			Reason:  fmt.Sprintf("circuit breaker open after %d consecutive failures", breakerFailures(h.sp())),
 			RetryIn: time.Until(time.Unix(0, h.breakerTTL.Load()))}
 	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return zero, &UnavailableError{Server: h.sp().Name, Breaker: true,
+		return &UnavailableError{Server: h.sp().Name, Breaker: true,
 			Reason: "circuit breaker half-open, a probe call is in progress"}
 	case errors.Is(err, errCallerGone):
 		if ctx.Err() != nil {
-			return zero, ctx.Err()
+			return ctx.Err()
 		}
-		return zero, &UnavailableError{Server: h.sp().Name, Reason: "switchboard stopped it during the call"}
+		return &UnavailableError{Server: h.sp().Name, Reason: "switchboard stopped it during the call"}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		h.checkAfterTimeout(s)
-		return zero, &TimeoutError{Server: h.sp().Name, After: timeout}
+		return &TimeoutError{Server: h.sp().Name, After: timeout}
 	}
-	var we *jsonrpc.Error
-	if errors.As(err, &we) {
-		return zero, we
+	if we, ok := answer(err); ok {
+		return we
 	}
 	if h.connectionLost(s, err) {
-		s.markLost()
-		return zero, &UnavailableError{Server: h.sp().Name, Reason: "connection lost during the call; it restarts"}
+		s.markLost(err)
+		if s.proc == nil {
+			h.wantAttempt()
+			return h.unreachable()
+		}
+		return &UnavailableError{Server: h.sp().Name, Reason: "connection lost during the call; it restarts"}
 	}
-	return zero, &UnavailableError{Server: h.sp().Name, Reason: err.Error()}
+	return &UnavailableError{Server: h.sp().Name, Reason: err.Error()}
 }
 
 // checkAfterTimeout asks, in the background, whether a session whose call
@@ -232,10 +319,14 @@ func (h *Handle) checkAfterTimeout(s *session) {
 		if !h.responsive(s) && h.ctx.Err() == nil {
 			h.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
 			s.unresponsive.Store(true)
-			s.markLost()
+			s.markLost(errUnresponsive)
 		}
 	})
 }
+
+// errUnresponsive ends a session whose call timed out and whose ping got
+// no answer.
+var errUnresponsive = errors.New("a call timed out and a ping got no answer")
 
 // healthCheckTimeout bounds the ping that tells a slow server from a dead
 // one.
@@ -248,21 +339,23 @@ func (h *Handle) responsive(s *session) bool {
 	ctx, cancel := context.WithTimeout(h.ctx, healthCheckTimeout)
 	defer cancel()
 	_, err := s.cl.call(ctx, "ping", nil, nil)
-	var we *jsonrpc.Error
-	return err == nil || errors.As(err, &we)
+	_, answered := answer(err)
+	return err == nil || answered
 }
 
 // connectionLost reports whether a call failed because the session ended
-// under it: the connection closed, the HTTP session vanished, or, for a
-// child process, the pipe broke or the child stopped answering even pings.
-// A bare EOF on an HTTP request is not enough: the session may well
-// survive it.
+// under it: the connection closed or could not send (for a remote server:
+// connection refused or reset, an HTTP error status), the HTTP session
+// vanished, or, for a child process, the pipe broke or the child stopped
+// answering even pings. A remote request's stream that broke before the
+// answer is not enough on its own: the session may well survive it, so a
+// ping decides.
 func (h *Handle) connectionLost(s *session, err error) bool {
 	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
 	if s.proc == nil {
-		return false
+		return errors.Is(err, errStreamLost) && !h.responsive(s)
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !h.responsive(s)
 }

@@ -13,6 +13,13 @@
 // catalog and stays down, a remote one withdraws it and is retried every
 // 30 s for as long as the Handle lives.
 //
+// A remote server whose transport fails under a call has its session ended
+// at once; calls fail with "server 'x' is unreachable, retrying in ~Ns",
+// count for the breaker, and ask for a reconnect attempt now, at most one a
+// second, outside the backoff (reconnect.go). A lazy server with an idle
+// timeout is stopped after that long without a request and goes back to
+// idle, its catalog still listed; the next call starts it again (idle.go).
+//
 // A start needs initialize and tools/list to succeed. A failing
 // prompts/list, resources/list or resources/templates/list leaves the
 // catalog partial instead (Catalog.Errors, Status.Catalog): the tools are

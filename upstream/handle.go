@@ -20,7 +20,7 @@ type State string
 
 // States of a Handle.
 const (
-	StateIdle       State = "idle"       // lazy, not started yet
+	StateIdle       State = "idle"       // lazy, not running: not started yet, or stopped after its idle timeout
 	StateStarting   State = "starting"   // first attempt in progress
 	StateReady      State = "ready"      // session up, catalog listed
 	StateRestarting State = "restarting" // session lost; waiting or retrying with backoff
@@ -122,7 +122,6 @@ type Handle struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	startOnce sync.Once
 	closeOnce sync.Once
 	firstDone chan struct{} // closed when the first start attempt finished
 	firstOnce sync.Once
@@ -137,9 +136,14 @@ type Handle struct {
 	breakerTTL atomic.Int64 // unix nanos when an open breaker half-opens
 
 	inflight atomic.Int64
+	lastUse  atomic.Int64 // unix nanos of the last request's start or end, or of the session's start
 	closing  atomic.Bool
 	drained  chan struct{}
 	retry    chan struct{} // wakes a supervisor waiting for its next attempt (Restart)
+	early    chan struct{} // asks a remote server's supervisor for an attempt now (wantAttempt)
+	idleKick chan struct{} // the idle timeout may have changed (Update)
+
+	lastAttempt atomic.Int64 // unix nanos when the last connect attempt started
 
 	mu          sync.Mutex
 	state       State
@@ -151,7 +155,8 @@ type Handle struct {
 	failures    int
 	nextAttempt time.Time
 	pid         int
-	running     bool // the supervisor loop runs: started, not given up (Restart)
+	running     bool          // the supervisor loop runs: started, not given up (Restart), not idle
+	prevStop    chan struct{} // closed when the session an idle timeout ended is stopped
 	protocol    string
 	listRetry   time.Time      // when the failing lists are asked for again
 	listFails   map[string]int // failed listings by method
@@ -164,15 +169,33 @@ type session struct {
 
 	lost         chan struct{} // closed when a call saw the connection break
 	lostOnce     sync.Once
+	lostErr      error       // why, set before lost is closed
 	checking     atomic.Bool // a health check after a timeout runs (checkAfterTimeout)
 	unresponsive atomic.Bool // the health check got no answer: close kills at once
 }
 
-// markLost tells the supervisor that a call saw the connection break. The
-// read loop notices too, but closing a stdio connection waits for the
-// child to exit after stdin EOF, which a child stuck writing to a pipe
+// markLost tells the supervisor that a call saw the connection break, and
+// why. The read loop notices too, but closing a stdio connection waits for
+// the child to exit after stdin EOF, which a child stuck writing to a pipe
 // nobody reads never does; the supervisor's stop sequence does not wait.
-func (s *session) markLost() { s.lostOnce.Do(func() { close(s.lost) }) }
+// A remote connection may not notice at all (a stateless server has no
+// stream open between calls).
+func (s *session) markLost(err error) {
+	s.lostOnce.Do(func() {
+		s.lostErr = err
+		close(s.lost)
+	})
+}
+
+// isLost reports whether markLost was called.
+func (s *session) isLost() bool {
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
+}
 
 // errConnectionLost ends a session whose connection broke under a call.
 var errConnectionLost = errors.New("connection lost during a call")
@@ -202,6 +225,8 @@ func New(spec Spec, opt Options) *Handle {
 		resync:    make(chan struct{}, 1),
 		drained:   make(chan struct{}, 1),
 		retry:     make(chan struct{}, 1),
+		early:     make(chan struct{}, 1),
+		idleKick:  make(chan struct{}, 1),
 		state:     StateIdle,
 		since:     time.Now(),
 		changed:   make(chan struct{}),
@@ -219,8 +244,9 @@ func (h *Handle) sp() *Spec { return h.spec.Load() }
 
 // Update applies a spec with the same Fingerprint in place: the process or
 // session stays. Timeouts, the restart policy and backoff apply from the
-// next call or attempt; changed breaker settings start a fresh breaker
-// (closed); a server that stops being lazy starts now.
+// next call or attempt, and a changed idle timeout at once; changed breaker
+// settings start a fresh breaker (closed); a server that stops being lazy
+// starts now.
 func (h *Handle) Update(spec Spec) error {
 	old := h.sp()
 	if spec.Fingerprint() != old.Fingerprint() {
@@ -232,6 +258,9 @@ func (h *Handle) Update(spec Spec) error {
 	}
 	if old.Lazy && !spec.Lazy {
 		h.ensureStarted()
+	}
+	if spec.idleTimeout() != old.idleTimeout() {
+		h.kickIdle()
 	}
 	if spec.SkipPrompts != old.SkipPrompts || spec.SkipResources != old.SkipResources {
 		h.requestResync()
@@ -258,9 +287,11 @@ func (h *Handle) Start() {
 // is started; with LazyList "start" (the default) Warm then waits until the
 // first attempt finished (ready or not), bounded by ctx and the connect
 // timeout, so the listing can include its tools; with "cached" it returns at
-// once and the tools arrive with the next catalog change. Warm reports
-// whether the server was idle or still starting, in which case the caller's
-// view of the catalog may be stale. It is safe for concurrent use.
+// once and the tools arrive with the next catalog change. A server that
+// went idle after its idle timeout is not started: its catalog is still
+// listed. Warm reports whether the server was idle or still starting, in
+// which case the caller's view of the catalog may be stale. It is safe for
+// concurrent use.
 func (h *Handle) Warm(ctx context.Context) bool {
 	if !h.sp().Lazy {
 		return false
@@ -268,7 +299,7 @@ func (h *Handle) Warm(ctx context.Context) bool {
 	h.mu.Lock()
 	st := h.state
 	h.mu.Unlock()
-	if st != StateIdle && st != StateStarting {
+	if st != StateIdle && st != StateStarting || st == StateIdle && h.catalog.Load() != nil {
 		return false
 	}
 	h.ensureStarted()
@@ -294,18 +325,20 @@ func (h *Handle) Warm(ctx context.Context) bool {
 	}
 }
 
+// ensureStarted starts the supervisor of a server that is idle: never
+// started, or a lazy one stopped after its idle timeout. A server that
+// failed is left alone (Restart brings it back).
 func (h *Handle) ensureStarted() {
-	h.startOnce.Do(func() {
-		if h.ctx.Err() != nil {
-			return
-		}
-		h.setState(StateStarting, "")
-		h.mu.Lock()
-		h.running = true
-		h.wg.Add(1)
+	h.mu.Lock()
+	if h.running || h.state != StateIdle || h.closing.Load() || h.ctx.Err() != nil {
 		h.mu.Unlock()
-		go h.run()
-	})
+		return
+	}
+	h.running = true
+	h.wg.Add(1) // under h.mu: Close sets closing under it before it waits
+	h.mu.Unlock()
+	h.setState(StateStarting, "")
+	go h.run()
 }
 
 // transportName is the transport as status shows it; an auto entry shows
@@ -392,6 +425,7 @@ func (h *Handle) Close(ctx context.Context) error {
 
 func (h *Handle) acquire() bool {
 	h.inflight.Add(1)
+	h.lastUse.Store(time.Now().UnixNano())
 	if h.closing.Load() {
 		h.release()
 		return false
@@ -400,6 +434,7 @@ func (h *Handle) acquire() bool {
 }
 
 func (h *Handle) release() {
+	h.lastUse.Store(time.Now().UnixNano())
 	if h.inflight.Add(-1) == 0 && h.closing.Load() {
 		select {
 		case h.drained <- struct{}{}:

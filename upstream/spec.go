@@ -60,6 +60,10 @@ type Spec struct {
 	// LazyList is LazyListStart or LazyListCached; "" means LazyListStart.
 	// It only matters when Lazy is set.
 	LazyList string `json:",omitempty"`
+	// IdleTimeout stops a lazy server that had no request for this long
+	// and none in flight; it goes back to idle and the next call starts it
+	// again. If zero, or when Lazy is not set, it runs until closed.
+	IdleTimeout time.Duration `json:",omitempty"`
 
 	// Roots are the roots offered to the server when it asks (roots/list);
 	// nil: the roots capability is not advertised. ClientRoots instead

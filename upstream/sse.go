@@ -229,8 +229,7 @@ func (s *sseReader) finish(line []byte) []byte {
 // the server numbered its events (SEP-1699: a server may close a POST's
 // stream and let the client continue it): a GET with Last-Event-ID, after
 // the server's retry time, up to resumeAttempts times. One that cannot be
-// resumed is reported: the call fails through its own timeout, the
-// session lives on.
+// resumed fails its call at once (lose).
 func (c *streamableConn) readPostStream(ctx context.Context, cancel context.CancelFunc, resp *http.Response, req *jsonrpc.Request) {
 	answered := false
 	var tail *time.Timer
@@ -287,7 +286,7 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 	if errors.Is(err, io.EOF) {
 		err = errors.New("ended before the response")
 	}
-	c.report(req.Method, err)
+	c.lose(ctx, req, err)
 }
 
 // resumeAttempts bounds the GETs that continue one POST's stream.

@@ -386,7 +386,7 @@ func (c *streamableConn) readPostJSON(ctx context.Context, resp *http.Response, 
 	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.max)+1))
 	if err != nil {
 		if ctx.Err() == nil {
-			c.report(req.Method, err)
+			c.lose(ctx, req, err)
 		}
 		return
 	}
@@ -450,9 +450,26 @@ func (c *streamableConn) noteInitialize(r *jsonrpc.Response) {
 }
 
 // report logs a request's stream that failed before its response: only the
-// connection knows, and the call waiting for it just times out.
+// connection knows.
 func (c *streamableConn) report(method string, err error) {
 	c.log.Warn("request stream lost", "method", method, "error", err)
+}
+
+// errStreamLost fails a call whose request's stream ended or broke before
+// its response and could not be resumed.
+var errStreamLost = errors.New("request stream lost before the response")
+
+// lose reports a request's stream that ended or broke before its response
+// and fails the call at once with errStreamLost, instead of leaving it to
+// its timeout: the server is likely gone (the Handle pings it to find
+// out). A response over the size limit, or one that does not decode, is
+// only reported: the server is there, and the call times out.
+func (c *streamableConn) lose(ctx context.Context, req *jsonrpc.Request, err error) {
+	c.report(req.Method, err)
+	if errors.Is(err, errTooLarge) {
+		return
+	}
+	c.deliver(ctx, &jsonrpc.Response{ID: req.ID, Error: fmt.Errorf("%w: %s: %w", errStreamLost, req.Method, err)}, jsonrpc.ID{})
 }
 
 // Close ends the session: it sends DELETE (bounded by deleteTimeout) when

@@ -53,50 +53,75 @@ func (h *Handle) Restart() bool {
 func (h *Handle) run() {
 	defer h.wg.Done()
 	defer h.finishFirst()
-	for h.ctx.Err() == nil {
+	if !h.awaitPreviousStop() {
+		return
+	}
+	var next time.Time // when the next attempt is due; zero: now
+	for {
+		early, ok := h.sleepUntil(next)
+		if !ok {
+			return
+		}
+		h.lastAttempt.Store(time.Now().UnixNano())
 		s, cat, err := h.connect(h.ctx)
 		if err != nil {
 			if h.ctx.Err() != nil {
 				return
 			}
-			next, ok := h.fail(err)
+			if early {
+				// An extra attempt a call asked for: the schedule and
+				// the failure count stay as they were.
+				h.earlyFailed(err)
+				continue
+			}
+			next, ok = h.fail(err)
 			h.finishFirst()
-			if !ok || !h.sleepUntil(next) {
+			if !ok {
 				return
 			}
 			continue
 		}
 		h.publish(s, cat)
 		h.finishFirst()
-		started := time.Now()
-		werr := h.serve(s)
-		h.sess.Store(nil)
-		if h.ctx.Err() != nil {
-			s.close()
-			return
-		}
-		if time.Since(started) >= stableRunTime {
-			h.mu.Lock()
-			h.failures = 0
-			h.mu.Unlock()
-		}
-		if errors.Is(werr, errRestartRequested) {
-			h.log.Info("upstream restarted on request")
-			h.setState(StateRestarting, werr.Error())
-			s.close()
-			continue
-		}
-		if werr == nil {
-			werr = errors.New("session closed")
-		}
-		// Calls fail fast with "restarting" while the old process is
-		// stopped; the backoff counts from the moment the session ended.
-		next, ok := h.fail(fmt.Errorf("session ended: %w", werr))
-		s.close()
-		if !ok || !h.sleepUntil(next) {
+		if next, ok = h.ended(s); !ok {
 			return
 		}
 	}
+}
+
+// ended serves a published session until it ends, stops it, and returns
+// when to try again, or false when the loop must end: the Handle is
+// closing, the server gave up, or a lazy server went idle.
+func (h *Handle) ended(s *session) (time.Time, bool) {
+	started := time.Now()
+	werr := h.serve(s)
+	h.sess.Store(nil)
+	if h.ctx.Err() != nil {
+		s.close()
+		return time.Time{}, false
+	}
+	if time.Since(started) >= stableRunTime {
+		h.mu.Lock()
+		h.failures = 0
+		h.mu.Unlock()
+	}
+	switch {
+	case errors.Is(werr, errRestartRequested):
+		h.log.Info("upstream restarted on request")
+		h.setState(StateRestarting, werr.Error())
+		s.close()
+		return time.Time{}, true
+	case errors.Is(werr, errIdle):
+		h.stopIdle(s)
+		return time.Time{}, false
+	case werr == nil:
+		werr = errors.New("session closed")
+	}
+	// Calls fail fast with "restarting" while the old process is
+	// stopped; the backoff counts from the moment the session ended.
+	next, ok := h.fail(fmt.Errorf("session ended: %w", werr))
+	s.close()
+	return next, ok
 }
 
 // fail records a failed start or a lost session, and decides what comes
@@ -142,18 +167,36 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	return next, true
 }
 
-// sleepUntil waits for the next attempt. It returns false when the Handle
-// is closing.
-func (h *Handle) sleepUntil(next time.Time) bool {
-	t := time.NewTimer(time.Until(next))
-	defer t.Stop()
-	select {
-	case <-h.ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	case <-h.retry:
-		return true
+// sleepUntil waits for the next attempt, due at next (zero: now). It
+// returns early true when a call asked for an attempt before then
+// (wantAttempt), which is made no sooner than earlyAttemptGap after the
+// last one; ok is false when the Handle is closing.
+func (h *Handle) sleepUntil(next time.Time) (early, ok bool) {
+	var asked time.Time // when the attempt a call asked for is due
+	for {
+		due := next
+		early = !asked.IsZero() && asked.Before(next)
+		if early {
+			due = asked
+		}
+		d := time.Until(due)
+		if d <= 0 {
+			return early, h.ctx.Err() == nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-h.ctx.Done():
+			t.Stop()
+			return false, false
+		case <-t.C:
+			return early, true
+		case <-h.retry:
+			t.Stop()
+			return false, true
+		case <-h.early:
+			t.Stop()
+			asked = h.earliestAttempt()
+		}
 	}
 }
 
@@ -186,6 +229,8 @@ func backoffDelay(n int, base, ceil time.Duration) time.Duration {
 
 func (h *Handle) publish(s *session, cat *Catalog) {
 	h.catalog.Store(cat)
+	h.closeBreakerOnReconnect()
+	h.lastUse.Store(time.Now().UnixNano())
 	h.publishSession(s)
 	h.mu.Lock()
 	h.pid = s.proc.pid()
@@ -206,6 +251,9 @@ func (h *Handle) serve(s *session) error {
 	retry := &listRetry{}
 	defer h.endListRetry(retry)
 	h.noteCatalog(retry, h.catalog.Load())
+	idle := &idleClock{h: h}
+	defer idle.stop()
+	idle.reset()
 	for {
 		select {
 		case <-s.cl.done:
@@ -213,6 +261,11 @@ func (h *Handle) serve(s *session) error {
 		case <-h.ctx.Done():
 			return nil
 		case <-s.lost:
+			if s.proc == nil {
+				// A remote connection's end says no more than the call
+				// that saw it break: reconnect now.
+				return fmt.Errorf("%w: %w", errConnectionLost, s.lostErr)
+			}
 			t := time.NewTimer(lostGrace)
 			defer t.Stop()
 			select {
@@ -231,6 +284,13 @@ func (h *Handle) serve(s *session) error {
 			if cur := h.catalog.Load(); cur != nil {
 				h.relist(s, retry, cur.failedLists())
 			}
+		case <-idle.C():
+			if h.idleStop(s) {
+				return errIdle
+			}
+			idle.reset()
+		case <-h.idleKick:
+			idle.reset()
 		}
 	}
 }

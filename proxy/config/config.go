@@ -104,7 +104,8 @@ type Server struct {
 	ToolPrefix     string            `json:"toolPrefix,omitempty"`
 	Namespace      *bool             `json:"namespace,omitempty"` // false: publish tools and prompts under their own names
 	Lazy           bool              `json:"lazy,omitempty"`
-	LazyList       string            `json:"lazyList,omitempty"` // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
+	LazyList       string            `json:"lazyList,omitempty"`    // lazy servers at tools/list: "start" (default, hold the answer) or "cached" (answer at once); see upstream.LazyListStart
+	IdleTimeoutMS  *int              `json:"idleTimeout,omitempty"` // lazy servers: stop after this long without a request (absent: never)
 	Isolation      string            `json:"isolation,omitempty"`
 	Protocol       string            `json:"protocol,omitempty"`
 	Tools          *policy.Rules     `json:"tools,omitempty"`
@@ -435,6 +436,10 @@ func (s *Server) ConnectTimeout() time.Duration { return ms(s.TimeoutMS, Default
 
 // ToolTimeout is toolTimeout: how long one call may take.
 func (s *Server) ToolTimeout() time.Duration { return ms(s.ToolTimeoutMS, DefaultToolTimeoutMS) }
+
+// IdleTimeout is idleTimeout: how long a lazy server may go without a
+// request before it is stopped; zero (the default) means never.
+func (s *Server) IdleTimeout() time.Duration { return ms(s.IdleTimeoutMS, 0) }
 
 // EffectiveTransport is the normalised transport ("stdio", "sse" or
 // "http"): transport or type, else stdio when a command is set, else http

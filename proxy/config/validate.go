@@ -313,6 +313,10 @@ func (v *validator) server(path, key string, s *Server) {
 	if s.LazyList != "" && !s.Lazy {
 		v.add(path+".lazyList", `only applies with "lazy": true`)
 	}
+	v.positiveMS(path+".idleTimeout", s.IdleTimeoutMS)
+	if s.IdleTimeoutMS != nil && !s.Lazy {
+		v.add(path+".idleTimeout", `only applies with "lazy": true (a server that is not lazy starts at boot and is never stopped for being idle)`)
+	}
 	v.oneOf(path+".isolation", s.Isolation, isolations)
 	v.oneOf(path+".protocol", s.Protocol, protocols)
 	v.rules(path+".tools", s.Tools)

@@ -1,0 +1,128 @@
+package upstream
+
+import (
+	"errors"
+	"time"
+)
+
+// A lazy server with an idle timeout (Spec.IdleTimeout) is stopped once no
+// request went to it for that long and none is in flight, and goes back to
+// idle; its catalog stays listed, and the next call starts it again (live,
+// ensureStarted). The clock starts when the session is up and restarts at
+// the beginning and at the end of every request.
+
+// errIdle ends the session of a lazy server that was not used for its idle
+// timeout.
+var errIdle = errors.New("idle timeout")
+
+// idleTimeout is the spec's idle timeout when it applies: a lazy server
+// with one set; else zero.
+func (s *Spec) idleTimeout() time.Duration {
+	if !s.Lazy || s.IdleTimeout <= 0 {
+		return 0
+	}
+	return s.IdleTimeout
+}
+
+// idleClock is serve's timer for the idle timeout. Its channel is nil while
+// no idle timeout applies.
+type idleClock struct {
+	h *Handle
+	t *time.Timer
+}
+
+// C is the channel that fires when the idle timeout may have passed.
+func (c *idleClock) C() <-chan time.Time {
+	if c.t == nil {
+		return nil
+	}
+	return c.t.C
+}
+
+// reset arms the timer for when the server will have been idle for its
+// timeout, counted from its last use; with a request in flight, a whole
+// timeout from now (the request's end moves the last use anyway). It
+// disarms it when no idle timeout applies, after a reload for example.
+func (c *idleClock) reset() {
+	d := c.h.sp().idleTimeout()
+	if d <= 0 {
+		c.stop()
+		return
+	}
+	if c.h.inflight.Load() == 0 {
+		d -= time.Since(time.Unix(0, c.h.lastUse.Load()))
+	}
+	if c.t == nil {
+		c.t = time.NewTimer(max(d, 0))
+		return
+	}
+	c.t.Reset(max(d, 0))
+}
+
+func (c *idleClock) stop() {
+	if c.t != nil {
+		c.t.Stop()
+		c.t = nil
+	}
+}
+
+// idleStop reports whether the session may stop for being idle, and if so
+// withdraws it, so that no call takes it any more. A call counts itself in
+// flight before it looks at the session again (acquireLive), and the
+// session is withdrawn before the count is read: either the call sees it
+// gone and waits for the next start, or idleStop sees the call and puts the
+// session back.
+func (h *Handle) idleStop(s *session) bool {
+	d := h.sp().idleTimeout()
+	if d <= 0 || h.inflight.Load() > 0 || time.Since(time.Unix(0, h.lastUse.Load())) < d {
+		return false
+	}
+	h.sess.Store(nil)
+	if h.inflight.Load() > 0 {
+		h.sess.Store(s)
+		return false
+	}
+	return true
+}
+
+// stopIdle stops the session of a lazy server that went idle and ends the
+// supervisor loop; the next call starts a new one (ensureStarted), which
+// waits until this stop finished, so two instances never overlap.
+func (h *Handle) stopIdle(s *session) {
+	stopped := make(chan struct{})
+	h.mu.Lock()
+	h.running = false
+	h.prevStop = stopped
+	h.mu.Unlock()
+	h.log.Info("upstream idle, stopping", "duration", h.sp().idleTimeout())
+	h.setState(StateIdle, "")
+	s.close()
+	close(stopped)
+}
+
+// awaitPreviousStop waits for the stop of the session an idle timeout
+// ended, if it is still going on. It returns false when the Handle is
+// closing.
+func (h *Handle) awaitPreviousStop() bool {
+	h.mu.Lock()
+	prev := h.prevStop
+	h.mu.Unlock()
+	if prev == nil {
+		return true
+	}
+	select {
+	case <-prev:
+		return true
+	case <-h.ctx.Done():
+		return false
+	}
+}
+
+// kickIdle makes a running session's idle clock take a changed spec into
+// account.
+func (h *Handle) kickIdle() {
+	select {
+	case h.idleKick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,87 @@
+package upstream
+
+import (
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// A remote server that goes away (#17). A call whose transport fails
+// (connection refused or reset, an HTTP error status, a session the server
+// no longer knows, a request's stream that broke and a ping that failed
+// too) ends the session at once, counts for the breaker, and gets the
+// documented tool error "server 'x' is unreachable, retrying in ~Ns"; so do
+// the calls after it, while the supervisor reconnects. Reconnecting follows
+// the restart backoff, which grows to 30 s, but a call that finds the
+// server unreachable asks for an attempt now, at most one every
+// earlyAttemptGap: a server that comes back is used again within about a
+// second of the next call, and one that stays down with nobody calling is
+// not dialed more often than the backoff says. Those extra attempts do not
+// count towards maxRestarts. A new session closes the breaker: the
+// reconnect was its probe.
+
+// earlyAttemptGap is the shortest time between a remote server's connect
+// attempts that calls ask for.
+const earlyAttemptGap = time.Second
+
+// remote reports whether the server is reached over the network rather
+// than run as a child.
+func (h *Handle) remote() bool { return h.sp().Transport != TransportStdio }
+
+// earliestAttempt is when a call may next ask for a connect attempt.
+func (h *Handle) earliestAttempt() time.Time {
+	return time.Unix(0, h.lastAttempt.Load()).Add(earlyAttemptGap)
+}
+
+// wantAttempt asks the supervisor of a remote server that is waiting to
+// reconnect for an attempt now, unless the last one started less than
+// earlyAttemptGap ago. It never blocks.
+func (h *Handle) wantAttempt() {
+	if time.Now().Before(h.earliestAttempt()) {
+		return
+	}
+	select {
+	case h.early <- struct{}{}:
+	default:
+	}
+}
+
+// unreachable is the error of a call to a remote server whose connection
+// is down. It says when a call may find the server back: at the next
+// scheduled attempt, or sooner, when the next call can ask for one.
+func (h *Handle) unreachable() *UnavailableError {
+	h.mu.Lock()
+	next := h.nextAttempt
+	h.mu.Unlock()
+	retry := time.Until(h.earliestAttempt())
+	if !next.IsZero() {
+		retry = min(retry, time.Until(next))
+	}
+	return &UnavailableError{Server: h.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry}
+}
+
+// earlyFailed records a failed attempt that a call asked for. It is logged
+// at debug only: the scheduled attempts already say, at warn, that the
+// server is unreachable, and calls may ask once a second.
+func (h *Handle) earlyFailed(err error) {
+	h.mu.Lock()
+	h.lastErr = err.Error()
+	h.restarts++
+	h.mu.Unlock()
+	h.log.Debug("upstream unreachable", "error", err, "reason", "a call asked for an attempt")
+}
+
+// closeBreakerOnReconnect gives a remote server that connected again a
+// closed breaker: the new session is the probe an open breaker waits for,
+// and keeping it open would refuse calls to a server that is back.
+func (h *Handle) closeBreakerOnReconnect() {
+	if !h.remote() {
+		return
+	}
+	prev := h.breaker.Load().State()
+	if prev == gobreaker.StateClosed {
+		return
+	}
+	h.breaker.Store(h.newBreaker(h.sp()))
+	h.log.Info("breaker state changed", "state", gobreaker.StateClosed.String(), "from", prev.String(), "reason", "reconnected")
+}
