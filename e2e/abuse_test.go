@@ -67,6 +67,17 @@ func rssPeak(pid int) (stop func() int) {
 	}
 }
 
+// overRSS reports a broken memory limit. Under -race it is only logged:
+// the race detector's shadow memory makes RSS no figure of the product.
+func overRSS(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if raceEnabled {
+		t.Logf("not checked under -race: "+format, args...)
+		return
+	}
+	t.Errorf(format, args...)
+}
+
 // mib formats KiB as MiB.
 func mib(kb int) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
 
@@ -192,7 +203,11 @@ func TestAbuseAbandonedSessions(t *testing.T) {
 	eventually(t, idle+60*time.Second, "every session expired", func() bool { return s.viewSessions(t) == 0 })
 	expired := time.Since(start)
 	after, settled := 0, time.Now()
-	deadline := settled.Add(30 * time.Second)
+	settle := 30 * time.Second // for the heap to be collected and returned
+	if raceEnabled {
+		settle = 0 // not checked: see overRSS
+	}
+	deadline := settled.Add(settle)
 	for {
 		after = readRSS(s.pid())
 		if after <= before*11/10 || time.Now().After(deadline) {
@@ -204,7 +219,7 @@ func TestAbuseAbandonedSessions(t *testing.T) {
 	t.Logf("all expired %s after the first was opened; RSS %s %s later (%+.1f %% of before); goroutines %d",
 		expired.Round(time.Millisecond), mib(after), time.Since(settled).Round(time.Millisecond), 100*float64(after-before)/float64(before), goAfter)
 	if after > before*11/10 {
-		t.Errorf("RSS %s after the sessions expired, more than 10 %% over %s before them", mib(after), mib(before))
+		overRSS(t, "RSS %s after the sessions expired, more than 10 %% over %s before them", mib(after), mib(before))
 	}
 	if goAfter > goBefore+20 {
 		t.Errorf("%d goroutines after the sessions expired, %d before", goAfter, goBefore)
