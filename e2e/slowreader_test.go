@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -73,14 +71,14 @@ func TestClientThatNeverReads(t *testing.T) {
 		idle, ref.p50, got.p50, float64(got.p50)/float64(ref.p50))
 	t.Logf("list_changed to the reading client: %v alone, %v with the stuck client", ref.changed, got.changed)
 	t.Logf("RSS: %d KiB before; flood alone: peak %d KiB (+%.1f MiB); with the stuck client: peak %d KiB (+%.1f MiB over the flood alone's end, %d KiB)",
-		before, ref.peak, mib(ref.peak-before), got.peak, mib(got.peak-got.start), got.start)
+		before, ref.peak, kibToMiB(ref.peak-before), got.peak, kibToMiB(got.peak-got.start), got.start)
 	t.Logf("%d MB of notifications per flood; the stuck session closed %v after its flood began; the reading client got %d and %d of %d log messages",
 		floodCount*floodSize/1_000_000, got.ended, ref.logs, got.logs, floodCount)
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the stuck session's ID after it closed: %s, want 404", resp.Status)
 	}
 	if d := got.peak - got.start; d > 16<<10 {
-		t.Errorf("RSS grew %.1f MiB with the stuck client, want ≤ 16 MiB", mib(d))
+		t.Errorf("RSS grew %.1f MiB with the stuck client, want ≤ 16 MiB", kibToMiB(d))
 	}
 	if got.p50 > 2*ref.p50 {
 		t.Errorf("echo p50 %v with the stuck client, over 2× the flood alone's %v", got.p50, ref.p50)
@@ -117,8 +115,8 @@ func (f *flood) run(t *testing.T, name string, done func() bool) floodRun {
 	go func() {
 		defer close(sampled)
 		for {
-			if n, err := readRSS(pid); err == nil {
-				peak.Store(max(peak.Load(), n))
+			if n := readRSS(pid); n >= 0 {
+				peak.Store(max(peak.Load(), int64(n)))
 			}
 			select {
 			case <-stop:
@@ -148,7 +146,7 @@ func (f *flood) run(t *testing.T, name string, done func() bool) floodRun {
 	return r
 }
 
-func mib(kib int64) float64 { return float64(kib) / 1024 }
+func kibToMiB(kib int64) float64 { return float64(kib) / 1024 }
 
 // unreadStream is a GET stream whose body is never read.
 type unreadStream struct {
@@ -208,23 +206,9 @@ func callP50(t *testing.T, cs *mcp.ClientSession, n int) time.Duration {
 // rssKiB is the resident set of a process, from /proc.
 func rssKiB(t *testing.T, pid int) int64 {
 	t.Helper()
-	n, err := readRSS(pid)
-	if err != nil {
-		t.Fatal(err)
+	n := readRSS(pid)
+	if n < 0 {
+		t.Fatalf("no RSS for process %d", pid)
 	}
-	return n
-}
-
-// readRSS is the resident set of a process in KiB, from /proc.
-func readRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS for process %d", pid)
+	return int64(n)
 }

@@ -1,0 +1,312 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The abuse tests of #17 ("bounded under abuse and faults"): each drives
+// the real binary past one of its limits and prints what it measured. Memory
+// is switchboard's resident set (VmRSS), read from /proc.
+
+// readRSS returns pid's resident set size in KiB, or -1.
+func readRSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
+}
+
+// rssPeak samples pid's RSS every 20 ms from now until the returned func
+// is called, which returns the highest sample in KiB.
+func rssPeak(pid int) (stop func() int) {
+	done := make(chan struct{})
+	var peak atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if kb := int64(readRSS(pid)); kb > peak.Load() {
+				peak.Store(kb)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() int {
+		close(done)
+		wg.Wait()
+		if kb := int64(readRSS(pid)); kb > peak.Load() {
+			peak.Store(kb)
+		}
+		return int(peak.Load())
+	}
+}
+
+// overRSS reports a broken memory limit. Under -race it is only logged:
+// the race detector's shadow memory makes RSS no figure of the product.
+func overRSS(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if raceEnabled {
+		t.Logf("not checked under -race: "+format, args...)
+		return
+	}
+	t.Errorf(format, args...)
+}
+
+// mib formats KiB as MiB.
+func mib(kb int) string { return fmt.Sprintf("%.1f MiB", float64(kb)/1024) }
+
+// opener opens streamable-HTTP sessions on one endpoint with raw
+// initialize POSTs over a few keep-alive connections, and never ends them.
+type opener struct {
+	url, token, version string
+	hc                  *http.Client
+}
+
+func newOpener(t *testing.T, url, token string, conns int) *opener {
+	tr := &http.Transport{MaxConnsPerHost: conns, MaxIdleConnsPerHost: conns}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &opener{url: url, token: token, version: rawVersion, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+}
+
+// post sends body, with the session ID sid if set, and returns the
+// response's status, session ID header and body.
+func (o *opener) post(ctx context.Context, sid string, body []byte) (status int, gotSID string, answer []byte, err error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, o.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", o.version)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	if o.token != "" {
+		req.Header.Set("Authorization", "Bearer "+o.token)
+	}
+	resp, err := o.hc.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	answer, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), answer, err
+}
+
+// open initializes one session and returns its ID; a refusal is an error
+// naming the status and the answer.
+func (o *opener) open(ctx context.Context) (string, int, error) {
+	params := initializeParams()
+	params["protocolVersion"] = o.version
+	status, sid, answer, err := o.post(ctx, "", request(1, "initialize", params))
+	switch {
+	case err != nil:
+		return "", status, err
+	case status != http.StatusOK || sid == "" || !bytes.Contains(answer, []byte(`"protocolVersion"`)):
+		return "", status, fmt.Errorf("initialize: status %d, session %q: %s", status, sid, bytes.TrimSpace(answer))
+	}
+	return sid, status, nil
+}
+
+// openMany opens n sessions, workers at a time, and returns their IDs; it
+// fails the test at the first refusal.
+func (o *opener) openMany(t *testing.T, n, workers int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ids := make([]string, n)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || failed.Load() != nil {
+					return
+				}
+				sid, _, err := o.open(ctx)
+				if err != nil {
+					err = fmt.Errorf("session %d of %d: %w", i+1, n, err)
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				ids[i] = sid
+			}
+		})
+	}
+	wg.Wait()
+	if p := failed.Load(); p != nil {
+		t.Fatal(*p)
+	}
+	return ids
+}
+
+// viewSessions is the open session count of the default view in /status.
+func (s *sb) viewSessions(t *testing.T) int {
+	t.Helper()
+	views, _ := s.status(t)["views"].(map[string]any)
+	v, _ := views["default"].(map[string]any)
+	n, _ := v["sessions"].(float64)
+	return int(n)
+}
+
+// TestAbuseAbandonedSessions: 10,000 streamable-HTTP sessions opened and
+// never ended hold memory only until sessionIdleTimeout: then they end, and
+// switchboard's RSS is back within 10 % of what it was before them. See #17.
+func TestAbuseAbandonedSessions(t *testing.T) {
+	const n = 10000
+	const idle = 15 * time.Second
+	s := startSwitchboard(t, map[string]any{
+		"logLevel":           "info",
+		"sessionIdleTimeout": idle.Milliseconds(),
+		"maxSessions":        n + 1, // and the warm-up session
+		"mcpServers":         map[string]any{"fx": fixtureServer("fx")},
+	})
+	s.waitServer(t, "fx", 30*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
+	o := newOpener(t, "http://"+s.addr+"/mcp", "", 4)
+	o.openMany(t, 1, 1) // the request path is warm before the baseline
+	before, goBefore := readRSS(s.pid()), s.statusDoc(t).Goroutines
+
+	start := time.Now()
+	stop := rssPeak(s.pid())
+	o.openMany(t, n, 4)
+	opened := time.Since(start)
+	open := s.viewSessions(t)
+	peak, goPeak := stop(), s.statusDoc(t).Goroutines
+	t.Logf("%d sessions opened in %s (%.0f/s); %d open; RSS %s before, %s at peak (+%s, %.1f KiB a session); goroutines %d → %d",
+		n, opened.Round(time.Millisecond), float64(n)/opened.Seconds(), open, mib(before), mib(peak), mib(peak-before), float64(peak-before)/n, goBefore, goPeak)
+
+	eventually(t, idle+60*time.Second, "every session expired", func() bool { return s.viewSessions(t) == 0 })
+	expired := time.Since(start)
+	after, settled := 0, time.Now()
+	settle := 30 * time.Second // for the heap to be collected and returned
+	if raceEnabled {
+		settle = 0 // not checked: see overRSS
+	}
+	deadline := settled.Add(settle)
+	for {
+		after = readRSS(s.pid())
+		if after <= before*11/10 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	goAfter := s.statusDoc(t).Goroutines
+	t.Logf("all expired %s after the first was opened; RSS %s %s later (%+.1f %% of before); goroutines %d",
+		expired.Round(time.Millisecond), mib(after), time.Since(settled).Round(time.Millisecond), 100*float64(after-before)/float64(before), goAfter)
+	if after > before*11/10 {
+		overRSS(t, "RSS %s after the sessions expired, more than 10 %% over %s before them", mib(after), mib(before))
+	}
+	if goAfter > goBefore+20 {
+		t.Errorf("%d goroutines after the sessions expired, %d before", goAfter, goBefore)
+	}
+}
+
+// TestAbuseAbandonedPerClientSessions: with isolation: per-client, 20
+// sessions that each called a tool and were then abandoned hold 20
+// children of their own; the idle timeout ends the sessions and reaps every
+// one of those children, leaving the shared instance that serves the
+// catalog. See #17.
+func TestAbuseAbandonedPerClientSessions(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	const idle = 3 * time.Second
+	mark := newMark(t)
+	s := startSwitchboard(t, map[string]any{
+		"sessionIdleTimeout": idle.Milliseconds(),
+		"mcpServers":         map[string]any{"pc": with(markedServer("pc", mark), "isolation", "per-client")},
+	})
+	s.waitServer(t, "pc", 30*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
+	shared := len(marked(mark))
+	o := newOpener(t, "http://"+s.addr+"/mcp", "", 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	call := request(2, "tools/call", map[string]any{"name": "mcp_pc_echo", "arguments": map[string]any{"text": "mine"}})
+	for i, sid := range o.openMany(t, n, 4) {
+		if status, _, _, err := o.post(ctx, sid, notification("notifications/initialized", nil)); err != nil || status != http.StatusAccepted {
+			t.Fatalf("session %d: notifications/initialized: %d %v", i, status, err)
+		}
+		status, _, answer, err := o.post(ctx, sid, call)
+		if err != nil || status != http.StatusOK || !bytes.Contains(answer, []byte("mine")) || bytes.Contains(answer, []byte(`"isError":true`)) {
+			t.Fatalf("session %d: tools/call: %d %v: %s", i, status, err, answer)
+		}
+	}
+	children := len(marked(mark)) - shared
+	start := time.Now()
+	t.Logf("%d abandoned sessions: %d per-client children besides %d shared", n, children, shared)
+	if children != n {
+		t.Errorf("%d per-client children for %d sessions", children, n)
+	}
+	eventually(t, idle+20*time.Second, "the per-client children reaped", func() bool { return len(marked(mark)) == shared })
+	t.Logf("every per-client child reaped %s after the last call (idle timeout %s); %d sessions open", time.Since(start).Round(time.Millisecond), idle, s.viewSessions(t))
+	if open := s.viewSessions(t); open != 0 {
+		t.Errorf("%d sessions still open after their children were reaped", open)
+	}
+	noZombies(t, s.pid(), 5*time.Second)
+}
+
+// TestAbuseSessionCap: maxSessions caps the open sessions per token: one
+// more is refused with 429 naming the limit, while another token still
+// opens its own; once idle sessions expire, the token opens sessions again.
+// See #17.
+func TestAbuseSessionCap(t *testing.T) {
+	t.Parallel()
+	const limit = 50
+	dir := t.TempDir()
+	s := startSwitchboardIn(t, dir, dir, map[string]any{
+		"maxSessions":        limit,
+		"sessionIdleTimeout": 3000,
+		"auth":               map[string]any{"tokens": []string{"secret://env/TOK_A", "secret://env/TOK_B"}},
+		"mcpServers":         map[string]any{"fx": fixtureServer("fx")},
+	}, []string{"TOK_A=abuse-token-a-0123456789", "TOK_B=abuse-token-b-9876543210"})
+	url := "http://" + s.addr + "/mcp"
+	a := newOpener(t, url, "abuse-token-a-0123456789", 4)
+	b := newOpener(t, url, "abuse-token-b-9876543210", 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a.openMany(t, limit, 4)
+	refused := 0
+	var last error
+	for range 20 {
+		_, status, err := a.open(ctx)
+		if status == http.StatusTooManyRequests {
+			refused++
+			last = err
+		}
+	}
+	t.Logf("token A: %d sessions opened, then %d of 20 more refused: %v", limit, refused, last)
+	if refused != 20 || !strings.Contains(last.Error(), "maxSessions") {
+		t.Errorf("past maxSessions: %d of 20 refused with 429; last: %v", refused, last)
+	}
+	if _, status, err := b.open(ctx); err != nil {
+		t.Errorf("token B, with none of its own open: %d %v", status, err)
+	}
+	eventually(t, 30*time.Second, "token A's sessions expired", func() bool { return s.viewSessions(t) == 0 })
+	if _, status, err := a.open(ctx); err != nil {
+		t.Errorf("token A after its sessions expired: %d %v", status, err)
+	}
+}
