@@ -100,6 +100,8 @@ type Session struct {
 	workers      sync.WaitGroup // the goroutines of worker; Close waits for them
 	closed       bool
 	closeOnce    sync.Once
+	afterClose   []func()      // see AfterClose
+	closedAll    chan struct{} // closed once Close has run OnClose and afterClose
 	done         chan struct{}
 	nextAskID    atomic.Int64
 	initialState chan struct{} // closed once notifications/initialized arrived
@@ -129,6 +131,7 @@ func New(opt Options, out Stream) *Session {
 		jobs:         make(chan job),
 		done:         make(chan struct{}),
 		initialState: make(chan struct{}),
+		closedAll:    make(chan struct{}),
 	}
 	if out != nil {
 		s.out.Store(&streamBox{out})
@@ -144,6 +147,22 @@ func (s *Session) Principal() any { return s.opt.Principal }
 
 // Done is closed when the session closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
+
+// AfterClose arranges for f to run when the session closes, on the
+// goroutine that closes it, after OnClose; at once if it has closed
+// already. Nothing waits for the close meanwhile: an idle session costs no
+// goroutine. f must not call Close.
+func (s *Session) AfterClose(f func()) {
+	s.mu.Lock()
+	if !s.closed {
+		s.afterClose = append(s.afterClose, f)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	<-s.closedAll
+	f()
+}
 
 // Initialized reports whether initialize was answered.
 func (s *Session) Initialized() bool {
@@ -347,6 +366,10 @@ func (s *Session) Close() {
 		if s.opt.OnClose != nil {
 			s.opt.OnClose(s)
 		}
+		for _, f := range s.afterClose { // closed is set: no more are added
+			f()
+		}
+		close(s.closedAll)
 	})
 }
 

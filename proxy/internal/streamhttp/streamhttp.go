@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -102,6 +104,10 @@ func (h *Handler) Close() {
 	h.wg.Wait()
 }
 
+// massExpiry is how many sessions one sweep must end for it to return
+// their memory to the operating system at once.
+const massExpiry = 256
+
 // sweep ends the sessions idle for longer than the idle timeout, until
 // Close. It looks every tenth of the timeout (at least every 100 ms, at
 // most every 30 s).
@@ -131,6 +137,26 @@ func (h *Handler) sweep() {
 		for _, c := range expired {
 			h.log.Info("downstream session expired", "session_id", c.id, "reason", "idle for "+idle.String())
 			c.sess.Close()
+		}
+		// Forgotten now, not when their AfterClose runs: what they held
+		// is garbage before the collection below.
+		h.mu.Lock()
+		for _, c := range expired {
+			if h.sessions[c.id] == c {
+				delete(h.sessions, c.id)
+			}
+		}
+		if len(expired) >= massExpiry {
+			// A map never shrinks: its table sized for the sessions
+			// just ended would stay, and pin the pages around it.
+			h.sessions = maps.Clone(h.sessions)
+		}
+		h.mu.Unlock()
+		if len(expired) >= massExpiry {
+			// The heap they held would stay resident until the next
+			// collection and the scavenger's slow return: give it back
+			// now. A mass expiry is rare; the cost is one full collection.
+			debug.FreeOSMemory()
 		}
 	}
 }
@@ -407,10 +433,11 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 	h.mu.Unlock()
 	h.sweeper.Do(func() { h.wg.Go(h.sweep) })
 	// Forgotten once it ends, however it ends.
-	h.wg.Go(func() {
-		<-sess.Done()
+	sess.AfterClose(func() {
 		h.mu.Lock()
-		delete(h.sessions, c.id)
+		if h.sessions[c.id] == c {
+			delete(h.sessions, c.id)
+		}
 		h.mu.Unlock()
 	})
 	return c
