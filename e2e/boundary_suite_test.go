@@ -3,7 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"os"
+	"strconv"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -12,8 +14,6 @@ import (
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
-
-	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
 // boundaryPayloads are the marker and injection payloads of the sanitize
@@ -58,27 +58,81 @@ func boundaryPayloads(t *testing.T) []string {
 
 var (
 	realOpenRE = regexp.MustCompile(`<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]{32})"[^\n]*>>>\n`)
-	// looseRE finds the marker phrase in a folded text: its three words
-	// with up to 32 non-letters between them.
-	looseRE = regexp.MustCompile(`external[^a-z]{0,32}untrusted[^a-z]{0,32}content`)
+	// Escapes a reader or a renderer decodes: \uXXXX, \u{X}, \xXX, octal,
+	// percent-encoding; and terminal escape sequences, which render as
+	// nothing.
+	escapeRE = regexp.MustCompile(`\\u\{([0-9a-fA-F]{1,6})\}|\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\([0-7]{3})|%([0-9a-fA-F]{2})`)
+	ansiRE   = regexp.MustCompile("\x1b\\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 )
 
-// fold is an independent reading of a text as a model might see it:
-// compatibility forms folded, invisible format characters dropped, lower
-// case, and the digits and signs read as letters mapped.
+// markerPhrase is what makes a marker, read as letters.
+const markerPhrase = "externaluntrustedcontent"
+
+// fold is an independent reading of a text as a model or a renderer might
+// see it: escapes decoded, terminal sequences dropped, compatibility forms
+// folded, invisible format characters and combining marks dropped,
+// Cyrillic and Greek look-alikes and the digits and signs read as letters
+// mapped, lower case.
 func fold(s string) string {
+	for range 3 { // nested escapes
+		s = html.UnescapeString(s)
+		s = escapeRE.ReplaceAllStringFunc(s, func(m string) string {
+			sub := escapeRE.FindStringSubmatch(m)
+			for i, base := range []int{16, 16, 16, 8, 16} {
+				if sub[i+1] != "" {
+					if n, err := strconv.ParseUint(sub[i+1], base, 32); err == nil {
+						return string(rune(n))
+					}
+				}
+			}
+			return m
+		})
+	}
+	s = ansiRE.ReplaceAllString(s, "")
 	s = norm.NFKC.String(s)
 	var b strings.Builder
 	for _, r := range s {
 		switch {
-		case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Mn, r):
+		case unicode.Is(unicode.Cf, r), unicode.Is(unicode.Mn, r), r >= 0xe0000 && r <= 0xe007f:
 			continue
-		case r >= 0x400 && r <= 0x4ff, r >= 0x370 && r <= 0x3ff:
+		case r >= 0x370 && r <= 0x4ff:
 			r = confusable(r)
 		}
 		b.WriteRune(unicode.ToLower(r))
 	}
 	return strings.NewReplacer("0", "o", "1", "l", "3", "e", "4", "a", "5", "s", "7", "t", "@", "a", "$", "s").Replace(b.String())
+}
+
+// hasMarker reports whether folded text holds the marker phrase: its
+// letters in order, with no other letter and at most 32 other characters
+// between neighbours (the reading switchboard documents for a marker).
+func hasMarker(folded string) bool {
+	type letter struct {
+		r   rune
+		pos int
+	}
+	var ls []letter
+	pos := 0
+	for _, r := range folded {
+		if unicode.IsLetter(r) {
+			ls = append(ls, letter{r, pos})
+		}
+		pos++
+	}
+	phrase := []rune(markerPhrase)
+	for i := 0; i+len(phrase) <= len(ls); i++ {
+		ok := true
+		for k, want := range phrase {
+			if ls[i+k].r != want || k > 0 && ls[i+k].pos-ls[i+k-1].pos-1 > 32 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // confusable maps the Cyrillic and Greek letters that look Latin.
@@ -96,8 +150,8 @@ func confusable(r rune) rune {
 // markerOutsideBoundaries checks one client-visible string: every real
 // boundary (a fresh 32-digit nonce opening and its own closing marker) is
 // set aside after checking its body holds no marker and no copy of the
-// nonce; what remains must hold no working marker, by switchboard's own
-// reading (Neutralize changes nothing) and by an independent folding.
+// nonce; what remains must hold no working marker, read by fold and
+// hasMarker (written here, apart from switchboard's own reading).
 func markerOutsideBoundaries(s string) string {
 	rest := s
 	for {
@@ -115,16 +169,13 @@ func markerOutsideBoundaries(s string) string {
 		if strings.Contains(strings.ToLower(body), nonce) {
 			return "the boundary's nonce inside its body"
 		}
-		if sanitize.Neutralize(body) != body || looseRE.MatchString(fold(body)) {
+		if hasMarker(fold(body)) {
 			return "a marker inside a boundary"
 		}
 		rest = rest[:m[0]] + rest[m[1]+j+len(end):]
 	}
-	if sanitize.Neutralize(rest) != rest {
-		return "a marker outside any boundary (switchboard's reading)"
-	}
-	if loc := looseRE.FindStringIndex(fold(rest)); loc != nil {
-		return "a marker outside any boundary (folded reading)"
+	if hasMarker(fold(rest)) {
+		return "a marker outside any boundary"
 	}
 	return ""
 }
