@@ -153,6 +153,12 @@ func ToolResult(res *mcp.CallToolResult, src Source, opt Options) (*mcp.CallTool
 		return nil, Report{}, nil
 	}
 	p := newPass(src, opt)
+	// A secret split across two blocks is one a reader joins again.
+	if across := acrossContents(opt.Redactor, res.Content); len(across) > 0 && &across[0] != &res.Content[0] {
+		cp := *res
+		cp.Content = across
+		res = &cp
+	}
 	plans := make([]contentPlan, len(res.Content))
 	for i, c := range res.Content {
 		var next mcp.Content
@@ -218,6 +224,11 @@ func ReadResult(res *mcp.ReadResourceResult, server string, opt Options) (*mcp.R
 		return nil, Report{}, nil
 	}
 	p := newPass(Source{Server: server}, opt)
+	if across := acrossResources(opt.Redactor, res.Contents); len(across) > 0 && &across[0] != &res.Contents[0] {
+		cp := *res
+		cp.Contents = across
+		res = &cp
+	}
 	texts := make([]*textItem, len(res.Contents))
 	outs := make([]*mcp.ResourceContents, len(res.Contents))
 	for i, c := range res.Contents {
@@ -277,6 +288,11 @@ func PromptResult(res *mcp.GetPromptResult, src Source, opt Options) (*mcp.GetPr
 		return nil, Report{}, nil
 	}
 	p := newPass(src, opt)
+	if across := acrossMessages(opt.Redactor, res.Messages); len(across) > 0 && &across[0] != &res.Messages[0] {
+		cp := *res
+		cp.Messages = across
+		res = &cp
+	}
 	desc := p.text("description", res.Description)
 	p.size += int64(len(desc))
 	plans := make([]contentPlan, len(res.Messages))

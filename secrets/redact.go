@@ -3,6 +3,7 @@ package secrets
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/url"
@@ -32,8 +33,11 @@ const maxRedactRounds = 8
 // Set is the redactor: every registered value, and its encoded forms
 // (standard and URL base64, with and without padding and at every byte
 // alignment, so a value inside a base64 blob such as a Basic auth header is
-// caught too; URL query and path escaping; JSON and Go string escaping; and
-// each line of a multi-line value), is replaced by Redacted.
+// caught too; hex in either case; URL query and path escaping; JSON and Go
+// string escaping; and each line of a multi-line value), is replaced by
+// Redacted, and so is a form of at least 8 bytes spread out by whitespace
+// or invisible characters (split across lines, spaced out, interleaved with
+// zero-width characters; see redact_spread.go).
 //
 // Values shorter than MinRedactLen, and values that occur inside Redacted
 // itself, are not registered.
@@ -45,6 +49,7 @@ type Set struct {
 	mu     sync.Mutex
 	values map[string]struct{} // every registered form
 	state  atomic.Pointer[strings.Replacer]
+	spread atomic.Pointer[spreadMatcher] // see redact_spread.go
 }
 
 // NewSet returns an empty Set.
@@ -96,6 +101,7 @@ func (s *Set) Add(values ...string) {
 		pairs = append(pairs, v, Redacted)
 	}
 	s.state.Store(strings.NewReplacer(pairs...))
+	s.spread.Store(newSpreadMatcher(olds))
 }
 
 // Len returns the number of registered strings, derived forms included.
@@ -118,7 +124,7 @@ func (s *Set) Redact(str string) string {
 	for range maxRedactRounds {
 		next := r.Replace(str)
 		if next == str {
-			return str
+			return s.spread.Load().redact(str)
 		}
 		str = next
 	}
@@ -150,6 +156,8 @@ func forms(v string) []string {
 			}
 		}
 	}
+	add(hex.EncodeToString([]byte(v)))
+	add(strings.ToUpper(hex.EncodeToString([]byte(v))))
 	add(url.QueryEscape(v))
 	add(url.PathEscape(v))
 	if b, err := json.Marshal(v); err == nil {

@@ -3,6 +3,7 @@ package secrets_test
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -252,4 +253,65 @@ func BenchmarkRedact(b *testing.B) {
 			_ = s.Redact(line)
 		}
 	})
+}
+
+func TestRedactSpreadAndHex(t *testing.T) {
+	const v = "sk-live/9fQ+2xZ=env&LEAK?Wq7"
+	s := secrets.NewSet()
+	s.Add(v)
+	h := hex.EncodeToString([]byte(v))
+	for _, in := range []string{
+		"hex " + h + " end",
+		"HEX " + strings.ToUpper(h) + " end",
+		"split " + v[:10] + "\n" + v[10:] + " end",
+		"spaced " + strings.Join(strings.Split(v, ""), " ") + " end",
+		"zw " + strings.Join(strings.Split(v, ""), "\u200b") + " end",
+		"crlf " + v[:5] + "\r\n  " + v[5:] + " end",
+		"hex split " + h[:20] + "\n" + h[20:] + " end",
+	} {
+		got := s.Redact(in)
+		if strings.Contains(strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\n' || r == '\r' || r == '\u200b' {
+				return -1
+			}
+			return r
+		}, strings.ToLower(got)), strings.ToLower(v[:8])) || strings.Contains(strings.ToLower(got), h[:16]) || !strings.Contains(got, secrets.Redacted) || !strings.HasSuffix(got, " end") {
+			t.Errorf("Redact(%q) = %q", in, got)
+		}
+	}
+	// Words that merely follow each other are not a secret.
+	for _, in := range []string{"sk-live is a prefix, and 9fQ is not", "plain text with spaces"} {
+		if got := s.Redact(in); got != in {
+			t.Errorf("Redact(%q) = %q, want it unchanged", in, got)
+		}
+	}
+}
+
+func BenchmarkRedactProse(b *testing.B) {
+	s := secrets.NewSet()
+	s.Add("sk-live/9fQ+2xZ=env&LEAK?Wq7", "ghp_Fi1e+S3cret/ValUE=with&q7")
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 40)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		_ = s.Redact(text)
+	}
+}
+
+func TestRedactJoined(t *testing.T) {
+	const v = "sk-live/9fQ+2xZ=env&LEAK?Wq7"
+	s := secrets.NewSet()
+	s.Add(v)
+	parts := []string{"first " + v[:9], v[9:20], v[20:] + " last", "untouched"}
+	got := s.RedactJoined(parts)
+	joined := strings.Join(got, "")
+	if strings.Contains(joined, v[:9]) || strings.Contains(joined, v[9:20]) || strings.Contains(joined, v[20:]) {
+		t.Errorf("RedactJoined(%q) = %q: a piece of the secret is left", parts, got)
+	}
+	if !strings.HasPrefix(got[0], "first ") || !strings.HasSuffix(got[2], " last") || got[3] != "untouched" {
+		t.Errorf("RedactJoined(%q) = %q: more than the secret changed", parts, got)
+	}
+	clean := []string{"a", "b"}
+	if got := s.RedactJoined(clean); &got[0] != &clean[0] {
+		t.Error("RedactJoined copied parts that hold no secret")
+	}
 }
