@@ -19,6 +19,9 @@ import (
 const (
 	maxListPages = 100
 	maxListItems = 10000
+	// maxListBytes bounds the JSON of one list, all pages together: a
+	// real server's tools/list is well under 1 MiB.
+	maxListBytes = 4 << 20
 )
 
 // The lists a catalog is made of, by their methods. Only ListTools decides
@@ -194,6 +197,7 @@ func (c *Catalog) setError(method, msg string) {
 // the method: a JSON-RPC error is the upstream's own message.
 func listAll[R any, T any](ctx context.Context, cl *client, method string, page func(*R) ([]T, string), dst *[]T) error {
 	cursor := ""
+	size := 0
 	for pages := 0; ; pages++ {
 		if pages == maxListPages {
 			return fmt.Errorf("more than %d pages", maxListPages)
@@ -206,6 +210,9 @@ func listAll[R any, T any](ctx context.Context, cl *client, method string, page 
 				return nil
 			}
 			return err
+		}
+		if size += len(raw); size > maxListBytes {
+			return fmt.Errorf("more than %d MiB over %d pages", maxListBytes>>20, pages+1)
 		}
 		var r R
 		if err := json.Unmarshal(raw, &r); err != nil {
