@@ -88,7 +88,7 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		ID:           id,
 		Principal:    pr,
 		Methods:      p.dispatch,
-		ServerInfo:   &mcp.Implementation{Name: "switchboard", Version: Version},
+		ServerInfo:   p.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
 		OnLevel:      func(*session.Session, mcp.LoggingLevel) { p.setLevel(context.Background(), pr.view) },
@@ -113,7 +113,7 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 			}
 			p.closeClients(func(k clientKey) bool { return k.ss == ss })
 		},
-		Logger: p.log.Named("session"),
+		Logger: p.sessLog,
 	}, out)
 	p.sessions.Store(ss, pr.view)
 	return ss, nil

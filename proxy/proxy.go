@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
@@ -67,12 +68,16 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Proxy is a running switchboard.
 type Proxy struct {
-	opts     Options
-	log      hclog.Logger
-	sdkLog   *slog.Logger
-	redactor *secrets.Set
-	resolver *secrets.Resolver
-	schemas  schemaCache
+	opts    Options
+	log     hclog.Logger
+	sessLog hclog.Logger // every downstream session's, made once
+	// serverInfo is what initialize answers as switchboard's
+	// implementation; every session shares it and only encodes it.
+	serverInfo *mcp.Implementation
+	sdkLog     *slog.Logger
+	redactor   *secrets.Set
+	resolver   *secrets.Resolver
+	schemas    schemaCache
 
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
@@ -196,6 +201,8 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	p := &Proxy{
 		opts:        o,
 		log:         log,
+		sessLog:     log.Named("session"),
+		serverInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
 		sdkLog:      slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor:    redactor,
 		resolver:    secrets.NewResolver(resolverOptions(redactor)),

@@ -194,12 +194,10 @@ func (s *Session) begin(ctx context.Context, m *jsonrpc.Request, out Stream) (co
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s.inflight[m.ID] = cancel
+	s.inflight[m.ID] = cancel // Close cancels what is in flight
 	s.wg.Add(1)
 	s.mu.Unlock()
-	// The session's end cancels its requests too.
-	stop := context.AfterFunc(s.ctx, cancel)
-	return ctx, func() { stop(); cancel() }, true
+	return ctx, cancel, true
 }
 
 // run answers a request begin put in flight. The ID is free again before

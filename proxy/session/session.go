@@ -125,9 +125,7 @@ func New(opt Options, out Stream) *Session {
 	s := &Session{
 		opt: opt, log: opt.Logger, ctx: ctx, stop: stop,
 		slot:         make(chan struct{}, opt.MaxInFlight),
-		subs:         map[string]bool{},
 		inflight:     map[jsonrpc.ID]context.CancelFunc{},
-		asks:         map[jsonrpc.ID]chan *jsonrpc.Response{},
 		jobs:         make(chan job),
 		done:         make(chan struct{}),
 		initialState: make(chan struct{}),
@@ -207,6 +205,9 @@ func (s *Session) Subscribe(uri string) bool {
 	defer s.mu.Unlock()
 	if s.subs[uri] {
 		return false
+	}
+	if s.subs == nil { // made on first use: most sessions never subscribe
+		s.subs = map[string]bool{}
 	}
 	s.subs[uri] = true
 	return true
@@ -322,6 +323,9 @@ func (s *Session) askOn(ctx context.Context, out Stream, method string, params a
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if s.asks == nil { // made on first use: most sessions never ask
+		s.asks = map[jsonrpc.ID]chan *jsonrpc.Response{}
+	}
 	s.asks[id] = ch
 	s.mu.Unlock()
 	forget := func() {
@@ -357,6 +361,11 @@ func (s *Session) Close() {
 		s.mu.Lock()
 		s.closed = true
 		close(s.done)
+		// Requests in flight end with the session (begin registers each
+		// before closed is set, or refuses it).
+		for _, cancel := range s.inflight {
+			cancel()
+		}
 		s.mu.Unlock()
 		s.stop()
 		s.wg.Wait()
