@@ -181,7 +181,7 @@ func (st *foldStats) bits() patternSet {
 	if st.tagChars > 0 {
 		s |= pTagChars | pHiddenUnicode
 	}
-	if st.bidi > 0 {
+	if st.bidi() {
 		s |= pBidi | pHiddenUnicode
 	}
 	if st.zwRun >= MinZeroWidthRun {
