@@ -127,8 +127,9 @@ func parseSamples(t testing.TB, file, family string, inject bool, data string) [
 	return out
 }
 
-// cell counts one channel of the confusion matrix.
-type cell struct{ tp, fn, fp, tn, withheld int }
+// cell counts one channel of the confusion matrix; withheld and blocked
+// count the benign samples and the injections block mode withholds.
+type cell struct{ tp, fn, fp, tn, withheld, blocked int }
 
 func (c *cell) add(inject, flagged, blocked bool) {
 	switch {
@@ -143,6 +144,9 @@ func (c *cell) add(inject, flagged, blocked bool) {
 	}
 	if !inject && blocked {
 		c.withheld++
+	}
+	if inject && blocked {
+		c.blocked++
 	}
 }
 
@@ -224,12 +228,12 @@ func label(inject bool) string {
 // markdown renders the matrix: the totals, then one row per family.
 func (m *matrix) markdown() string {
 	var b strings.Builder
-	b.WriteString("| Channel | Injections flagged | Benign flagged | Benign withheld in block mode | Detection | False positives |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| Channel | Injections flagged | Benign flagged | Detection | False positives | Injections withheld in block mode | Benign withheld in block mode |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|\n")
 	for ch, name := range channels {
 		c := m.total[ch]
-		fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %d | %.1f %% | %.1f %% |\n", name, c.tp, c.tp+c.fn,
-			c.fp, c.fp+c.tn, c.withheld, 100*c.detection(), 100*c.falsePositive())
+		fmt.Fprintf(&b, "| %s | %d / %d | %d / %d | %.1f %% | %.1f %% | %d / %d | %d / %d |\n", name, c.tp, c.tp+c.fn,
+			c.fp, c.fp+c.tn, 100*c.detection(), 100*c.falsePositive(), c.blocked, c.tp+c.fn, c.withheld, c.fp+c.tn)
 	}
 	b.WriteString("\n| Family | Samples | Flagged (text) | Flagged (structuredContent) |\n|---|---:|---:|---:|\n")
 	for _, key := range m.order {

@@ -107,20 +107,18 @@ var asciiSkeleton = func() (t [utf8.RuneSelf]byte) {
 const escapeStart = 1
 
 // fold runs the folder over s. Plain ASCII takes an inlined fast path
-// unless spans are tracked or the marker matcher reads a right-to-left
-// override.
+// unless spans are tracked, the marker matcher reads a right-to-left
+// override or an emoji tag sequence is open; those change only at a
+// non-ASCII rune or in the slow path, where fast is worked out again.
 func (f *folder) fold(s string) {
 	f.noEnd = len(s) + 1
 	f.st.tagSeq = -1
+	fast := !f.track
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
 			f.st.curZWRun = 0
-			if f.st.tagSeq >= 0 {
-				f.st.endTagSeq()
-			}
-			c := asciiSkeleton[b]
-			if c > escapeStart && !f.track && !f.m.rev {
+			if c := asciiSkeleton[b]; fast && c > escapeStart {
 				if f.keep {
 					f.out = append(f.out, c)
 				}
@@ -134,43 +132,59 @@ func (f *folder) fold(s string) {
 				i++
 				continue
 			}
-			if c == escapeStart {
-				var r rune
-				n := 0
-				switch b {
-				case '&':
-					r, n = htmlEscape(s[i:])
-				case '\\':
-					r, n = backslashEscape(s[i:])
-				case '%':
-					r, n = percentEscape(s[i:])
-				}
-				if n > 0 {
-					f.foldRune(r, i, i+n)
-					i += n
-					continue
-				}
-			}
-			if b == 0x1b {
-				i += ctlSeqLen(s, i, &f.noEnd)
-				continue
-			}
-			f.foldASCII(b, i, i+1)
-			i++
-			continue
+			i += f.slowASCII(s, i)
+		} else {
+			i += f.nonASCII(s, i)
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r >= 0x80 && r < 0xA0 && r != 0x85 {
-			i += ctlSeqLen(s, i, &f.noEnd)
-			continue
-		}
-		f.count(s, i, r)
-		f.foldRune(r, i, i+n)
-		i += n
+		fast = !f.track && !f.m.rev && f.st.tagSeq < 0
 	}
 	if f.st.tagSeq >= 0 {
 		f.st.endTagSeq()
 	}
+}
+
+// slowASCII folds the ASCII byte at s[i] the slow way: an escape it
+// starts, a control sequence, or any byte while spans are tracked or a
+// right-to-left override or an emoji tag sequence is open. It returns the
+// number of bytes used.
+func (f *folder) slowASCII(s string, i int) int {
+	b := s[i]
+	if f.st.tagSeq >= 0 {
+		f.st.endTagSeq()
+	}
+	if asciiSkeleton[b] == escapeStart {
+		var r rune
+		n := 0
+		switch b {
+		case '&':
+			r, n = htmlEscape(s[i:])
+		case '\\':
+			r, n = backslashEscape(s[i:])
+		case '%':
+			r, n = percentEscape(s[i:])
+		}
+		if n > 0 {
+			f.foldRune(r, i, i+n)
+			return n
+		}
+	}
+	if b == 0x1b {
+		return ctlSeqLen(s, i, &f.noEnd)
+	}
+	f.foldASCII(b, i, i+1)
+	return 1
+}
+
+// nonASCII folds the rune at s[i:] and returns its length, or that of the
+// control sequence a C1 control starts.
+func (f *folder) nonASCII(s string, i int) int {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r >= 0x80 && r < 0xA0 && r != 0x85 {
+		return ctlSeqLen(s, i, &f.noEnd)
+	}
+	f.count(s, i, r)
+	f.foldRune(r, i, i+n)
+	return n
 }
 
 // count updates the hidden-Unicode statistics for a raw rune at s[i:].

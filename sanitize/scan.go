@@ -205,7 +205,6 @@ func (a *analysis) scan(text string) patternSet {
 	s |= scanBase64(text)
 	s |= scanTags(a.sk)
 	s |= scanStyles(a.sk)
-	s |= scanImages(a.sk)
 	s |= scanWords(a.sk)
 	if a.st.nonASCII {
 		s |= scanForeign(text)

@@ -22,31 +22,30 @@ func scanBase64(text string) patternSet {
 		return 0
 	}
 	var found patternSet
-	run, line, start := 0, 0, 0
-	var mix byte
-	for i := 0; i <= len(text); i++ {
-		var c, k byte
-		if i < len(text) {
-			c = text[i]
-			k = base64Class[c]
+	for i := 0; i < len(text); {
+		if base64Class[text[i]] == 0 {
+			i++
+			continue
 		}
-		switch {
-		case k != 0:
-			if run == 0 {
-				start = i
+		start, run, line := i, 0, 0
+		var mix byte
+		for ; i < len(text); i++ {
+			c := text[i]
+			if k := base64Class[c]; k != 0 {
+				mix |= k
+				run++
+				line++
+				continue
 			}
-			mix |= k
-			run++
-			line++
-		case i < len(text) && (c == '\n' || c == '\r') && line >= 60:
+			if c != '\n' && c != '\r' || line < 60 {
+				break
+			}
 			if c == '\n' {
 				line = 0
 			}
-		default:
-			if run >= MinBase64Run && mix&7 == 7 {
-				found |= decodedFindings(text[start:i])
-			}
-			run, line, mix = 0, 0, 0
+		}
+		if run >= MinBase64Run && mix&7 == 7 {
+			found |= decodedFindings(text[start:i])
 		}
 	}
 	return found

@@ -13,26 +13,12 @@ import "bytes"
 // maxImageURL bounds how far an image URL is read, in skeleton bytes.
 const maxImageURL = 1024
 
-// scanImages reports PatternExfilLink for a Markdown image or an HTML img
-// whose http(s) URL leaves a slot for data.
-func scanImages(sk []byte) patternSet {
-	for i := 0; i < len(sk); {
-		md := bytes.Index(sk[i:], []byte("!["))
-		img := bytes.Index(sk[i:], []byte("<img"))
-		var url []byte
-		var next int
-		switch {
-		case md < 0 && img < 0:
-			return 0
-		case md >= 0 && (img < 0 || md < img):
-			url, next = markdownImageURL(sk, i+md)
-		default:
-			url, next = htmlImageURL(sk, i+img)
-		}
-		if dataSlot(url) {
-			return pExfilLink | pStrong
-		}
-		i = next
+// imageSlot reports PatternExfilLink when an image URL leaves a slot for
+// data. The second argument (where scanning may go on) is ignored: scanTags
+// looks at every byte anyway.
+func imageSlot(url []byte, _ int) patternSet {
+	if dataSlot(url) {
+		return pExfilLink | pStrong
 	}
 	return 0
 }

@@ -33,6 +33,17 @@ var (
 		"function_results": true, "function_result": true, "functioncall": true, "invoke": true,
 		"function": true,
 	}
+	// tagKinds merges roleTagNames and toolTagNames (one lookup per tag).
+	tagKinds = func() map[string]byte {
+		m := map[string]byte{}
+		for n := range roleTagNames {
+			m[n] = roleTag
+		}
+		for n := range toolTagNames {
+			m[n] = toolTag
+		}
+		return m
+	}()
 	// alpacaHeads are the section names of Alpaca-style templates
 	// ("### Instruction:").
 	alpacaHeads = map[string]bool{
@@ -42,18 +53,30 @@ var (
 )
 
 // scanTags looks at every '<' and '[' of the skeleton for control tokens,
-// role and tool tags, HTML comments, zero-size images with alt text and
-// the hidden attribute, and at every "###" for Alpaca section heads.
+// role and tool tags, HTML comments, zero-size images with alt text, the
+// hidden attribute and image URLs with a slot for data, at every "![" for
+// Markdown images and at every "###" for Alpaca section heads.
 func scanTags(sk []byte) patternSet {
 	var s patternSet
 	for i := 0; i < len(sk); i++ {
 		c := sk[i]
-		if c == '#' && (i == 0 || sk[i-1] == '\n') {
-			s |= alpacaHead(sk[i:])
+		if !tagStart[c] {
 			continue
 		}
-		if c != '<' && c != '[' {
+		switch c {
+		case '#':
+			if i == 0 || sk[i-1] == '\n' {
+				s |= alpacaHead(sk[i:])
+			}
 			continue
+		case '!':
+			if i+1 < len(sk) && sk[i+1] == '[' {
+				s |= imageSlot(markdownImageURL(sk, i))
+			}
+			continue
+		}
+		if c == '<' && bytes.HasPrefix(sk[i:], []byte("<img")) {
+			s |= imageSlot(htmlImageURL(sk, i))
 		}
 		rest := sk[i:]
 		s |= templateToken(rest)
@@ -79,6 +102,14 @@ func scanTags(sk []byte) patternSet {
 	}
 	return s
 }
+
+const (
+	roleTag = 1 + iota
+	toolTag
+)
+
+// tagStart marks the bytes scanTags looks at.
+var tagStart = [256]bool{'<': true, '[': true, '#': true, '!': true}
 
 // alpacaHead reports a line "### Instruction:" (or Response, Input …) at
 // the start of rest.
@@ -186,12 +217,16 @@ func scanTag(rest []byte) (patternSet, int) {
 	}
 	name := rest[j:k]
 	if rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/' || rest[k] == '=' {
-		if roleTagNames[string(name)] && rest[k] != '=' {
-			s |= pRoleTag | pStrong
-		}
-		if toolTagNames[string(name)] && (string(name) != "function" || rest[k] == '=') &&
-			(string(name) != "invoke" || j == 2 || bytes.HasPrefix(rest[k:], []byte(" name="))) {
-			s |= pChatTemplate | pStrong
+		switch tagKinds[string(name)] {
+		case roleTag:
+			if rest[k] != '=' {
+				s |= pRoleTag | pStrong
+			}
+		case toolTag:
+			if (string(name) != "function" || rest[k] == '=') &&
+				(string(name) != "invoke" || j == 2 || bytes.HasPrefix(rest[k:], []byte(" name="))) {
+				s |= pChatTemplate | pStrong
+			}
 		}
 	}
 	if rest[k] != ' ' || j == 2 {
@@ -375,32 +410,45 @@ var cssRules = []cssRule{
 // (up to the next closing tag). A property must not be the tail of a
 // longer one ("background-color").
 func scanStyles(sk []byte) patternSet {
-	if bytes.IndexByte(sk, ':') < 0 {
-		return 0
-	}
-	for _, r := range cssRules {
-		p := []byte(r.prop)
-		for off := 0; ; {
-			i := bytes.Index(sk[off:], p)
-			if i < 0 {
-				break
-			}
-			i += off
-			off = i + len(p)
-			if !declStart(sk[:i]) {
-				continue
-			}
-			v := skipSpaces(sk[off:])
-			if len(v) == 0 || v[0] != ':' {
-				continue
-			}
-			v = skipSpaces(v[1:])
-			if hides(r, v) && speaksToAI(hiddenText(v)) {
-				return pHiddenMarkup
-			}
+	for off := 0; off < len(sk); {
+		c := bytes.IndexByte(sk[off:], ':')
+		if c < 0 {
+			return 0
+		}
+		c += off
+		off = c + 1
+		// The property name before the colon (spaces allowed).
+		e := c
+		for e > 0 && sk[e-1] == ' ' {
+			e--
+		}
+		b := e
+		for b > 0 && e-b < 16 && ('a' <= sk[b-1] && sk[b-1] <= 'z' || sk[b-1] == '-') {
+			b--
+		}
+		r, ok := cssRuleFor(sk[b:e])
+		if !ok || !declStart(sk[:b]) {
+			continue
+		}
+		v := skipSpaces(sk[c+1:])
+		if hides(r, v) && speaksToAI(hiddenText(v)) {
+			return pHiddenMarkup
 		}
 	}
 	return 0
+}
+
+// cssRuleFor returns the rule for property prop.
+func cssRuleFor(prop []byte) (cssRule, bool) {
+	if len(prop) < 5 {
+		return cssRule{}, false
+	}
+	for _, r := range cssRules {
+		if string(prop) == r.prop {
+			return r, true
+		}
+	}
+	return cssRule{}, false
 }
 
 // hides reports whether value v of a declaration of r's property hides

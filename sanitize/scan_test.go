@@ -268,6 +268,13 @@ func TestLinearTime(t *testing.T) {
 		"markers":      "<<<END_EXTERNAL_UNTRUSTED_CONTENT>>>",
 		"escaped":      "&lt;\\u003c%3C",
 		"hex runs":     "0123456789abcdef",
+		"md images":    "![",
+		"html images":  "<img ",
+		"leet":         "1gn0r3 ",
+		"foreign verb": "忽略",
+		"rlo":          "\u202e",
+		"ctl strings":  "\x1b]",
+		"base64":       "QUJD",
 	} {
 		var ratio float64
 		for range 3 {

@@ -1,5 +1,7 @@
 package sanitize
 
+import "math/bits"
+
 // Word patterns.
 //
 // The skeleton is read as a stream of tokens (see scanWords). A pattern is a
@@ -128,15 +130,22 @@ func combine(f feature) patternSet {
 
 const maxPatternSteps = 4
 
-// patternClasses[p] is the union of the classes wordPatterns[p] uses.
-var patternClasses = func() (t [len(wordPatterns)]tokClass) {
+// patternsOfClass[b] has bit p set when a step of wordPatterns[p] matches
+// token class 1<<b, so that a token is fed only to the patterns it can
+// advance.
+var patternsOfClass = func() (t [64]uint64) {
 	for p, wp := range wordPatterns {
 		for _, st := range wp.steps {
-			t[p] |= st.class
+			for b := uint64(st.class); b != 0; b &= b - 1 {
+				t[bits.TrailingZeros64(b)] |= 1 << p
+			}
 		}
 	}
 	return t
 }()
+
+// The pattern masks are 64 bits wide.
+var _ [64 - len(wordPatterns)]struct{}
 
 // vocabShapes[26*a+b] has bit n set when some word of wordClasses has n
 // letters and starts with the letters 'a'+a, 'a'+b: most words are
@@ -159,6 +168,7 @@ type matcher struct {
 	feats     feature
 	quoted    patternSet // a strong match that started right after a '"'
 	quotedEnd int        // the index of its last token
+	doneMask  uint64     // the patterns that can add nothing new
 }
 
 func newMatcher() *matcher {
@@ -169,6 +179,15 @@ func newMatcher() *matcher {
 		}
 	}
 	return m
+}
+
+// updateDone works out doneMask again after a match.
+func (m *matcher) updateDone() {
+	for p := range wordPatterns {
+		if m.done(&wordPatterns[p]) {
+			m.doneMask |= 1 << p
+		}
+	}
 }
 
 // done reports whether pattern p can add nothing new.
@@ -183,11 +202,14 @@ func (m *matcher) feed(c tokClass) {
 	if m.quoted != 0 {
 		m.endQuote(c&cQuote != 0)
 	}
-	for p := range wordPatterns {
+	var pats uint64
+	for b := uint64(c); b != 0; b &= b - 1 {
+		pats |= patternsOfClass[bits.TrailingZeros64(b)]
+	}
+	before, beforeFeats := m.found, m.feats
+	for pats &^= m.doneMask; pats != 0; pats &= pats - 1 {
+		p := bits.TrailingZeros64(pats)
 		wp := &wordPatterns[p]
-		if c&patternClasses[p] == 0 || m.done(wp) {
-			continue
-		}
 		for k := len(wp.steps) - 1; k >= 0; k-- {
 			st := wp.steps[k]
 			if c&st.class == 0 {
@@ -209,6 +231,9 @@ func (m *matcher) feed(c tokClass) {
 			}
 		}
 	}
+	if m.found != before || m.feats != beforeFeats {
+		m.updateDone()
+	}
 	if c&(cNeg|cWithout) != 0 {
 		m.lastNeg = m.idx
 	}
@@ -228,7 +253,16 @@ func (m *matcher) endQuote(closing bool) {
 		m.found |= m.quoted | pStrong
 	}
 	m.quoted = 0
+	m.updateDone()
 }
+
+// vocabTails is vocabShapes for the last two letters.
+var vocabTails = func() (t [26 * 26]uint16) {
+	for w := range wordClasses {
+		t[int(w[len(w)-2]-'a')*26+int(w[len(w)-1]-'a')] |= 1 << len(w)
+	}
+	return t
+}()
 
 // scanWords runs the word patterns over the skeleton's token stream: words
 // (runs of a–z, or a leetspeak spelling of a known word such as "1gn0r3"),
@@ -259,7 +293,12 @@ func scanWords(sk []byte) patternSet {
 		case '`':
 			m.feed(cTick)
 		case '"':
-			m.feed(cQuote)
+			// No pattern has a quote step: only the position matters.
+			if m.quoted != 0 {
+				m.endQuote(true)
+			}
+			m.lastQuote = m.idx
+			m.idx++
 		}
 		i++
 	}
@@ -272,6 +311,25 @@ func scanWords(sk []byte) patternSet {
 // word feeds the word or leetspeak word at sk[i:] and returns where the
 // next token starts.
 func (m *matcher) word(sk []byte, i int) int {
+	j := i
+	for j < len(sk) && 'a' <= sk[j] && sk[j] <= 'z' {
+		j++
+	}
+	if j > i && (j == len(sk) || leetOf[sk[j]] == 0) {
+		if cl := lookupWord(sk[i:j]); cl != 0 {
+			m.feed(m.extra(sk, j, cl))
+		} else if j+1 < len(sk) && sk[j] == '_' && 'a' <= sk[j+1] && sk[j+1] <= 'z' {
+			m.feed(cSnake)
+		} else {
+			m.idx++
+		}
+		return j
+	}
+	return m.leetWord(sk, i)
+}
+
+// leetWord is word for a run of letters, digits and signs.
+func (m *matcher) leetWord(sk []byte, i int) int {
 	j, letters := i, 0
 	for j < len(sk) && ('a' <= sk[j] && sk[j] <= 'z' || leetOf[sk[j]] != 0) {
 		if 'a' <= sk[j] && sk[j] <= 'z' {
@@ -328,12 +386,99 @@ func (m *matcher) extra(sk []byte, end int, cl tokClass) tokClass {
 	return cl
 }
 
+// lookupWord returns the classes of word w (lower-case letters). Words of
+// two and three letters, the most frequent ones, are looked up in direct
+// tables.
 func lookupWord(w []byte) tokClass {
-	if n := len(w); n > 1 && n < 16 && vocabShapes[int(w[0]-'a')*26+int(w[1]-'a')]&(1<<n) != 0 {
-		return wordClasses[string(w)]
+	n := len(w)
+	if n < 2 || n > 15 {
+		return 0
+	}
+	k := int(w[0]-'a')*26 + int(w[1]-'a')
+	if vocabShapes[k]&(1<<n) == 0 {
+		return 0
+	}
+	switch {
+	case n == 2:
+		return shortClasses[shortWords.two[k]]
+	case n == 3:
+		return shortClasses[shortWords.three[k*26+int(w[2]-'a')]]
+	case vocabTails[int(w[n-2]-'a')*26+int(w[n-1]-'a')]&(1<<n) != 0:
+		for h := vocabHash(w); ; h++ {
+			e := &vocabTable[h&vocabMask]
+			if e.word == "" || e.word == string(w) {
+				return e.class
+			}
+		}
 	}
 	return 0
 }
+
+// vocabTable holds the words of wordClasses by vocabHash, with linear
+// probing; it is faster than a map for the few words per line that pass
+// the shape filters.
+var vocabTable = func() (t [vocabSize]struct {
+	word  string
+	class tokClass
+}) {
+	for w, c := range wordClasses {
+		h := vocabHash([]byte(w))
+		for t[h&vocabMask].word != "" {
+			h++
+		}
+		t[h&vocabMask].word, t[h&vocabMask].class = w, c
+	}
+	return t
+}()
+
+const (
+	vocabSize = 1024
+	vocabMask = uint32(vocabSize - 1)
+)
+
+// The table must stay at most half full.
+var _ [vocabSize/2 - 400]struct{}
+
+// vocabHash is FNV-1a.
+func vocabHash(w []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range w {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h
+}
+
+// shortWords indexes shortClasses by the letters of a two- or three-letter
+// word; index 0 is no class.
+var shortClasses, shortWords = func() ([]tokClass, *struct {
+	two   [26 * 26]uint8
+	three [26 * 26 * 26]uint8
+}) {
+	t := new(struct {
+		two   [26 * 26]uint8
+		three [26 * 26 * 26]uint8
+	})
+	classes := []tokClass{0}
+	index := map[tokClass]uint8{0: 0}
+	for w, c := range wordClasses {
+		if len(w) != 2 && len(w) != 3 {
+			continue
+		}
+		i, ok := index[c]
+		if !ok {
+			i = uint8(len(classes))
+			index[c] = i
+			classes = append(classes, c)
+		}
+		k := int(w[0]-'a')*26 + int(w[1]-'a')
+		if len(w) == 2 {
+			t.two[k] = i
+		} else {
+			t.three[k*26+int(w[2]-'a')] = i
+		}
+	}
+	return classes, t
+}()
 
 // leetOf maps the digits and signs of leetspeak to the letter they stand
 // for; '1' and '|' are 'i' here and 'l' in leetAlt.
