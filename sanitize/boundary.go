@@ -184,7 +184,7 @@ func cleanString(r Redactor, s string, scan bool, limit int) (string, patternSet
 		marker = a.marker
 		a.release()
 	} else if marker = hasMarker(t); marker {
-		found |= pMarkerSpoof
+		found |= pMarkerSpoof | pStrong
 	}
 	if marker {
 		t = neutralizeSlow(t)
@@ -216,7 +216,7 @@ func identBits(s string) patternSet {
 	found := a.scan(s)
 	a.release()
 	if Text(s) != s {
-		found |= pHiddenInIdentifier
+		found |= pHiddenInIdentifier | pStrong
 	}
 	return found
 }
@@ -233,7 +233,7 @@ func cleanURI(r Redactor, s string) (string, patternSet) {
 	marker := a.marker
 	a.release()
 	if Text(t) != t {
-		found |= pHiddenInIdentifier
+		found |= pHiddenInIdentifier | pStrong
 	}
 	if marker {
 		t = neutralizeSlow(t)

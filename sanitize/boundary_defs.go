@@ -205,13 +205,13 @@ func (c *cleaner) iconSource(where, src string) bool {
 	for i := 0; i < len(src); i++ {
 		if src[i] <= ' ' || src[i] >= 0x7f {
 			if Text(src) != src {
-				c.add(where, pHiddenInIdentifier)
+				c.add(where, pHiddenInIdentifier|pStrong)
 			}
 			return false
 		}
 	}
 	if hasMarker(src) {
-		c.add(where, pMarkerSpoof)
+		c.add(where, pMarkerSpoof|pStrong)
 		return false
 	}
 	if c.redact(src) != src {

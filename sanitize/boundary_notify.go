@@ -149,7 +149,7 @@ func ResourceUpdated(n *mcp.ResourceUpdatedNotificationParams, opt Options) (*mc
 // notification finishes a notification that a cleaner handled.
 func notification[T any](out *T, c *cleaner, opt Options) (*T, Report) {
 	rep := Report{Findings: c.findings()}
-	if blockMode(opt) && c.union() != 0 {
+	if blockMode(opt) && c.union().blocks() {
 		rep.Blocked = true
 		return nil, rep
 	}
@@ -169,7 +169,7 @@ func Cancelled(n *mcp.CancelledParams, opt Options) (*mcp.CancelledParams, Repor
 	out.Reason = c.text("reason", n.Reason)
 	out.Meta = c.meta(n.Meta)
 	rep := Report{Findings: c.findings()}
-	if blockMode(opt) && c.union() != 0 {
+	if blockMode(opt) && c.union().blocks() {
 		out.Reason, rep.Blocked = "", true
 	}
 	return &out, rep
@@ -189,7 +189,7 @@ func Completion(res *mcp.CompleteResult, opt Options) (*mcp.CompleteResult, Repo
 	out.Completion.Values = c.texts("values", res.Completion.Values)
 	out.Meta = c.meta(res.Meta)
 	rep := Report{Findings: c.findings()}
-	if blockMode(opt) && c.union() != 0 {
+	if blockMode(opt) && c.union().blocks() {
 		out.Completion = mcp.CompletionResultDetails{Values: []string{}}
 		rep.Blocked = true
 	}

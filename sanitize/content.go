@@ -200,9 +200,11 @@ func (c *cleaner) metaChanged(m mcp.Meta) (mcp.Meta, bool) {
 	return mcp.Meta(out), changed
 }
 
-// structured cleans structuredContent (every string, keys included, as
-// text) and queues its JSON encoding for scanning. It returns the value,
-// v itself when nothing changed, and its encoding.
+// structured cleans and scans structuredContent: every string, keys
+// included, as text, each on its own and decoded (so that an escaped line
+// break separates words and lines as it does for a reader of the value).
+// It returns the value, v itself when nothing changed, and its encoding,
+// whose size counts toward the result.
 func (p *pass) structured(v any) (any, []byte, error) {
 	if v == nil {
 		return nil, nil, nil
@@ -211,7 +213,7 @@ func (p *pass) structured(v any) (any, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w := walker{r: p.r}
+	w := walker{r: p.r, scan: true}
 	out, changed := w.value(v, 0)
 	if changed {
 		if data, err = json.Marshal(out); err != nil {
@@ -219,7 +221,7 @@ func (p *pass) structured(v any) (any, []byte, error) {
 		}
 	}
 	p.size += int64(len(data))
-	p.addPlain("structuredContent", w.found, string(data))
+	p.addPlain("structuredContent", w.found)
 	return out, data, nil
 }
 
@@ -257,8 +259,13 @@ func (p *pass) inputRequests(m mcp.InputRequestMap) mcp.InputRequestMap {
 				out[k], rep = ListRoots(r, sub)
 			}
 		}
-		for _, f := range rep.Findings {
-			found |= patternBit(f.ID)
+		if rep.found != 0 {
+			found |= rep.found
+		} else if len(rep.Findings) > 0 {
+			for _, f := range rep.Findings {
+				found |= patternBit(f.ID)
+			}
+			found |= pStrong // not measured: count it as strong
 		}
 	}
 	p.add("inputRequests", found)

@@ -1,6 +1,7 @@
 package sanitize
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -34,10 +35,27 @@ const otherByte = 0x80
 // foldStats counts invisible runes seen in the raw text (escapes do not
 // count); Scan reports them as hidden Unicode.
 type foldStats struct {
-	tagChars int // U+E0000–U+E007F
-	bidi     int // embeddings, overrides and isolates
+	tagChars int // U+E0000–U+E007F outside emoji tag sequences
 	zwRun    int // the longest run of consecutive zero-width runes
 	curZWRun int
+	tagSeq   int // tag letters so far in an emoji tag sequence, or -1
+
+	// Bidi controls. Overrides (LRO, RLO) always count; embeddings and
+	// isolates are how RTL text is written, and count only when the text
+	// has no RTL letter or one is still open at the end of its line
+	// (Trojan Source reorders code that way).
+	overrides  int
+	bidiOpen   int // embeddings and isolates opened
+	bidiDepth  int // opened and not yet closed
+	openAt     int // raw offset of the outermost open one
+	unbalanced bool
+	rtl        bool // the text has a letter of an RTL script
+	nonASCII   bool // the text has a rune outside ASCII
+}
+
+// bidi reports whether the bidi controls of the text hide something.
+func (st *foldStats) bidi() bool {
+	return st.overrides > 0 || st.unbalanced || st.bidiDepth > 0 || st.bidiOpen > 0 && !st.rtl
 }
 
 // span is the byte range of the raw text a skeleton byte came from. Several
@@ -55,6 +73,7 @@ type folder struct {
 	st    foldStats
 	m     markerMatcher
 	n     int // skeleton bytes emitted so far
+	noEnd int // see ctlSeqLen
 }
 
 func (f *folder) emit(b byte, start, end int) {
@@ -88,26 +107,23 @@ var asciiSkeleton = func() (t [utf8.RuneSelf]byte) {
 const escapeStart = 1
 
 // fold runs the folder over s. Plain ASCII takes an inlined fast path
-// unless spans are tracked.
+// unless spans are tracked, the marker matcher reads a right-to-left
+// override or an emoji tag sequence is open; those change only at a
+// non-ASCII rune or in the slow path, where fast is worked out again.
 func (f *folder) fold(s string) {
+	f.noEnd = len(s) + 1
+	f.st.tagSeq = -1
+	fast := !f.track
 	for i := 0; i < len(s); {
 		b := s[i]
 		if b < utf8.RuneSelf {
 			f.st.curZWRun = 0
-			c := asciiSkeleton[b]
-			if c > escapeStart && !f.track {
+			if c := asciiSkeleton[b]; fast && c > escapeStart {
 				if f.keep {
 					f.out = append(f.out, c)
 				}
-				m := &f.m
-				if letterOf[c] == 0 {
-					if m.d != 0 {
-						if m.gap++; m.gap > maxMarkerGap {
-							m.d = 0
-						}
-					}
-				} else {
-					m.gap = 0
+				if letterOf[c] != 0 {
+					m := &f.m
 					if m.d = (m.d<<1 | 1) & phraseMask[c]; m.d&phraseDone != 0 {
 						m.hit(f.n)
 					}
@@ -116,41 +132,78 @@ func (f *folder) fold(s string) {
 				i++
 				continue
 			}
-			if c == escapeStart {
-				var r rune
-				n := 0
-				switch b {
-				case '&':
-					r, n = htmlEscape(s[i:])
-				case '\\':
-					r, n = backslashEscape(s[i:])
-				case '%':
-					r, n = percentEscape(s[i:])
-				}
-				if n > 0 {
-					f.foldRune(r, i, i+n)
-					i += n
-					continue
-				}
-			}
-			f.foldASCII(b, i, i+1)
-			i++
-			continue
+			i += f.slowASCII(s, i)
+		} else {
+			i += f.nonASCII(s, i)
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		f.count(r)
-		f.foldRune(r, i, i+n)
-		i += n
+		fast = !f.track && !f.m.rev && f.st.tagSeq < 0
+	}
+	if f.st.tagSeq >= 0 {
+		f.st.endTagSeq()
 	}
 }
 
-// count updates the hidden-Unicode statistics for a raw rune.
-func (f *folder) count(r rune) {
+// slowASCII folds the ASCII byte at s[i] the slow way: an escape it
+// starts, a control sequence, or any byte while spans are tracked or a
+// right-to-left override or an emoji tag sequence is open. It returns the
+// number of bytes used.
+func (f *folder) slowASCII(s string, i int) int {
+	b := s[i]
+	if f.st.tagSeq >= 0 {
+		f.st.endTagSeq()
+	}
+	if asciiSkeleton[b] == escapeStart {
+		var r rune
+		n := 0
+		switch b {
+		case '&':
+			r, n = htmlEscape(s[i:])
+		case '\\':
+			r, n = backslashEscape(s[i:])
+		case '%':
+			r, n = percentEscape(s[i:])
+		}
+		if n > 0 {
+			f.foldRune(r, i, i+n)
+			return n
+		}
+	}
+	if b == 0x1b {
+		return ctlSeqLen(s, i, &f.noEnd)
+	}
+	f.foldASCII(b, i, i+1)
+	return 1
+}
+
+// nonASCII folds the rune at s[i:] and returns its length, or that of the
+// control sequence a C1 control starts.
+func (f *folder) nonASCII(s string, i int) int {
+	r, n := utf8.DecodeRuneInString(s[i:])
+	if r >= 0x80 && r < 0xA0 && r != 0x85 {
+		return ctlSeqLen(s, i, &f.noEnd)
+	}
+	f.count(s, i, r)
+	f.foldRune(r, i, i+n)
+	return n
+}
+
+// count updates the hidden-Unicode statistics for a raw rune at s[i:].
+func (f *folder) count(s string, i int, r rune) {
+	st := &f.st
+	st.nonASCII = true
+	if r >= 0xE0000 && r <= 0xE007F {
+		st.tagRune(r)
+	} else if st.tagSeq >= 0 {
+		st.endTagSeq()
+	}
 	switch {
-	case r >= 0xE0000 && r <= 0xE007F:
-		f.st.tagChars++
+	case r == 0x1F3F4: // waving black flag, the base of subdivision flags
+		st.tagSeq = 0
 	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
-		f.st.bidi++
+		f.bidiControl(s, i, r)
+	case r >= 0x0590 && r <= 0x08FF, r >= 0xFB1D && r <= 0xFDFF, r >= 0xFE70 && r <= 0xFEFF,
+		r >= 0x10800 && r <= 0x10FFF, r >= 0x1E800 && r <= 0x1EFFF:
+		st.rtl = true
 	}
 	if zeroWidth(r) {
 		f.st.curZWRun++
@@ -160,6 +213,56 @@ func (f *folder) count(r rune) {
 	} else {
 		f.st.curZWRun = 0
 	}
+}
+
+// tagRune counts a tag character. An emoji tag sequence (a black flag, two
+// to six tag letters or digits, CANCEL TAG: the flags of England, Scotland
+// and Wales) is how emoji are spelled and does not count; any other tag
+// character spells invisible ASCII.
+func (st *foldStats) tagRune(r rune) {
+	switch {
+	case st.tagSeq >= 0 && st.tagSeq < 6 && (r >= 0xE0030 && r <= 0xE0039 || r >= 0xE0061 && r <= 0xE007A):
+		st.tagSeq++
+	case st.tagSeq >= 2 && r == 0xE007F:
+		st.tagSeq = -1
+	default:
+		st.tagChars += max(st.tagSeq, 0) + 1
+		st.tagSeq = -1
+	}
+}
+
+// endTagSeq ends an emoji tag sequence cut short: its tag letters count.
+func (st *foldStats) endTagSeq() {
+	st.tagChars += st.tagSeq
+	st.tagSeq = -1
+}
+
+// bidiControl counts a bidi embedding, override or isolate, or the end of
+// one, at s[i:], and tracks whether the marker matcher reads the letters
+// after it right to left (an RLO until its PDF, PDI or the end of the
+// line).
+func (f *folder) bidiControl(s string, i int, r rune) {
+	st := &f.st
+	switch r {
+	case 0x202D, 0x202E:
+		st.overrides++
+		f.m.setReverse(r == 0x202E)
+		return
+	case 0x202C, 0x2069:
+		f.m.setReverse(false)
+		if st.bidiDepth > 0 {
+			if strings.IndexByte(s[st.openAt:i], '\n') >= 0 {
+				st.unbalanced = true
+			}
+			st.bidiDepth--
+		}
+		return
+	}
+	st.bidiOpen++
+	if st.bidiDepth == 0 {
+		st.openAt = i
+	}
+	st.bidiDepth++
 }
 
 func (f *folder) foldASCII(b byte, start, end int) {

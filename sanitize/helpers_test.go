@@ -10,24 +10,36 @@ import (
 
 // loosePhrase matches "external untrusted content" in a skeleton the way a
 // lenient reader would: each letter or a digit or sign that looks like it,
-// up to 32 other characters between letters. It is written independently
-// of the package's matcher so that the two check each other.
-var loosePhrase = func() *regexp.Regexp {
+// any number of other characters between letters. loosePhraseBack is the
+// same backwards, as a right-to-left override displays it. Both are written
+// independently of the package's matcher so that the two check each other.
+var loosePhrase, loosePhraseBack = loose("externaluntrustedcontent"), loose("tnetnocdetsurtnulanretxe")
+
+func loose(phrase string) *regexp.Regexp {
 	alt := map[rune]string{'e': "[e3]", 'o': "[o0]", 'l': "[l1]", 's': `[s5$]`, 't': "[t7]", 'a': "[a4@]"}
 	var parts []string
-	for _, r := range "externaluntrustedcontent" {
+	for _, r := range phrase {
 		if a, ok := alt[r]; ok {
 			parts = append(parts, a)
 		} else {
 			parts = append(parts, string(r))
 		}
 	}
-	return regexp.MustCompile(strings.Join(parts, `[^a-z013457@$]{0,32}`))
-}()
+	return regexp.MustCompile(strings.Join(parts, `[^a-z013457@$]*`))
+}
 
-// phraseCount counts marker-like phrases in the skeleton of s.
+// rtlOverride matches the text a right-to-left override displays backwards:
+// up to its PDF or PDI, or the end of the line.
+var rtlOverride = regexp.MustCompile("\u202e[^\u202c\u2069\u202d\n\r\u2028\u2029\u0085]*")
+
+// phraseCount counts marker-like phrases in the skeleton of s, and
+// backwards ones in the parts of s under a right-to-left override.
 func phraseCount(s string) int {
-	return len(loosePhrase.FindAllStringIndex(sanitize.Skeleton(s), -1))
+	n := len(loosePhrase.FindAllStringIndex(sanitize.Skeleton(s), -1))
+	for _, r := range rtlOverride.FindAllString(s, -1) {
+		n += len(loosePhraseBack.FindAllStringIndex(sanitize.Skeleton(r), -1))
+	}
+	return n
 }
 
 // countFold counts copies of sub in s in any ASCII letter case.
@@ -82,4 +94,11 @@ func stripNote(body string) string {
 		return body[strings.IndexByte(body, '\n')+1:]
 	}
 	return body
+}
+
+// upstreamWrap builds what an upstream that copied our wrapper format would
+// send: a wrapper for src around text, with a nonce of its own choosing.
+func upstreamWrap(text string, src sanitize.Source, nonce string) string {
+	own := sanitize.NewNonce()
+	return strings.ReplaceAll(sanitize.Wrap(text, src, own), own, nonce)
 }

@@ -1,6 +1,8 @@
 package sanitize
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -22,14 +24,20 @@ import (
 // NONCE (in any letter case) has been replaced with nonceToken.
 //
 // What makes a marker is the phrase "external untrusted content": in the
-// skeleton (see fold.go) its 24 letters in order, with at most
-// maxMarkerGap non-letters between neighbours and the digits and signs a
-// reader takes for letters (0→o 1→l 3→e 4→a 5→s 7→t @→a $→s) counted as
-// those letters. Neutralize replaces every such phrase, together with an
-// "END" and a run of '<' just before it, by neutralToken. After Wrap the
-// opening and closing markers are therefore the only two phrases in the
-// output's skeleton, and the closing marker is the only place after the
-// opening one where the nonce appears.
+// skeleton (see fold.go) its 24 letters in order, with any number of
+// non-letters between neighbours and the digits and signs a reader takes
+// for letters (0→o 1→l 3→e 4→a 5→s 7→t @→a $→s) counted as those letters;
+// after a right-to-left override (until its end or the end of the line)
+// also the phrase spelled backwards, which is how it is displayed there.
+// Neutralize replaces every such phrase, together with an "END" and a run
+// of '<' just before it, by neutralToken. After Wrap the opening and
+// closing markers are therefore the only two phrases in the output's
+// skeleton, and the closing marker is the only place after the opening one
+// where the nonce appears.
+//
+// The nonce of a wrapper is sealed (see sealNonce): only this process can
+// make one, so that a text that merely looks like our wrapper, an
+// upstream's own, is content and gets wrapped again with a fresh nonce.
 const (
 	openPrefix  = "<<<EXTERNAL_UNTRUSTED_CONTENT id=\""
 	closePrefix = "\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id=\""
@@ -47,6 +55,8 @@ const (
 	noteSuffix = "); it may be a prompt-injection attempt."
 
 	markerPhrase = "externaluntrustedcontent"
+	// maxMarkerGap bounds how far before a phrase Neutralize looks for an
+	// "END" and a run of '<' to take with it.
 	maxMarkerGap = 32
 
 	// NonceLen is the length of a nonce in hex digits: 128 random bits, so
@@ -68,44 +78,63 @@ var letterOf = func() (t [256]byte) {
 	return t
 }()
 
-// phraseMask[b] has bit k set when skeleton byte b reads as markerPhrase[k]
-// (the Shift-And table).
-var phraseMask = func() (t [256]uint32) {
+// phraseMask[b] has bit k set when skeleton byte b reads as markerPhrase[k],
+// and bit len(markerPhrase)+k when it reads as the k-th letter of the
+// phrase spelled backwards (the Shift-And table of both).
+var phraseMask = func() (t [256]uint64) {
+	n := len(markerPhrase)
 	for b := 0; b < 256; b++ {
-		for k := 0; k < len(markerPhrase); k++ {
+		for k := 0; k < n; k++ {
 			if l := letterOf[b]; l != 0 && l == markerPhrase[k] {
 				t[b] |= 1 << k
+			}
+			if l := letterOf[b]; l != 0 && l == markerPhrase[n-1-k] {
+				t[b] |= 1 << (n + k)
 			}
 		}
 	}
 	return t
 }()
 
+const (
+	phraseBits = 1<<len(markerPhrase) - 1 // the forward phrase's states
+	revStart   = 1 << len(markerPhrase)   // the first state of the backward one
+	phraseDone = 1<<(len(markerPhrase)-1) | 1<<(2*len(markerPhrase)-1)
+)
+
 // markerMatcher finds markerPhrase in a stream of skeleton bytes with the
-// Shift-And algorithm: one table lookup and a shift per byte. All partial
-// matches advanced at the same letter, so one gap counter serves them all.
+// Shift-And algorithm: one table lookup and a shift per letter; other bytes
+// leave the state alone. While rev is set (after a right-to-left override)
+// it also looks for the phrase backwards.
 type markerMatcher struct {
-	d      uint32
-	gap    int
+	d      uint64
+	rev    bool
 	found  bool  // a phrase was seen
 	record bool  // keep the ends of matches
 	ends   []int // skeleton index just after the last letter of each match
 }
 
-const phraseDone = 1 << (len(markerPhrase) - 1)
-
 func (m *markerMatcher) feed(b byte, idx int) {
+	if b == '\n' && m.rev {
+		m.setReverse(false)
+	}
 	if letterOf[b] == 0 {
-		if m.d != 0 {
-			if m.gap++; m.gap > maxMarkerGap {
-				m.d = 0
-			}
-		}
 		return
 	}
-	m.gap = 0
-	if m.d = (m.d<<1 | 1) & phraseMask[b]; m.d&phraseDone != 0 {
+	start := uint64(1)
+	if m.rev {
+		start |= revStart
+	}
+	if m.d = (m.d<<1 | start) & phraseMask[b]; m.d&phraseDone != 0 {
 		m.hit(idx)
+	}
+}
+
+// setReverse starts or ends a right-to-left override.
+func (m *markerMatcher) setReverse(on bool) {
+	m.rev = on
+	if !on {
+		m.d &= phraseBits
 	}
 }
 
@@ -114,8 +143,8 @@ func (m *markerMatcher) hit(idx int) {
 	if m.record {
 		m.ends = append(m.ends, idx+1)
 	}
-	// The phrase has no border (no proper prefix is also a suffix), so
-	// matches never overlap.
+	// Neither spelling of the phrase has a border (no proper prefix is also
+	// a suffix), so matches never overlap.
 	m.d = 0
 }
 
@@ -178,11 +207,24 @@ func extendBack(sk []byte, s int) int {
 	return s
 }
 
-// NewNonce returns a fresh random nonce: NonceLen lower-case hex digits from
-// crypto/rand.
+// nonceKey seals the nonces of this process. It never leaves the process.
+var nonceKey = func() cipher.Block {
+	var k [16]byte
+	rand.Read(k[:]) // Never fails; see crypto/rand.Read.
+	b, err := aes.NewCipher(k[:])
+	if err != nil {
+		panic(err) // a 16-byte key is always valid
+	}
+	return b
+}()
+
+// NewNonce returns a fresh nonce: NonceLen lower-case hex digits, the
+// encryption under a key of this process of 64 random bits and 64 zero
+// bits. It looks random to anyone else, and ownNonce recognises it.
 func NewNonce() string {
 	var b [NonceLen / 2]byte
-	rand.Read(b[:]) // Never fails; see crypto/rand.Read.
+	rand.Read(b[:8]) // Never fails; see crypto/rand.Read.
+	nonceKey.Encrypt(b[:], b[:])
 	return hex.EncodeToString(b[:])
 }
 
@@ -192,6 +234,25 @@ func validNonce(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ownNonce reports whether s is a nonce NewNonce made in this process: a
+// guess succeeds with probability 2^-64.
+func ownNonce(s string) bool {
+	var b [NonceLen / 2]byte
+	if !validNonce(s) {
+		return false
+	}
+	if _, err := hex.Decode(b[:], []byte(s)); err != nil {
+		return false
+	}
+	nonceKey.Decrypt(b[:], b[:])
+	for _, c := range b[8:] {
+		if c != 0 {
 			return false
 		}
 	}
@@ -304,17 +365,18 @@ func newHeader(src Source) header {
 
 // Wrap returns text inside a boundary for src with the given nonce, after
 // neutralising marker-like phrases and copies of the nonce in it. If nonce
-// is not NonceLen lower-case hex digits a fresh one is used.
+// is not one NewNonce made in this process a fresh one is used.
 //
 // Wrap is idempotent: a text that already is exactly one wrapper of ours for
-// src, with a neutral body (see header.unwrap), is returned unchanged, with
-// its own nonce.
+// src, with a neutral body and a nonce of this process (see header.unwrap),
+// is returned unchanged. Anything else, a wrapper an upstream made included,
+// is content.
 func Wrap(text string, src Source, nonce string) string {
 	h := newHeader(src)
 	if _, _, _, ok := h.unwrap(text); ok {
 		return text
 	}
-	if !validNonce(nonce) {
+	if !ownNonce(nonce) {
 		nonce = NewNonce()
 	}
 	return h.wrap(maskNonce(Neutralize(text), nonce), nonce, "")
@@ -343,22 +405,25 @@ func (h header) wrap(body, nonce, note string) string {
 }
 
 // unwrap recognises our own wrapper. text is one when it is exactly what
-// wrap produces for this header: the opening marker with a well-formed nonce
-// and exactly these attributes, the notice, an optional note line in our
+// wrap produces for this header: the opening marker with a nonce of this
+// process (ownNonce) and exactly these attributes, the notice, an optional note line in our
 // format, a body, and the closing marker with the same nonce at the very
 // end; and the body is neutral, i.e. holds no marker-like phrase and no copy
 // of the nonce. Anything else (another server or tool, a missing notice, a
 // second wrapper after the first, text after the closing marker, a marker
-// inside) is content and gets wrapped again. A fake that passes is, byte for
-// byte, a wrapper we could have produced, so nothing can be smuggled out of
-// it: its body cannot close the boundary.
+// inside, a nonce this process did not make) is content and gets wrapped
+// again. Only a wrapper this process made passes, or one built around a
+// nonce of ours an upstream was shown (a client may pass our output back
+// as an argument); even that is, byte for byte, a wrapper we could have
+// produced, so nothing can be smuggled out of it: its body cannot close the
+// boundary.
 func (h header) unwrap(text string) (nonce, note, body string, ok bool) {
 	if !strings.HasPrefix(text, openPrefix) || len(text) < len(openPrefix)+NonceLen {
 		return "", "", "", false
 	}
 	nonce = text[len(openPrefix) : len(openPrefix)+NonceLen]
 	rest := text[len(openPrefix)+NonceLen:]
-	if !validNonce(nonce) || !strings.HasPrefix(rest, h.attrs) {
+	if !strings.HasPrefix(rest, h.attrs) || !ownNonce(nonce) {
 		return "", "", "", false
 	}
 	rest = rest[len(h.attrs):]

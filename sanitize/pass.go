@@ -108,7 +108,8 @@ func (p *pass) finish() (blocked bool, err error) {
 		p.found |= f
 	}
 	p.rep.Findings = mergeFindings(found, where)
-	if p.found != 0 && p.mode() == ModeBlock {
+	p.rep.found = p.found
+	if p.found.blocks() && p.mode() == ModeBlock {
 		p.rep.Blocked = true
 		return true, nil
 	}

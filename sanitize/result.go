@@ -96,6 +96,8 @@ type Report struct {
 	Blocked bool
 	// Bytes is the size of the result as MaxResultBytes measures it.
 	Bytes int64
+
+	found patternSet // every finding, with pStrong; set by passes
 }
 
 // SizeError is returned when a result or one item of it is over a limit.

@@ -39,6 +39,18 @@ const (
 	// reader: comments, display:none, zero font size, white text, zero-size
 	// images with alt text, the hidden attribute.
 	PatternHiddenMarkup = "hidden-markup"
+	// PatternToolInstruction is text that tells the model to call a tool or
+	// run a command ("AI agent: use the execute_command tool …", "you must
+	// call transfer_funds") or to act behind the user's back ("do not tell
+	// the user", "the user already approved this").
+	PatternToolInstruction = "tool-instruction"
+	// PatternExfiltration is a request to send secrets, credentials or the
+	// conversation somewhere, or to reveal the system prompt.
+	PatternExfiltration = "exfiltration"
+	// PatternExfilLink is a Markdown or HTML image whose URL has a slot for
+	// data to be filled in ("?q=[INFO]", "{conversation}", "$TOKEN"): a
+	// client that renders the image sends the data to that host.
+	PatternExfilLink = "exfil-link"
 	// PatternHiddenInIdentifier is an invisible or control character (one
 	// that Text would remove) in a value the boundary keeps as it is
 	// because it must match elsewhere: a tool, prompt or argument name, a
@@ -65,6 +77,7 @@ var patternIDs = [...]string{
 	PatternMarkerSpoof, PatternRoleTag, PatternChatTemplate, PatternIgnorePrevious,
 	PatternFakeSystem, PatternHiddenUnicode, PatternBidiOverride, PatternZeroWidthRun,
 	PatternTagChars, PatternBase64Run, PatternHiddenMarkup, PatternHiddenInIdentifier,
+	PatternToolInstruction, PatternExfiltration, PatternExfilLink,
 }
 
 const (
@@ -80,7 +93,30 @@ const (
 	pBase64
 	pHiddenMarkup
 	pHiddenInIdentifier
+	pToolInstruction
+	pExfiltration
+	pExfilLink
+
+	// pStrong is no pattern: it is set with every finding but the weak
+	// ones (see blocks).
+	pStrong patternSet = 1 << 31
 )
+
+// blocks reports whether findings s are enough for ModeBlock to withhold a
+// result: at least one strong finding, or two weak patterns. Weak are the
+// findings that ordinary documents also give: hidden markup (an HTML
+// comment or a hidden element that speaks to an AI), and the looser
+// jailbreak phrases ("no filters"). Every mode reports them all.
+func (s patternSet) blocks() bool {
+	if s&pStrong != 0 {
+		return true
+	}
+	n := 0
+	for w := s &^ pStrong; w != 0; w &= w - 1 {
+		n++
+	}
+	return n >= 2
+}
 
 func patternBit(id string) patternSet {
 	for i, p := range patternIDs {
@@ -164,14 +200,15 @@ func (a *analysis) release() {
 func (a *analysis) scan(text string) patternSet {
 	s := a.st.bits()
 	if a.marker {
-		s |= pMarkerSpoof
+		s |= pMarkerSpoof | pStrong
 	}
-	if hasBase64Run(text) {
-		s |= pBase64
-	}
+	s |= scanBase64(text)
 	s |= scanTags(a.sk)
 	s |= scanStyles(a.sk)
 	s |= scanWords(a.sk)
+	if a.st.nonASCII {
+		s |= scanForeign(text)
+	}
 	return s
 }
 
@@ -179,63 +216,13 @@ func (a *analysis) scan(text string) patternSet {
 func (st *foldStats) bits() patternSet {
 	var s patternSet
 	if st.tagChars > 0 {
-		s |= pTagChars | pHiddenUnicode
+		s |= pTagChars | pHiddenUnicode | pStrong
 	}
-	if st.bidi > 0 {
-		s |= pBidi | pHiddenUnicode
+	if st.bidi() {
+		s |= pBidi | pHiddenUnicode | pStrong
 	}
 	if st.zwRun >= MinZeroWidthRun {
-		s |= pZeroWidth | pHiddenUnicode
+		s |= pZeroWidth | pHiddenUnicode | pStrong
 	}
 	return s
 }
-
-// hasBase64Run looks for MinBase64Run or more base64 characters in a row.
-// Line breaks may continue a run after a line of at least 60 characters, as
-// in MIME and PEM. A run must mix upper case, lower case and digits, which
-// rules out hex dumps and rows of '='.
-func hasBase64Run(text string) bool {
-	if len(text) < MinBase64Run {
-		return false
-	}
-	run, line := 0, 0
-	var mix byte
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		k := base64Class[c]
-		switch {
-		case k != 0:
-			mix |= k
-			run++
-			line++
-			if run >= MinBase64Run && mix&7 == 7 {
-				return true
-			}
-		case (c == '\n' || c == '\r') && line >= 60:
-			if c == '\n' {
-				line = 0
-			}
-		default:
-			run, line, mix = 0, 0, 0
-		}
-	}
-	return false
-}
-
-// base64Class is 1, 2 or 4 for upper case, lower case and digits, 8 for the
-// other characters of the two base64 alphabets, and 0 outside them.
-var base64Class = func() (t [256]byte) {
-	for c := 'A'; c <= 'Z'; c++ {
-		t[c] = 1
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = 2
-	}
-	for c := '0'; c <= '9'; c++ {
-		t[c] = 4
-	}
-	for _, c := range "+/=-_" {
-		t[c] = 8
-	}
-	return t
-}()

@@ -24,17 +24,59 @@ var (
 		"system-reminder": true, "system_reminder": true, "system-prompt": true,
 		"system_prompt": true, "system-message": true, "system_message": true,
 	}
+	// toolTagNames are the tags of tool-calling chat templates (Hermes,
+	// Qwen, Llama 3, Anthropic and others): a fake call, or a fake result
+	// the model takes for its own tool's answer.
+	toolTagNames = map[string]bool{
+		"tool_call": true, "tool_calls": true, "tool_response": true, "tool_result": true,
+		"tool_results": true, "tool_use": true, "function_call": true, "function_calls": true,
+		"function_results": true, "function_result": true, "functioncall": true, "invoke": true,
+		"function": true,
+	}
+	// tagKinds merges roleTagNames and toolTagNames (one lookup per tag).
+	tagKinds = func() map[string]byte {
+		m := map[string]byte{}
+		for n := range roleTagNames {
+			m[n] = roleTag
+		}
+		for n := range toolTagNames {
+			m[n] = toolTag
+		}
+		return m
+	}()
+	// alpacaHeads are the section names of Alpaca-style templates
+	// ("### Instruction:").
+	alpacaHeads = map[string]bool{
+		"instruction": true, "instructions": true, "response": true, "input": true,
+		"system": true, "human": true, "assistant": true, "user": true,
+	}
 )
 
 // scanTags looks at every '<' and '[' of the skeleton for control tokens,
-// role tags, HTML comments with text, zero-size images with alt text and
-// the hidden attribute.
+// role and tool tags, HTML comments, zero-size images with alt text, the
+// hidden attribute and image URLs with a slot for data, at every "![" for
+// Markdown images and at every "###" for Alpaca section heads.
 func scanTags(sk []byte) patternSet {
 	var s patternSet
 	for i := 0; i < len(sk); i++ {
 		c := sk[i]
-		if c != '<' && c != '[' {
+		if !tagStart[c] {
 			continue
+		}
+		switch c {
+		case '#':
+			if i == 0 || sk[i-1] == '\n' {
+				s |= alpacaHead(sk[i:])
+			}
+			continue
+		case '!':
+			if i+1 < len(sk) && sk[i+1] == '[' {
+				s |= imageSlot(markdownImageURL(sk, i))
+			}
+			continue
+		}
+		if c == '<' && bytes.HasPrefix(sk[i:], []byte("<img")) {
+			s |= imageSlot(htmlImageURL(sk, i))
 		}
 		rest := sk[i:]
 		s |= templateToken(rest)
@@ -61,18 +103,50 @@ func scanTags(sk []byte) patternSet {
 	return s
 }
 
+const (
+	roleTag = 1 + iota
+	toolTag
+)
+
+// tagStart marks the bytes scanTags looks at.
+var tagStart = [256]bool{'<': true, '[': true, '#': true, '!': true}
+
+// alpacaHead reports a line "### Instruction:" (or Response, Input …) at
+// the start of rest.
+func alpacaHead(rest []byte) patternSet {
+	if !bytes.HasPrefix(rest, []byte("###")) {
+		return 0
+	}
+	j := 3
+	for j < len(rest) && (rest[j] == '#' || rest[j] == ' ') {
+		j++
+	}
+	k := j
+	for k < len(rest) && k-j < 16 && 'a' <= rest[k] && rest[k] <= 'z' {
+		k++
+	}
+	name := rest[j:k]
+	for k < len(rest) && rest[k] == ' ' {
+		k++
+	}
+	if k < len(rest) && rest[k] == ':' && alpacaHeads[string(name)] {
+		return pChatTemplate | pStrong
+	}
+	return 0
+}
+
 // templateToken reports a chat-template control token at the start of rest.
 func templateToken(rest []byte) patternSet {
 	var s patternSet
 	if len(rest) > 1 {
 		for _, t := range templateTokens[rest[1]] {
 			if bytes.HasPrefix(rest, t) {
-				s |= pChatTemplate
+				s |= pChatTemplate | pStrong
 			}
 		}
 	}
 	if eosToken(rest) {
-		s |= pChatTemplate
+		s |= pChatTemplate | pStrong
 	}
 	return s
 }
@@ -82,7 +156,7 @@ func templateToken(rest []byte) patternSet {
 func markdownComment(rest []byte) patternSet {
 	var s patternSet
 	for _, p := range [...]string{"[//]:", "[comment]:"} {
-		if bytes.HasPrefix(rest, []byte(p)) && hasLetter(lineOf(rest[len(p):])) {
+		if bytes.HasPrefix(rest, []byte(p)) && speaksToAI(lineOf(rest[len(p):])) {
 			s |= pHiddenMarkup
 		}
 	}
@@ -100,7 +174,7 @@ func pipeToken(rest []byte) patternSet {
 		j++
 	}
 	if j > 2 && j+1 < len(rest) && rest[j] == '|' && rest[j+1] == '>' {
-		s |= pChatTemplate
+		s |= pChatTemplate | pStrong
 		if roleTagNames[string(bytes.TrimSpace(rest[2:j]))] {
 			s |= pRoleTag
 		}
@@ -118,7 +192,7 @@ func htmlComment(rest []byte) (patternSet, int) {
 	if end >= 0 {
 		body = rest[4 : 4+end]
 	}
-	if hasLetter(body) {
+	if speaksToAI(body) {
 		s |= pHiddenMarkup
 	}
 	return s, 3 + len(body)
@@ -142,8 +216,18 @@ func scanTag(rest []byte) (patternSet, int) {
 		return s, 0
 	}
 	name := rest[j:k]
-	if (rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/') && roleTagNames[string(name)] {
-		s |= pRoleTag
+	if rest[k] == '>' || rest[k] == ' ' || rest[k] == '\n' || rest[k] == '/' || rest[k] == '=' {
+		switch tagKinds[string(name)] {
+		case roleTag:
+			if rest[k] != '=' {
+				s |= pRoleTag | pStrong
+			}
+		case toolTag:
+			if (string(name) != "function" || rest[k] == '=') &&
+				(string(name) != "invoke" || j == 2 || bytes.HasPrefix(rest[k:], []byte(" name="))) {
+				s |= pChatTemplate | pStrong
+			}
+		}
 	}
 	if rest[k] != ' ' || j == 2 {
 		return s, 0
@@ -153,22 +237,60 @@ func scanTag(rest []byte) (patternSet, int) {
 	for end < len(rest) && rest[end] != '>' && rest[end] != '<' {
 		end++
 	}
-	return s | hidingAttrs(string(name), rest[k:end]), end - 1
+	return s | hidingAttrs(string(name), rest[k:end], rest[end:]), end - 1
 }
 
-// hidingAttrs reports attributes of tag name that hide content: a
-// zero-size image with alt text, the hidden attribute, and a hidden input
-// with a value.
-func hidingAttrs(name string, attrs []byte) patternSet {
+// aiCue are the word classes that make hidden text an instruction.
+const aiCue = cAddressee | cVerb | cStrongNoun | cUrgent | cToolNoun | cTell | cSensitive
+
+// speaksToAI reports whether hidden text addresses a model or speaks of
+// instructions, tools or secrets: a hidden comment or element is everyday
+// HTML, one that talks to the assistant reading the page is not.
+func speaksToAI(b []byte) bool {
+	for i := 0; i < len(b); {
+		if b[i] < 'a' || b[i] > 'z' {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(b) && 'a' <= b[j] && b[j] <= 'z' {
+			j++
+		}
+		if lookupWord(b[i:j])&aiCue != 0 {
+			return true
+		}
+		i = j
+	}
+	return false
+}
+
+// hiddenText returns what an element whose tag ends at after shows (or
+// hides): the text up to the next closing tag, at most 512 bytes.
+func hiddenText(after []byte) []byte {
+	after = after[:min(len(after), 512)]
+	if i := bytes.Index(after, []byte("</")); i >= 0 {
+		return after[:i]
+	}
+	return after
+}
+
+// hidingAttrs reports attributes of tag name that hide text that speaks to
+// a model: a zero-size image with alt text, the hidden attribute on an
+// element, and a hidden input with a value. after is the skeleton from the
+// end of the attributes on.
+func hidingAttrs(name string, attrs, after []byte) patternSet {
 	var s patternSet
-	if name == "img" && hasAttr(attrs, "alt") && (zeroAttr(attrs, "width") || zeroAttr(attrs, "height")) {
+	if alt, _ := attrValueAt(attrs, "alt"); name == "img" && speaksToAI(alt) &&
+		(zeroAttr(attrs, "width") || zeroAttr(attrs, "height")) {
 		s |= pHiddenMarkup
 	}
-	if hasBareAttr(attrs, "hidden") {
+	if hasBareAttr(attrs, "hidden") && speaksToAI(hiddenText(after)) {
 		s |= pHiddenMarkup
 	}
-	if v, _ := attrValueAt(attrs, "type"); name == "input" && string(v) == "hidden" && hasAttr(attrs, "value") {
-		s |= pHiddenMarkup
+	if v, _ := attrValueAt(attrs, "type"); name == "input" && string(v) == "hidden" {
+		if val, _ := attrValueAt(attrs, "value"); speaksToAI(val) {
+			s |= pHiddenMarkup
+		}
 	}
 	return s
 }
@@ -284,42 +406,65 @@ var cssRules = []cssRule{
 	{prop: "color", values: []string{"white", "#fff", "#ffffff", "transparent", "rgba(255,255,255,0)", "rgb(255,255,255)", "rgb(255, 255, 255)"}},
 }
 
-// scanStyles finds CSS declarations that hide text. A property must not be
-// the tail of a longer one ("background-color").
+// scanStyles finds CSS declarations that hide text that speaks to a model
+// (up to the next closing tag). A property must not be the tail of a
+// longer one ("background-color").
 func scanStyles(sk []byte) patternSet {
-	if bytes.IndexByte(sk, ':') < 0 {
-		return 0
-	}
-	for _, r := range cssRules {
-		p := []byte(r.prop)
-		for off := 0; ; {
-			i := bytes.Index(sk[off:], p)
-			if i < 0 {
-				break
-			}
-			i += off
-			off = i + len(p)
-			if !declStart(sk[:i]) {
-				continue
-			}
-			v := skipSpaces(sk[off:])
-			if len(v) == 0 || v[0] != ':' {
-				continue
-			}
-			v = skipSpaces(v[1:])
-			if r.zero && isZeroLength(v) {
-				return pHiddenMarkup
-			}
-			for _, want := range r.values {
-				if bytes.HasPrefix(v, []byte(want)) {
-					if rest := v[len(want):]; len(rest) == 0 || digitVal(rest[0]) >= 16 && letterOf[rest[0]] == 0 {
-						return pHiddenMarkup
-					}
-				}
-			}
+	for off := 0; off < len(sk); {
+		c := bytes.IndexByte(sk[off:], ':')
+		if c < 0 {
+			return 0
+		}
+		c += off
+		off = c + 1
+		// The property name before the colon (spaces allowed).
+		e := c
+		for e > 0 && sk[e-1] == ' ' {
+			e--
+		}
+		b := e
+		for b > 0 && e-b < 16 && ('a' <= sk[b-1] && sk[b-1] <= 'z' || sk[b-1] == '-') {
+			b--
+		}
+		r, ok := cssRuleFor(sk[b:e])
+		if !ok || !declStart(sk[:b]) {
+			continue
+		}
+		v := skipSpaces(sk[c+1:])
+		if hides(r, v) && speaksToAI(hiddenText(v)) {
+			return pHiddenMarkup
 		}
 	}
 	return 0
+}
+
+// cssRuleFor returns the rule for property prop.
+func cssRuleFor(prop []byte) (cssRule, bool) {
+	if len(prop) < 5 {
+		return cssRule{}, false
+	}
+	for _, r := range cssRules {
+		if string(prop) == r.prop {
+			return r, true
+		}
+	}
+	return cssRule{}, false
+}
+
+// hides reports whether value v of a declaration of r's property hides
+// text.
+func hides(r cssRule, v []byte) bool {
+	if r.zero && isZeroLength(v) {
+		return true
+	}
+	for _, want := range r.values {
+		if bytes.HasPrefix(v, []byte(want)) {
+			if rest := v[len(want):]; len(rest) == 0 || digitVal(rest[0]) >= 16 && letterOf[rest[0]] == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // declStart reports whether a CSS property may start right after before:

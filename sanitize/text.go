@@ -13,14 +13,17 @@ const DefaultMaxDescription = 4096
 // truncNote ends a description that Description cut.
 const truncNote = "… [truncated]"
 
-// Text removes from s what a reader cannot see but a model reads: control
-// characters other than '\n' and '\t' (a CR is dropped, so CRLF becomes LF;
-// a terminal escape sequence — CSI or OSC — goes as a whole), bidi controls
-// and marks, zero-width and other format characters, the tag block,
-// variation selectors other than U+FE0F (emoji presentation), the
-// combining grapheme joiner and the Hangul fillers. Line and paragraph
-// separators become '\n' and invalid UTF-8 becomes U+FFFD. Text is
-// idempotent and returns s itself when there is nothing to remove.
+// Text removes from s what a reader cannot see but a model reads: C0 and
+// C1 control characters other than '\n' and '\t', with every terminal
+// control sequence they start taken out as a whole (see ctlSeqLen: CSI,
+// OSC, DCS, APC, PM, SOS and the short ESC sequences, in their 7-bit and
+// 8-bit forms), bidi controls and marks, zero-width and other format
+// characters, the tag block, variation selectors other than U+FE0F (emoji
+// presentation), the combining grapheme joiner and the Hangul fillers. A
+// CR becomes '\n' (CRLF becomes one '\n'), so that neither words nor lines
+// are glued together and no line can overwrite another on a terminal. Line
+// and paragraph separators become '\n' and invalid UTF-8 becomes U+FFFD.
+// Text is idempotent and returns s itself when there is nothing to remove.
 func Text(s string) string {
 	i := 0
 	for i < len(s) {
@@ -44,12 +47,18 @@ func Text(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	b.WriteString(s[:i])
+	noEnd := len(s) + 1
 	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
 			case c == 0x1b:
-				i += escapeLen(s[i:])
+				i += ctlSeqLen(s, i, &noEnd)
+			case c == '\r':
+				b.WriteByte('\n')
+				if i++; i < len(s) && s[i] == '\n' {
+					i++
+				}
 			case c < 0x20 && c != '\n' && c != '\t' || c == 0x7f:
 				i++
 			default:
@@ -59,6 +68,10 @@ func Text(s string) string {
 			continue
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
+		if r >= 0x80 && r < 0xA0 && r != 0x85 {
+			i += ctlSeqLen(s, i, &noEnd)
+			continue
+		}
 		i += n
 		switch {
 		case r == utf8.RuneError && n == 1:
@@ -88,35 +101,6 @@ func textDrop(r rune) bool {
 		return true
 	}
 	return unicode.Is(unicode.Cf, r)
-}
-
-// escapeLen returns the length of the terminal escape sequence at the start
-// of s (which starts with ESC): a whole CSI (ESC [ params final) or OSC (ESC
-// ] … BEL or ESC \) sequence, else just the ESC.
-func escapeLen(s string) int {
-	if len(s) < 2 {
-		return 1
-	}
-	switch s[1] {
-	case '[':
-		i := 2
-		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
-			i++
-		}
-		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
-			return i + 1
-		}
-	case ']':
-		for i := 2; i < len(s) && i < 4096; i++ {
-			if s[i] == 0x07 {
-				return i + 1
-			}
-			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
-				return i + 2
-			}
-		}
-	}
-	return 1
 }
 
 // Description cleans a tool, prompt or resource description from server
