@@ -437,7 +437,9 @@ func TestDownstreamAuthAndRateLimit(t *testing.T) {
 	dir := t.TempDir()
 	s := startSwitchboardIn(t, dir, dir, cfg, []string{"SB_ADMIN_TOKEN=admin-token-abcdef"})
 
-	for _, c := range []struct{ path, token string }{{"/mcp", ""}, {"/mcp", "wrong"}, {"/agents/bot/mcp", ""}} {
+	// A known and an unknown agent answer alike without a valid token: no
+	// enumeration of the agents.
+	for _, c := range []struct{ path, token string }{{"/mcp", ""}, {"/mcp", "wrong"}, {"/agents/bot/mcp", ""}, {"/agents/ghost/mcp", ""}, {"/agents/ghost/mcp", "wrong"}} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+c.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")

@@ -102,18 +102,22 @@ type principal struct {
 
 // authenticate picks the view of a downstream request and checks its bearer
 // token. Without configured tokens every request is let through to the view
-// its path names. With tokens, a missing or wrong one gets 401 with
-// WWW-Authenticate; an agent token on plain /mcp selects that agent's view;
-// an agent token on another agent's path gets 403.
+// its path names (an unknown agent is 404). With tokens, a missing or wrong
+// one gets 401 with WWW-Authenticate, whether the agent in the path exists
+// or not; with a valid token, an unknown agent is 404, an agent token on
+// plain /mcp selects that agent's view, and an agent token on another
+// agent's path gets 403.
 func (p *Proxy) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap := p.serving.Load().snap
 		pathView, byPath := mux.Vars(r)["agent"]
-		if byPath {
-			if _, ok := snap.Views[pathView]; !ok || pathView == "" {
-				http.Error(w, "unknown agent", http.StatusNotFound)
-				return
-			}
+		// With tokens, an unknown agent is answered only after the token
+		// is checked: without one, a known and an unknown agent get the
+		// same 401, and the agents cannot be enumerated.
+		unknown := byPath && (pathView == "" || snap.Views[pathView] == nil)
+		if unknown && !snap.auth.enabled() {
+			http.Error(w, "unknown agent", http.StatusNotFound)
+			return
 		}
 		pr := principal{view: pathView}
 		if snap.auth.enabled() {
@@ -128,6 +132,9 @@ func (p *Proxy) authenticate(next http.Handler) http.Handler {
 				return
 			}
 			switch {
+			case unknown:
+				http.Error(w, "unknown agent", http.StatusNotFound)
+				return
 			case e.any:
 			case byPath && e.view != pathView:
 				http.Error(w, "token not valid for this agent", http.StatusForbidden)
