@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
+
 	"github.com/gorilla/mux"
 )
 
@@ -85,7 +87,14 @@ func Handler(b Backend) http.Handler {
 	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		b.Metrics().ServeHTTP(w, r)
 	}).Methods(http.MethodGet)
-	return r
+	// On a loopback listener, a request naming another Host is a web page
+	// reaching in by DNS rebinding: refused, as on the MCP listener.
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if rebind.Refused(w, req) {
+			return
+		}
+		r.ServeHTTP(w, req)
+	})
 }
 
 // authorized checks a request to an admin action against the admin token
