@@ -140,3 +140,26 @@ func TestPolicyOnIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidUTF8AnswerIsPrompt: a result with invalid UTF-8 in its text
+// is answered at once (cleaned), not left to the tool timeout (60 s).
+func TestInvalidUTF8AnswerIsPrompt(t *testing.T) {
+	t.Parallel()
+	script := map[string]any{"answers": []map[string]any{
+		{"method": "tools/list", "result": map[string]any{"tools": []any{map[string]any{"name": "bad", "inputSchema": map[string]any{"type": "object"}}}}},
+		{"method": "tools/call", "rawResult": []byte("{\"content\":[{\"type\":\"text\",\"text\":\"a\xff\xfeb\"}]}")},
+	}}
+	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"h": hostileServer(t, script)}})
+	cs := s.client(t, nil)
+	waitListed(t, cs, "mcp_h_bad")
+	start := time.Now()
+	res, err := callTool(t, cs, "mcp_h_bad", map[string]any{})
+	took := time.Since(start)
+	t.Logf("answered in %v: %v %s", took, err, js(res))
+	if took > 5*time.Second {
+		t.Errorf("an answer with invalid UTF-8 took %v (tool timeout 30 s)", took)
+	}
+	if err == nil && strings.Contains(js(res), "\xff") {
+		t.Errorf("invalid UTF-8 reached the client: %s", js(res))
+	}
+}

@@ -39,6 +39,9 @@ type answer struct {
 	Before []json.RawMessage `json:"before,omitempty"`
 	Result json.RawMessage   `json:"result,omitempty"`
 	Error  json.RawMessage   `json:"error,omitempty"`
+	// RawResult is the result's bytes, base64: for what JSON cannot
+	// carry in a script (invalid UTF-8).
+	RawResult []byte `json:"rawResult,omitempty"`
 }
 
 type script struct {
@@ -124,6 +127,9 @@ func reply(s *script, r *request) [][]byte {
 		}
 		if a.Error != nil {
 			return append(msgs, response(r.ID, "error", a.Error))
+		}
+		if a.RawResult != nil {
+			return append(msgs, []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, r.ID, a.RawResult)))
 		}
 		if a.Result == nil {
 			a.Result = json.RawMessage(`{}`)
