@@ -223,7 +223,7 @@ func TestBoundaryEveryLocation(t *testing.T) {
 	for _, n := range names {
 		t.Logf("%-75s %d failing", n, failed[n])
 	}
-	t.Logf("%d payloads (%d hold a working marker as sent) × %d locations (+4 lists): %d strings checked, %d (payload, location) pairs with a working marker outside a boundary",
+	t.Logf("%d payloads (%d hold a working marker as sent) × %d locations (+4 lists and the resource-context prompt): %d strings checked, %d (payload, location) pairs with a working marker outside a boundary",
 		len(payloads), flagged, len(locs), checks, sum(failed))
 }
 

@@ -366,6 +366,16 @@ func driveLocationsWith(t *testing.T, cfgExtra map[string]any, env []string, ser
 		}
 		report(m, -1, received{m, all})
 	}
+	// The built-in prompt reads every resource, failures included, into
+	// one message.
+	msgs, err := c.exchange(ctx, "prompts/get", obj("name", "switchboard_resource_context"))
+	if err != nil {
+		t.Fatalf("switchboard_resource_context: %v", err)
+	}
+	if n := bytes.Count(msgs[len(msgs)-1], []byte(`could not be read`)); n < len(payloads) {
+		t.Fatalf("switchboard_resource_context: %d failed reads in it, want %d: %.300s", n, len(payloads), msgs[len(msgs)-1])
+	}
+	report("prompts/get switchboard_resource_context", -1, received{"switchboard_resource_context", msgs})
 	for _, l := range locs {
 		if l.request == nil {
 			continue

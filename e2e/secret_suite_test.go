@@ -177,7 +177,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d secret payloads × %d locations (+4 lists): %d strings checked, %d (payload, location) pairs leaking; %d leaking lines in logs, /status, /metrics and audit (%d bytes looked at)",
+	t.Logf("%d secret payloads × %d locations (+4 lists and the resource-context prompt): %d strings checked, %d (payload, location) pairs leaking; %d leaking lines in logs, /status, /metrics and audit (%d bytes looked at)",
 		len(payloads), len(hostileLocations()), checks, sum(failed), inOutputs, len(outputs["stderr (trace)"])+len(outputs["/status"])+len(outputs["/metrics"])+len(outputs["audit log"]))
 }
 

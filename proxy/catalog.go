@@ -247,8 +247,11 @@ func (p *Proxy) resourceContext(ctx context.Context, v *view, req *session.Reque
 	for _, uri := range sortedKeys(v.resources) {
 		r := v.resources[uri]
 		res, err := p.readFrom(ctx, v, r.entry, req, uri, nil)
+		// Everything about a resource, its failure and its blobs' notes
+		// included, comes from its server: each inside a boundary.
+		src := sanitize.Source{Server: r.entry.Key, Resource: uri}
 		if err != nil {
-			fmt.Fprintf(&b, "\n[resource %s from MCP server '%s' could not be read: %v]\n", uri, r.entry.Key, p.redact(err.Error()))
+			fmt.Fprintf(&b, "\n%s\n", sanitize.Wrap("[the resource could not be read: "+p.redact(err.Error())+"]", src, ""))
 			continue
 		}
 		for _, c := range res.Contents {
@@ -259,7 +262,7 @@ func (p *Proxy) resourceContext(ctx context.Context, v *view, req *session.Reque
 			if c.Text != "" {
 				b.WriteString(c.Text)
 			} else {
-				fmt.Fprintf(&b, "[binary resource %s (%s), %d bytes of base64 omitted]", c.URI, c.MIMEType, len(c.Blob))
+				b.WriteString(sanitize.Wrap(fmt.Sprintf("[binary resource %s (%s), %d bytes of base64 omitted]", c.URI, c.MIMEType, len(c.Blob)), src, ""))
 			}
 			b.WriteString("\n")
 		}
