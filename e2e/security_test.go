@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -326,6 +327,20 @@ func TestRugPullWarnAndBlock(t *testing.T) {
 		_, err := callTool(t, cs, "mcp_rug_echo", map[string]any{"text": "x"})
 		if err == nil || !strings.Contains(err.Error(), `unknown tool "mcp_rug_echo"`) {
 			t.Errorf("withheld tool callable: %v", err)
+		}
+		// A reload that changes something else approves nothing.
+		gen := s.gen(t)
+		cfg["tools"] = map[string]any{"deny": []string{"mcp_nothing_*"}}
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(s.config, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.proc.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 10*time.Second, "reload applied", func() bool { return s.gen(t) > gen })
+		if listTools(t, cs)["mcp_rug_echo"] != nil {
+			t.Error("a reload that did not change the server approved its rug pull")
 		}
 		list := startOut(t, dir, switchboard, "pins", "list", "--config", s.config)
 		if code := list.wait(t, 20*time.Second); code != 0 || !strings.Contains(list.stdout.String(), "CHANGED") {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -35,11 +36,12 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		obs.discard()
 		return &ConfigError{err}
 	}
-	if wait {
-		// A reload is an operator's approval of changed tool definitions.
-		p.pins.approveAll()
-	}
 	planned, specs := planViews(c)
+	if wait {
+		// Editing a server is its operator's approval of its changed
+		// tool definitions; a reload for another reason approves nothing.
+		p.pins.approve(p.changedServers(specs))
+	}
 	hp := p.planHandles(specs)
 	for _, h := range hp.started {
 		h.Start()
@@ -78,6 +80,18 @@ type handlePlan struct {
 	kept    map[string]*upstream.Handle // running ones it keeps (same fingerprint)
 	started []*upstream.Handle          // new ones, not started yet
 	retired []*upstream.Handle          // running ones it no longer uses
+}
+
+// changedServers are the handle keys whose spec differs from the running
+// one's, or that are new; p.mu held.
+func (p *Proxy) changedServers(specs map[string]upstream.Spec) map[string]bool {
+	changed := map[string]bool{}
+	for key, spec := range specs {
+		if h, ok := p.handles[key]; !ok || !reflect.DeepEqual(h.Spec(), spec) {
+			changed[key] = true
+		}
+	}
+	return changed
 }
 
 // planHandles keeps a running handle for each spec with its fingerprint

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
@@ -113,18 +114,27 @@ func (s *pinStore) reloadFile() error {
 	return nil
 }
 
-// approveAll accepts every pending definition (a config reload is an
-// operator's approval).
-func (s *pinStore) approveAll() {
+// approve accepts the pending definitions of the servers a reload changed:
+// editing a server's entry is its operator's approval of what it now
+// serves. Other servers' pending changes wait for `switchboard pins
+// approve`: a reload for another reason approves nothing.
+func (s *pinStore) approve(servers map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	changed := false
 	for server, tools := range s.file.Pending {
+		if !servers[server] {
+			continue
+		}
 		for tool, h := range tools {
 			setPin(s.file.Pins, server, tool, h)
 		}
+		delete(s.file.Pending, server)
+		changed = true
 	}
-	s.file.Pending = map[string]map[string]string{}
-	s.saveLocked()
+	if changed {
+		s.saveLocked()
+	}
 }
 
 // saveLocked requires s.mu.
@@ -143,11 +153,13 @@ func (s *pinStore) check(server string, t *mcp.Tool, mode string) bool {
 	if mode == "off" {
 		return true
 	}
-	h := sanitize.PinHash(t)
+	h := sanitize.DefinitionHash(t)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pinned, ok := s.file.Pins[server][t.Name]
-	if !ok {
+	if !ok || !strings.HasPrefix(pinned, sanitize.DefinitionHashPrefix) && pinned == sanitize.PinHash(t) {
+		// First sight, or a pin of the older form the definition still
+		// matches: pinned in full now.
 		setPin(s.file.Pins, server, t.Name, h)
 		s.saveLocked()
 		return true

@@ -41,6 +41,31 @@ func PinHash(t *mcp.Tool) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// DefinitionHash returns the hash of a tool's whole published definition:
+// every field (name, title, description, input and output schemas,
+// annotations, icons, _meta) as canonical JSON, as PinHash, prefixed "2:".
+// A change in any field a client shows or a model reads — a title, an
+// annotation that says a tool is read-only, _meta — changes it. PinHash,
+// which covers only name, description and schemas, stays for pins written
+// before: a pin of that form is upgraded when the fields it covers match.
+func DefinitionHash(t *mcp.Tool) string {
+	if t == nil {
+		return ""
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(canonicalJSON(t)); err != nil {
+		panic("sanitize: definition hash: " + err.Error())
+	}
+	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	return DefinitionHashPrefix + hex.EncodeToString(sum[:])
+}
+
+// DefinitionHashPrefix starts every DefinitionHash; a pin without it is a
+// PinHash.
+const DefinitionHashPrefix = "2:"
+
 // canonicalJSON turns v into plain JSON values (map[string]any, []any,
 // string, bool, nil and canonical json.Number).
 func canonicalJSON(v any) any {
