@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 )
 
@@ -202,4 +203,41 @@ func boundaryBodies(s string) string {
 		}
 		s = s[:m[0]] + body + s[m[1]+j+len(end):]
 	}
+}
+
+// TestSecretsInChildStderr: a server prints the planted secret on stderr
+// across two lines, and at the 4096-byte cut of a long line; no 8 bytes in
+// a row of the secret appear in switchboard's log or in /status.
+func TestSecretsInChildStderr(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := len(plantedEnv) / 2
+	out := "token: " + plantedEnv[:h] + "\n" + plantedEnv[h:] + " (continued)\n" +
+		strings.Repeat("x", 4096-10) + plantedEnv + "\n" + "last line\n"
+	errFile := filepath.Join(dir, "stderr.txt")
+	if err := os.WriteFile(errFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := hostileServer(t, toolsScript("read"))
+	srv["args"] = append(srv["args"].([]string), "--stderr-file", errFile)
+	srv["env"] = map[string]any{"SB_TOKEN": "secret://env/SB_PLANTED"}
+	s := startSwitchboardIn(t, dir, dir, map[string]any{"logLevel": "trace", "mcpServers": map[string]any{"h": srv}}, []string{"SB_PLANTED=" + plantedEnv})
+	eventually(t, 20*time.Second, "the stderr lines logged", func() bool { return strings.Contains(s.proc.Stderr(), "last line") })
+	resp, err := http.Get("http://" + s.admin + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	pieces := 0
+	for name, text := range map[string]string{"log": s.proc.Stderr(), "/status": string(status)} {
+		for i := 0; i+8 <= len(plantedEnv); i++ {
+			if strings.Contains(text, plantedEnv[i:i+8]) {
+				pieces++
+				t.Errorf("%s holds %q, a piece of the secret", name, plantedEnv[i:i+8])
+				break
+			}
+		}
+	}
+	t.Logf("secret across two stderr lines and at the line cut: %d outputs hold a piece of it", pieces)
 }

@@ -104,12 +104,13 @@ func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
 			continue
 		}
 		h := upstream.New(spec, upstream.Options{
-			Logger:     p.log.Named("upstream"),
-			SDKLogger:  p.sdkLog,
-			Expander:   p.resolver,
-			OnChange:   p.onUpstreamChange,
-			Peer:       p.peer,
-			ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+			Logger:      p.log.Named("upstream"),
+			SDKLogger:   p.sdkLog,
+			Expander:    p.resolver,
+			OnChange:    p.onUpstreamChange,
+			Peer:        p.peer,
+			RedactLines: p.redactor.RedactJoined,
+			ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
 		})
 		hp.next[key] = h
 		hp.started = append(hp.started, h)

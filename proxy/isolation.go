@@ -46,11 +46,12 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *session.Session) *upstream.Handle 
 	spec.Lazy = false
 	spec.ClientRoots = true
 	h := upstream.New(spec, upstream.Options{
-		Logger:     p.log.Named("upstream"),
-		SDKLogger:  p.sdkLog,
-		Expander:   p.resolver,
-		Peer:       p.peer,
-		ClientInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+		Logger:      p.log.Named("upstream"),
+		SDKLogger:   p.sdkLog,
+		Expander:    p.resolver,
+		Peer:        p.peer,
+		RedactLines: p.redactor.RedactJoined,
+		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
 	})
 	if c.handles == nil {
 		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*session.Session{}

@@ -26,6 +26,7 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 			return dial(*h.sp())
 		}
 		noise := newNoiseWriter(h.log)
+		noise.redact = h.opt.RedactLines
 		t, proc, err := stdioTransport(*h.sp(), env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
 		s.proc = proc
 		return t, err
@@ -80,6 +81,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	ctx, cancel := context.WithTimeout(parent, h.sp().connectTimeout())
 	defer cancel()
 	s := &session{stderr: newLineWriter(h.log, &h.stderrTail), lost: make(chan struct{})}
+	s.stderr.redact = h.opt.RedactLines
 	t, err := h.transport(ctx, s)
 	if err != nil {
 		return nil, nil, err

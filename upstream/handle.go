@@ -54,6 +54,13 @@ type Options struct {
 	// nil, notifications are dropped and switchboard advertises no client
 	// capabilities (sampling, elicitation, roots) upstream.
 	Peer Peer
+	// RedactLines, if set, redacts the lines a child writes to stderr (and
+	// non-JSON-RPC stdout) before they are logged or kept: given two
+	// consecutive lines it returns them redacted as one text, so that a
+	// secret printed across two lines is caught (see secrets.Set.
+	// RedactJoined). A line is then logged once the next one arrived, or
+	// 50 ms after it, and cut to its length limit after redaction.
+	RedactLines func(lines []string) []string
 }
 
 // Status is a point-in-time view of a Handle for /status.

@@ -45,7 +45,18 @@ type lineWriter struct {
 	last     time.Time
 	dropped  int
 	report   *time.Timer // reports dropped lines after a burst
+
+	// redact, if set, redacts two consecutive lines as one text; a line is
+	// then held until the next one (or pendingWait) so that a secret
+	// across the two is caught in both.
+	redact  func(lines []string) []string
+	pending *string     // the held line, redacted with its predecessor
+	flush   *time.Timer // logs the held line after pendingWait
 }
+
+// pendingWait is how long a line waits for the next one when lines are
+// redacted in pairs.
+const pendingWait = 50 * time.Millisecond
 
 // lineKind is what a lineWriter logs.
 type lineKind int
@@ -166,7 +177,19 @@ func (w *lineWriter) Flush() {
 		w.emitLocked(w.buf)
 		w.buf = w.buf[:0]
 	}
+	w.flushPendingLocked()
 	w.reportDroppedLocked()
+}
+
+// flushPendingLocked logs the held line, redacted on its own. It requires
+// w.mu.
+func (w *lineWriter) flushPendingLocked() {
+	if w.pending == nil {
+		return
+	}
+	s := w.redact([]string{*w.pending})[0]
+	w.pending = nil
+	w.logLocked(s)
 }
 
 // emitLocked requires w.mu.
@@ -175,10 +198,11 @@ func (w *lineWriter) emitLocked(line []byte) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
-	if w.tail != nil {
+	if w.tail != nil && w.redact == nil {
 		// Before the rate limit: the last lines before a crash are the
 		// ones that tell why. Lines a flood drops in bulk are not looked
-		// at, so they are not kept either.
+		// at, so they are not kept either. (Redacted in pairs, a line is
+		// kept once it is redacted: see logLocked.)
 		w.tail.add(line)
 	}
 	if w.tokens < 1 {
@@ -186,12 +210,38 @@ func (w *lineWriter) emitLocked(line []byte) {
 		return
 	}
 	w.tokens--
-
-	truncated := false
-	if len(line) > maxStderrLine {
-		line, truncated = line[:maxStderrLine], true
-	}
 	s := strings.ToValidUTF8(string(line), "\uFFFD")
+	if w.redact == nil {
+		w.logLocked(s)
+		return
+	}
+	if w.pending != nil {
+		pair := w.redact([]string{*w.pending, s})
+		w.logLocked(pair[0])
+		s = pair[1]
+	}
+	w.pending = &s
+	if w.flush == nil {
+		w.flush = time.AfterFunc(pendingWait, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.flushPendingLocked()
+		})
+	} else {
+		w.flush.Reset(pendingWait)
+	}
+}
+
+// logLocked logs one line, cut to maxStderrLine (after redaction, so that
+// the cut never leaves a piece of a secret). It requires w.mu.
+func (w *lineWriter) logLocked(s string) {
+	if w.tail != nil && w.redact != nil {
+		w.tail.add([]byte(s))
+	}
+	truncated := false
+	if len(s) > maxStderrLine {
+		s, truncated = strings.ToValidUTF8(s[:maxStderrLine], ""), true
+	}
 	if strings.HasPrefix(s, "panic: ") || strings.HasPrefix(s, "fatal error: ") {
 		w.panicked = true
 	}

@@ -4,7 +4,7 @@
 // can put any payload in any field of any message: names, titles, schemas,
 // results, errors, notifications and requests to the client.
 //
-//	hostile --script FILE
+//	hostile --script FILE [--stderr-file FILE]
 //
 // The script:
 //
@@ -67,7 +67,16 @@ type request struct {
 
 func main() {
 	path := flag.String("script", "", "the script `file`")
+	stderr := flag.String("stderr-file", "", "write this `file` to stderr at start")
 	flag.Parse()
+	if *stderr != "" {
+		b, err := os.ReadFile(*stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hostile:", err)
+			os.Exit(2)
+		}
+		os.Stderr.Write(b)
+	}
 	b, err := os.ReadFile(*path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hostile:", err)
