@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
+	"strconv"
 	"strings"
 )
 
@@ -70,9 +73,50 @@ func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
 			return list, nil
 		}
 		return nil, fmt.Errorf("%s: unexpected %q", path, t)
+	case json.Number:
+		if !exactNumber(t) {
+			f, _ := t.Float64()
+			return nil, fmt.Errorf("%s: the number %s cannot be checked against the tool's schema: it is not exactly a 64-bit float (the check would see %s); send it as a string or with fewer digits", path, t, strconv.FormatFloat(f, 'g', -1, 64))
+		}
+		return t, nil
 	default:
 		return t, nil
 	}
+}
+
+// exactNumber reports whether a JSON number is what the schema check (on
+// float64) sees: exactly a float64, or the shortest decimal of one (0.1).
+// Otherwise the check would pass a value (10.0000000000000001 as 10) that
+// is not the one forwarded, byte for byte, to the server.
+func exactNumber(n json.Number) bool {
+	s := string(n)
+	digits := 0
+	for i := 0; i < len(s) && s[i] != 'e' && s[i] != 'E'; i++ {
+		if c := s[i]; c >= '0' && c <= '9' && (digits > 0 || c != '0') {
+			digits++
+		}
+	}
+	if digits <= 15 {
+		// Any decimal of up to 15 significant digits reads back as the
+		// shortest decimal of its float64; the exponent stays in range
+		// for what encoding/json accepts as a number here.
+		if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) {
+			return true
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	want, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return false
+	}
+	if want.Cmp(new(big.Rat).SetFloat64(f)) == 0 {
+		return true
+	}
+	short, _ := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return want.Cmp(short) == 0
 }
 
 func decodeObject(dec *json.Decoder, path string, depth int) (map[string]any, error) {
