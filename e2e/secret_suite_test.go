@@ -241,3 +241,33 @@ func TestSecretsInChildStderr(t *testing.T) {
 	}
 	t.Logf("secret across two stderr lines and at the line cut: %d outputs hold a piece of it", pieces)
 }
+
+// TestCleanedStructuredContentStillValid: structured content that the
+// boundary changed (here a secret redacted) is checked against the tool's
+// output schema; one that no longer matches is a tool error that says so,
+// and an unchanged one passes.
+func TestCleanedStructuredContentStillValid(t *testing.T) {
+	t.Parallel()
+	schema := map[string]any{"type": "object", "properties": map[string]any{"token": map[string]any{"type": "string", "pattern": "^[^\\[]*$"}}}
+	script := map[string]any{"answers": []map[string]any{
+		{"method": "tools/list", "result": map[string]any{"tools": []any{
+			map[string]any{"name": "leaky", "inputSchema": map[string]any{"type": "object"}, "outputSchema": schema},
+			map[string]any{"name": "fine", "inputSchema": map[string]any{"type": "object"}, "outputSchema": schema},
+		}}},
+		{"method": "tools/call", "name": "leaky", "result": map[string]any{"content": []any{}, "structuredContent": map[string]any{"token": plantedEnv}}},
+		{"method": "tools/call", "name": "fine", "result": map[string]any{"content": []any{}, "structuredContent": map[string]any{"token": "plain"}}},
+	}}
+	srv := hostileServer(t, script)
+	srv["env"] = map[string]any{"SB_TOKEN": "secret://env/SB_PLANTED"}
+	dir := t.TempDir()
+	s := startSwitchboardIn(t, dir, dir, map[string]any{"mcpServers": map[string]any{"h": srv}}, []string{"SB_PLANTED=" + plantedEnv})
+	cs := s.client(t, nil)
+	waitListed(t, cs, "mcp_h_leaky", "mcp_h_fine")
+	res := mustCall(t, cs, "mcp_h_leaky", map[string]any{})
+	if !res.IsError || !strings.Contains(textOf(res), "no longer matches its output schema") || strings.Contains(js(res), plantedEnv) {
+		t.Errorf("redacted structured content: %s", js(res))
+	}
+	if res := mustCall(t, cs, "mcp_h_fine", map[string]any{}); res.IsError {
+		t.Errorf("unchanged structured content: %s", js(res))
+	}
+}

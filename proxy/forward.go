@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -101,7 +102,36 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 			rec.Outcome = "blocked"
 		}
 	}
+	if err := r.outputStillValid(up, out); err != nil {
+		rec.Outcome = "invalid_output"
+		return errorResult(fmt.Sprintf("the result of tool %q no longer matches its output schema once switchboard cleaned its structured content (%v); it is withheld", r.public, err)), nil
+	}
 	return out, nil
+}
+
+// outputStillValid checks structured content the trust boundary changed
+// (neutralised or redacted a string) against the tool's output schema:
+// a client that validates it would refuse the result, and should learn
+// why. Unchanged content is the upstream's own and is not checked here.
+func (r *route) outputStillValid(up, out *mcp.CallToolResult) error {
+	if r.output == nil || out.IsError || out.StructuredContent == nil || sameValue(up.StructuredContent, out.StructuredContent) {
+		return nil
+	}
+	return r.output.Validate(out.StructuredContent)
+}
+
+// sameValue reports whether a and b are the same map or slice (the
+// boundary returns what it did not change as it is).
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() != vb.Kind() {
+		return false
+	}
+	switch va.Kind() {
+	case reflect.Map, reflect.Slice, reflect.Pointer:
+		return va.Pointer() == vb.Pointer()
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // outcomeOf names the outcome of a failed upstream call.

@@ -52,6 +52,7 @@ type route struct {
 	original string
 	tool     *mcp.Tool            // as published downstream
 	schema   *jsonschema.Resolved // nil: arguments are not validated
+	output   *jsonschema.Resolved // the published output schema; nil: none
 	defHash  string
 	metrics  *telemetry.CallAttrs
 }
@@ -236,6 +237,9 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 	}
 	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: telemetry.NewCallAttrs(e.Key, public)}
 	r.schema = p.schemas.resolve(in, p.log, e.Key, t.Name)
+	if out, err := toMap(clean.OutputSchema); err == nil && out != nil {
+		r.output = p.schemas.resolve(out, p.log, e.Key, t.Name)
+	}
 	def, err := json.Marshal(pub)
 	if err != nil {
 		return nil, fmt.Errorf("definition: %w", err)
