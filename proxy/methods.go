@@ -99,6 +99,7 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		},
 		OnClose: func(ss *session.Session) {
 			p.sessions.Delete(ss)
+			p.found.Delete(ss)
 			p.held.give(pr)
 			select {
 			case p.sessionGone <- struct{}{}:
@@ -210,7 +211,11 @@ func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any
 		// has its tools.
 		v = p.latest(v)
 	}
-	return p.awaitFirstStarts(ctx, v).listTools(&params)
+	v = p.awaitFirstStarts(ctx, v)
+	if v.search != nil {
+		return listPage(p.sessionListing(v, r.Session), &params)
+	}
+	return v.listTools(&params)
 }
 
 // callTool answers tools/call: the one path of every forwarded call.
@@ -218,6 +223,12 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	var params mcp.CallToolParamsRaw
 	if err := decodeCallParams(r, &params); err != nil {
 		return nil, err
+	}
+	if res, ok, err := p.ownToolCall(ctx, v, r, &params); ok {
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
 	rt, ok := v.tools[params.Name]
 	if !ok {

@@ -85,6 +85,7 @@ type Proxy struct {
 	pubMu    sync.Mutex // serialises publishing; guards draining
 	draining []*served  // replaced generations still in use
 	sessions sync.Map   // every open downstream session -> its view id
+	found    sync.Map   // a session in a search view -> its *foundSet
 	// sessionGone is signalled (never blocking) when a session closes.
 	sessionGone chan struct{}
 	held        sessionCounts

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"sort"
 
 	"github.com/mcp-switchboard/switchboard/policy"
@@ -40,6 +41,11 @@ type ViewSpec struct {
 	Servers []*ServerEntry // sorted by key
 	Tools   policy.Chain   // global and agent layers for tools
 	Prompts policy.Chain
+	// Discovery is the view's (the agent's own, else the top level's);
+	// nil lists every tool. AlwaysVisible is its alwaysVisible compiled,
+	// nil when it has none.
+	Discovery     *config.Discovery
+	AlwaysVisible *policy.Layer
 }
 
 // ServerEntry is one server as a view sees it.
@@ -214,10 +220,12 @@ func buildSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Han
 		defaultsTools = mustCompile(c.Agents.Defaults.Tools)
 	}
 	agentTools := map[string]*policy.Layer{}
+	agentDiscovery := map[string]*config.Discovery{}
 	if c.Agents != nil {
 		for _, ag := range c.Agents.List {
 			if ag != nil {
 				agentTools[ag.ID] = mustCompile(ag.Tools)
+				agentDiscovery[ag.ID] = ag.Discovery
 			}
 		}
 	}
@@ -226,6 +234,7 @@ func buildSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Han
 		if id != "" {
 			vs.Tools = append(vs.Tools, agentTools[id])
 		}
+		vs.setDiscovery(cmp.Or(agentDiscovery[id], c.Discovery))
 		for _, p := range planned {
 			vs.Servers = append(vs.Servers, &ServerEntry{
 				Key:         p.key,
@@ -246,8 +255,17 @@ func buildSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Han
 	}
 	if _, ok := s.Views[""]; !ok {
 		s.Views[""] = &ViewSpec{Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+		s.Views[""].setDiscovery(c.Discovery)
 	}
 	return s
+}
+
+// setDiscovery sets the view's discovery settings (validated).
+func (vs *ViewSpec) setDiscovery(d *config.Discovery) {
+	vs.Discovery = d
+	if d != nil && len(d.AlwaysVisible) > 0 {
+		vs.AlwaysVisible = mustCompile(&policy.Rules{Allow: d.AlwaysVisible})
+	}
 }
 
 // mustCompile compiles rules that Validate already accepted.

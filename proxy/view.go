@@ -40,6 +40,8 @@ type view struct {
 	// shown holds the servers the view shows (see showsServer): only
 	// their prompts, resources, templates and completions are served.
 	shown map[*ServerEntry]bool
+	// search is set in discovery's search mode (see discover.go).
+	search *searchView
 }
 
 // listHashes fingerprint what each list shows a client.
@@ -68,10 +70,7 @@ func (p *Proxy) buildView(snap *Snapshot, id string) *view {
 	v.id = id
 	p.buildPrompts(snap, spec, v)
 	p.buildResources(snap, spec, v)
-	v.listed = make([]*mcp.Tool, len(v.list))
-	for i, r := range v.list {
-		v.listed[i] = r.tool
-	}
+	v.buildListing(spec)
 	v.hashes = v.fingerprint()
 	return v
 }
@@ -397,7 +396,11 @@ const listPageSize = mcp.DefaultPageSize
 // listTools answers tools/list from the state: pages of listPageSize in
 // public-name order, the cursor being the last name of the previous page.
 func (v *view) listTools(params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	tools := v.listed
+	return listPage(v.listed, params)
+}
+
+// listPage is one page of tools (sorted by name) for params' cursor.
+func listPage(tools []*mcp.Tool, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	if params != nil && params.Cursor != "" {
 		after, err := base64.RawURLEncoding.DecodeString(params.Cursor)
 		if err != nil {

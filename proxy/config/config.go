@@ -72,6 +72,9 @@ type Config struct {
 	// ReadTimeoutMS bounds how long a downstream request's headers, and
 	// then its body, may take to arrive.
 	ReadTimeoutMS *int `json:"readTimeout,omitempty"`
+	// Discovery is how the default view lists its tools (and every agent's
+	// that sets none of its own).
+	Discovery *Discovery `json:"discovery,omitempty"`
 
 	// Notes is what loading the file decided that is not an error: keys
 	// of another client it skipped, values it read in another client's
@@ -154,12 +157,37 @@ type AgentMCP struct {
 
 // Agent is one agent view.
 type Agent struct {
-	ID     string        `json:"id"`
-	MCP    *AgentMCP     `json:"mcp,omitempty"`
-	Tools  *policy.Rules `json:"tools,omitempty"`
-	Tokens []string      `json:"tokens,omitempty"`
-	Limits *policy.Limit `json:"limits,omitempty"`
+	ID        string        `json:"id"`
+	MCP       *AgentMCP     `json:"mcp,omitempty"`
+	Tools     *policy.Rules `json:"tools,omitempty"`
+	Tokens    []string      `json:"tokens,omitempty"`
+	Limits    *policy.Limit `json:"limits,omitempty"`
+	Discovery *Discovery    `json:"discovery,omitempty"`
 }
+
+// Discovery is how a view lists its tools: all of them (the default), or,
+// in search mode, switchboard's own find and call tools, those matching
+// alwaysVisible and those the session found.
+type Discovery struct {
+	Mode string `json:"mode,omitempty"` // "all" or "search"
+	// AlwaysVisible are globs over public names listed in search mode.
+	AlwaysVisible []string `json:"alwaysVisible,omitempty"`
+	// MaxDescriptionChars caps listed descriptions (the full text stays
+	// searchable); 0 or unset: sanitize.maxDescriptionChars alone.
+	MaxDescriptionChars *int `json:"maxDescriptionChars,omitempty"`
+	// DropSchemaDescriptions removes the descriptions inside listed input
+	// schemas in search mode: switchboard_find_tools returns them whole.
+	DropSchemaDescriptions bool `json:"dropSchemaDescriptions,omitempty"`
+}
+
+// Discovery modes.
+const (
+	DiscoveryAll    = "all"
+	DiscoverySearch = "search"
+)
+
+// Search reports whether d asks for search mode.
+func (d *Discovery) Search() bool { return d != nil && d.Mode == DiscoverySearch }
 
 // Auth holds downstream bearer tokens that open every view.
 type Auth struct {

@@ -75,6 +75,7 @@ func (v *validator) settings(c *Config) {
 	if n := c.MaxSessions; n != nil && *n <= 0 {
 		v.add("maxSessions", "must be a positive number of sessions")
 	}
+	v.discovery("discovery", c.Discovery)
 	for i, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")
@@ -133,6 +134,23 @@ func (v *validator) agent(i int, ag *Agent, seen map[string]int) {
 	v.rules(p+".tools", ag.Tools)
 	v.limit(p+".limits", ag.Limits)
 	v.tokens(p+".tokens", ag.Tokens)
+	v.discovery(p+".discovery", ag.Discovery)
+}
+
+// discovery checks a view's discovery settings.
+func (v *validator) discovery(p string, d *Discovery) {
+	if d == nil {
+		return
+	}
+	v.oneOf(p+".mode", d.Mode, []string{DiscoveryAll, DiscoverySearch})
+	for i, g := range d.AlwaysVisible {
+		if err := policy.ValidatePattern(g); err != nil {
+			v.add(joinIndex(p+".alwaysVisible", i), err.Error())
+		}
+	}
+	if n := d.MaxDescriptionChars; n != nil && *n < 0 {
+		v.add(p+".maxDescriptionChars", "must be 0 (no cap of its own) or a positive number of characters")
+	}
 }
 
 // sanitize checks the sanitize section's modes and bounds.
