@@ -196,9 +196,14 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 			return
 		}
 		// Outside any call: the sessions of the views that expose the
-		// upstream, each filtered by the level it asked for.
+		// upstream, each filtered by the level it asked for; encoded once
+		// for them all.
+		raw, err := json.Marshal(msg)
+		if err != nil {
+			return
+		}
 		pr.p.eachSessionExposing(h, func(ss *session.Session) {
-			_ = ss.Log(context.Background(), msg)
+			_ = ss.LogEncoded(msg.Level, raw)
 		})
 	case "notifications/resources/updated":
 		var n mcp.ResourceUpdatedNotificationParams

@@ -297,6 +297,16 @@ func (s *Session) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
 	return s.Notify(ctx, "notifications/message", p)
 }
 
+// LogEncoded is Log for a message already encoded (params of
+// notifications/message at level l): a message for many sessions is
+// encoded once.
+func (s *Session) LogEncoded(l mcp.LoggingLevel, params json.RawMessage) error {
+	if !s.wantsLog(l) {
+		return nil
+	}
+	return s.post(&jsonrpc.Request{Method: "notifications/message", Params: params})
+}
+
 func (s *Session) wantsLog(l mcp.LoggingLevel) bool {
 	want := s.LogLevel()
 	return want != "" && LevelRank(l) >= LevelRank(want)
