@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,14 +214,7 @@ func TestBoundaryEveryLocation(t *testing.T) {
 		return bad
 	})
 	locs := hostileLocations()
-	var names []string
-	for k := range failed {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t.Logf("%-75s %d failing", n, failed[n])
-	}
+	logByLocation(t, failed, "failing")
 	t.Logf("%d payloads (%d hold a working marker as sent) × %d locations (+4 lists and the resource-context prompt): %d strings checked, %d (payload, location) pairs with a working marker outside a boundary",
 		len(payloads), flagged, len(locs), checks, sum(failed))
 }

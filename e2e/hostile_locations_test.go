@@ -442,3 +442,16 @@ func eachString(v any, path string, f func(path, s string)) {
 		}
 	}
 }
+
+// logByLocation prints how many pairs failed at each location.
+func logByLocation(t *testing.T, failed map[string]int, what string) {
+	t.Helper()
+	names := make([]string, 0, len(failed))
+	for k := range failed {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.Logf("%-75s %d %s", n, failed[n], what)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -142,14 +141,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			}
 			return bad
 		})
-	var names []string
-	for k := range failed {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t.Logf("%-75s %d leaking", n, failed[n])
-	}
+	logByLocation(t, failed, "leaking")
 
 	// switchboard's own outputs.
 	outputs := map[string]string{"stderr (trace)": s.proc.Stderr()}
