@@ -9,38 +9,47 @@ import (
 const (
 	fieldName      = iota // the tool's own name, without the mcp_<server>_ prefix
 	fieldTitle            // Doc.Title
-	fieldDesc             // Doc.Description
+	fieldLead             // the description's first sentence
+	fieldDesc             // Doc.Description, the first sentence included
 	fieldParamName        // the parameters' names
 	fieldParamDesc        // the parameters' descriptions
-	fieldServer           // the server key
+	fieldServer           // the server key: counted apart, see serverWeight
 	numFields
 )
 
-// fieldWeight is how much one occurrence of a term in each field counts.
-// The name and title say what a tool does; the server key only says where
-// it lives, so a request that names a server prefers its tools without
-// every one of them outranking the tool the request asks for.
+// fieldWeight is how much one occurrence of a term in each field counts
+// in BM25F. The name and title say what a tool does; the first sentence
+// of a description says it more often than the rest. The server key is
+// not a BM25F field: see serverWeight.
 var fieldWeight = [numFields]float64{
 	fieldName:      3,
-	fieldTitle:     2,
-	fieldDesc:      1,
-	fieldParamName: 0.5,
+	fieldTitle:     1.5,
+	fieldLead:      0.5,
+	fieldDesc:      0.5,
+	fieldParamName: 0.125,
 	fieldParamDesc: 0.3,
-	fieldServer:    0.6,
 }
 
 // fieldB is BM25F's length normalisation of each field (0: none, 1: full).
 var fieldB = [numFields]float64{
 	fieldName:      0.3,
 	fieldTitle:     0.3,
-	fieldDesc:      0.75,
+	fieldLead:      0.5,
+	fieldDesc:      0.7,
 	fieldParamName: 0.5,
-	fieldParamDesc: 0.75,
-	fieldServer:    0,
+	fieldParamDesc: 0.2,
 }
 
 // k1 is BM25's term-frequency saturation.
 const k1 = 1.2
+
+// serverWeight scales what a term of the server key adds to every tool of
+// that server: serverWeight × idf, the same for all of them, outside the
+// BM25F sum. A request that names a server ("… on GitHub") thus prefers
+// its tools, but since the mcp_<server>_ prefix is kept out of the name
+// field, the server's words never outweigh the words that pick the tool
+// among its siblings.
+const serverWeight = 3.0
 
 // builder holds what New needs only while it builds an Index.
 type builder struct {
@@ -73,6 +82,7 @@ func (b *builder) index(docs []Doc) {
 		b.tf[d] = map[int32]*[numFields]float64{}
 		b.add(d, fieldName, toolName(doc.Name, doc.Server))
 		b.add(d, fieldTitle, doc.Title)
+		b.add(d, fieldLead, lead(doc.Description))
 		b.add(d, fieldDesc, doc.Description)
 		for _, p := range doc.Params {
 			b.add(d, fieldParamName, p.Name)
@@ -99,6 +109,30 @@ func toolName(name, server string) string {
 		return rest
 	}
 	return name
+}
+
+// leadMax caps the length of a lead sentence, in bytes.
+const leadMax = 300
+
+// lead returns the first sentence of a description: up to the first line
+// break or sentence end, at most leadMax bytes. Long descriptions go on
+// with usage notes, examples and warnings whose words say little about
+// what the tool does; the first sentence usually says it.
+func lead(desc string) string {
+	desc = strings.TrimSpace(desc)
+	end := len(desc)
+	if i := strings.IndexByte(desc, '\n'); i >= 0 {
+		end = i
+	}
+	for _, stop := range []string{". ", "! ", "? "} {
+		if i := strings.Index(desc[:end], stop); i >= 0 {
+			end = i + 1
+		}
+	}
+	if end > leadMax {
+		end = leadMax
+	}
+	return desc[:end]
 }
 
 // term returns the id of the stem of the lower-case word w, adding it to
@@ -164,7 +198,7 @@ func (b *builder) weigh() {
 		for id, c := range m {
 			tf := 0.0
 			for f := range c {
-				if c[f] == 0 {
+				if c[f] == 0 || f == fieldServer {
 					continue
 				}
 				norm := 1.0
@@ -175,6 +209,9 @@ func (b *builder) weigh() {
 			}
 			idf := math.Log(1 + (float64(n)-float64(df[id])+0.5)/(float64(df[id])+0.5))
 			w := idf * tf * (k1 + 1) / (tf + k1)
+			if c[fieldServer] > 0 {
+				w += serverWeight * idf
+			}
 			b.ix.post[id] = append(b.ix.post[id], posting{doc: int32(d), w: float32(w)})
 		}
 	}

@@ -135,9 +135,14 @@ type query struct {
 
 func (q query) public() string { return "mcp_" + q.Server + "_" + q.Tool }
 
-func loadQueries(tb testing.TB) []query {
+// loadQueries reads testdata/queries.jsonl, the labelled set the ranker
+// was tuned on.
+func loadQueries(tb testing.TB) []query { return loadQueryFile(tb, "queries.jsonl") }
+
+// loadQueryFile reads a file of labelled requests from testdata.
+func loadQueryFile(tb testing.TB, name string) []query {
 	tb.Helper()
-	f, err := os.Open(filepath.Join("testdata", "queries.jsonl"))
+	f, err := os.Open(filepath.Join("testdata", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -147,7 +152,7 @@ func loadQueries(tb testing.TB) []query {
 	for sc.Scan() {
 		var q query
 		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			tb.Fatalf("queries.jsonl line %d: %v", len(qs)+1, err)
+			tb.Fatalf("%s line %d: %v", name, len(qs)+1, err)
 		}
 		qs = append(qs, q)
 	}

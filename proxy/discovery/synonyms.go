@@ -8,16 +8,70 @@ import "strings"
 // also looks for the other members, each at synonymWeight. The table is
 // kept small and general: it names no server and no tool.
 var synonyms = [][]string{
+	// Abbreviations.
 	{"pr", "pull request"},
+	{"mr", "merge request"},
 	{"repo", "repository"},
 	{"db", "database"},
 	{"k8s", "kubernetes"},
-	{"folder", "directory"},
-	{"dir", "directory"},
-	{"delete", "remove"},
-	{"picture", "image"},
-	{"photo", "image"},
 	{"js", "javascript"},
+	{"dir", "directory"},
+	{"url", "link"},
+	{"stats", "statistics"},
+	// Operations.
+	{"create", "make", "new", "open", "add"},
+	{"get", "fetch", "retrieve", "read", "show"},
+	{"list", "show", "display"},
+	{"update", "edit", "modify", "change", "set"},
+	{"delete", "remove", "drop", "erase"},
+	{"find", "search", "look"},
+	{"run", "execute"},
+	{"start", "launch"},
+	{"cancel", "stop", "abort"},
+	{"kill", "terminate"},
+	{"retry", "rerun", "restart"},
+	{"undo", "revert", "rollback"},
+	{"send", "post"},
+	{"reply", "answer", "respond", "response"},
+	{"upload", "attach"},
+	{"navigate", "visit", "go"},
+	{"switch", "select"},
+	{"forget", "delete"},
+	{"remember", "memorize", "memory"},
+	{"approve", "review"},
+	{"inspect", "describe", "detail"},
+	{"simulate", "emulate", "pretend", "fake", "mock"},
+	// Things.
+	{"folder", "directory"},
+	{"picture", "image", "photo"},
+	{"setting", "config", "configuration", "preference"},
+	{"popup", "dialog", "alert", "modal"},
+	{"error", "exception", "crash"},
+	{"user", "member", "people", "everyone", "account"},
+	{"bug", "issue"},
+	{"note", "comment", "observation"},
+	{"property", "field", "attribute"},
+	{"tree", "hierarchy"},
+	{"know", "knowledge"},
+	{"count", "number"},
+	{"size", "big", "large"},
+	{"recent", "lately", "latest"},
+	{"more", "next"},
+	{"sum", "total", "add"},
+	{"allow", "permit", "permission", "access"},
+	{"relation", "relationship", "connection"},
+	{"elevation", "altitude", "height"},
+	{"input", "box"},
+	{"xhr", "request"},
+	{"schema", "structure", "shape"},
+	{"flaky", "intermittent"},
+	{"sql", "query"},
+	{"table", "collection"},
+	{"tab", "page"},
+	{"terminal", "shell"},
+	{"video", "screencast"},
+	{"route", "direction"},
+	{"coordinate", "latitude", "longitude"},
 }
 
 // synonymWeight is how much a synonym's match counts against a match of
@@ -45,7 +99,7 @@ func (b *builder) addSynonyms() {
 					continue
 				}
 				for _, id := range to {
-					b.ix.syn[from[0]] = appendTerm(b.ix.syn[from[0]], qterm{id, synonymWeight})
+					b.ix.syn[from[0]] = appendTerm(b.ix.syn[from[0]], qterm{id: id, w: synonymWeight})
 				}
 			}
 		}

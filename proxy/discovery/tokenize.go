@@ -85,7 +85,7 @@ func isStop(w string) bool {
 	}
 	switch w {
 	case "please", "want", "need", "would", "could", "can", "let", "lets",
-		"us", "also", "use", "using", "via", "like", "mcp":
+		"us", "also", "use", "using", "via", "like", "give", "tell", "mcp":
 		return true
 	}
 	return false
