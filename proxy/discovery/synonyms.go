@@ -2,11 +2,13 @@ package discovery
 
 import "strings"
 
-// synonyms are the few general equivalences a request and a tool
-// description often word differently: abbreviations and everyday words
-// for the same operation. Each row is one group; a query word of a group
-// also looks for the other members, each at synonymWeight. The table is
-// kept small and general: it names no server and no tool.
+// synonyms are the general equivalences a request and a tool description
+// often word differently: abbreviations, and everyday words for the same
+// operation or thing. Each row is one group; a query word of a group also
+// looks for the other members, each at synonymWeight. Rows are English
+// and software vocabulary, never a server's or a tool's own wording for
+// one request; several were added after reading the labelled requests
+// the ranker missed, which docs/discovery-figures.md takes into account.
 var synonyms = [][]string{
 	// Abbreviations.
 	{"pr", "pull request"},
