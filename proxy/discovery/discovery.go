@@ -1,8 +1,8 @@
 package discovery
 
 import (
-	"sort"
-	"strings"
+	"math"
+	"sync"
 )
 
 // Doc is one tool as the ranker sees it.
@@ -29,39 +29,193 @@ type Hit struct {
 
 // Index ranks a fixed set of Docs.
 type Index struct {
-	docs []Doc
+	docs      []Doc
+	docServer []int32          // server id of each doc
+	servers   map[string]int32 // server key → id
+	surface   map[string]int32 // lower-case word → term id, or noTerm for a stop word
+	stems     map[string]int32 // stem → term id
+	post      [][]posting      // term id → postings, in doc order
+	syn       [][]qterm        // term id → the terms a query also looks for
+	pool      sync.Pool        // *scratch
+}
+
+// noTerm marks a stop word in Index.surface.
+const noTerm = -1
+
+// posting is one doc that contains a term, with the term's whole BM25F
+// contribution to that doc's score (idf × saturated, length-normalised,
+// field-weighted frequency), computed once in New.
+type posting struct {
+	doc int32
+	w   float32
+}
+
+// qterm is one term of a query, with the weight of its contribution:
+// 1 for a word of the query, less for a synonym.
+type qterm struct {
+	id int32
+	w  float64
+}
+
+// scratch is the per-search state Search borrows from Index.pool.
+type scratch struct {
+	acc     []float64 // score of each doc; zero for untouched docs
+	touched []int32   // docs whose acc is not zero
+	q       []qterm
+	buf     []byte
+	heap    []Hit
 }
 
 // New builds an index of docs. The slice is kept: callers must not modify it.
-func New(docs []Doc) *Index { return &Index{docs: docs} }
+func New(docs []Doc) *Index {
+	ix := &Index{docs: docs}
+	b := newBuilder(ix)
+	b.index(docs)
+	n := len(docs)
+	ix.pool.New = func() any { return &scratch{acc: make([]float64, n)} }
+	return ix
+}
 
 // Len is the number of docs.
 func (ix *Index) Len() int { return len(ix.docs) }
 
-// Search returns up to limit hits for query, best first, only among the
-// docs of server when it is not empty. Docs that share no term with the
-// query are not returned.
+// Search returns up to limit hits for query, best first (ties in doc
+// order), only among the docs of server when it is not empty. If limit is
+// zero or negative, every hit is returned. Docs that share no term with
+// the query are not returned. Search is safe for concurrent use.
 func (ix *Index) Search(query string, limit int, server string) []Hit {
-	terms := strings.Fields(strings.ToLower(query))
-	var hits []Hit
-	for i, d := range ix.docs {
-		if server != "" && d.Server != server {
-			continue
+	sid := int32(-1)
+	if server != "" {
+		id, ok := ix.servers[server]
+		if !ok {
+			return nil
 		}
-		text := strings.ToLower(d.Name + " " + d.Title + " " + d.Description)
-		score := 0.0
-		for _, t := range terms {
-			if strings.Contains(text, t) {
-				score++
+		sid = id
+	}
+	s := ix.pool.Get().(*scratch)
+	defer ix.pool.Put(s)
+	ix.queryTerms(query, s)
+	for _, qt := range s.q {
+		for _, p := range ix.post[qt.id] {
+			if sid >= 0 && ix.docServer[p.doc] != sid {
+				continue
+			}
+			if s.acc[p.doc] == 0 {
+				s.touched = append(s.touched, p.doc)
+			}
+			s.acc[p.doc] += qt.w * float64(p.w)
+		}
+	}
+	hits := s.top(limit)
+	for _, d := range s.touched {
+		s.acc[d] = 0
+	}
+	s.touched = s.touched[:0]
+	return hits
+}
+
+// queryTerms fills s.q with the distinct terms of query and their
+// synonyms. A word the catalog contains costs a map lookup; only a word
+// it does not contain is stemmed, which allocates.
+func (ix *Index) queryTerms(query string, s *scratch) {
+	s.q = s.q[:0]
+	splitWords(query, func(w string) {
+		s.buf = appendLower(s.buf[:0], w)
+		id, ok := ix.surface[string(s.buf)]
+		if !ok {
+			lw := string(s.buf)
+			if isStop(lw) {
+				return
+			}
+			if id, ok = ix.stems[stem(lw)]; !ok {
+				return
 			}
 		}
-		if score > 0 {
-			hits = append(hits, Hit{Doc: i, Score: score})
+		if id == noTerm {
+			return
+		}
+		s.addTerm(qterm{id, 1})
+		for _, e := range ix.syn[id] {
+			s.addTerm(e)
+		}
+	})
+}
+
+// addTerm adds t to s.q, keeping the larger weight of a term seen twice.
+func (s *scratch) addTerm(t qterm) {
+	for i := range s.q {
+		if s.q[i].id == t.id {
+			s.q[i].w = math.Max(s.q[i].w, t.w)
+			return
 		}
 	}
-	sort.SliceStable(hits, func(a, b int) bool { return hits[a].Score > hits[b].Score })
-	if limit > 0 && len(hits) > limit {
-		hits = hits[:limit]
+	s.q = append(s.q, t)
+}
+
+// better reports whether a ranks before b: a higher score, or the same
+// score and an earlier doc.
+func better(a, b Hit) bool {
+	return a.Score > b.Score || (a.Score == b.Score && a.Doc < b.Doc)
+}
+
+// top returns the best limit (all if limit <= 0) of the touched docs,
+// best first, selected with a min-heap of the worst kept hit at the root.
+func (s *scratch) top(limit int) []Hit {
+	if len(s.touched) == 0 {
+		return nil
 	}
-	return hits
+	if limit <= 0 || limit > len(s.touched) {
+		limit = len(s.touched)
+	}
+	h := s.heap[:0]
+	for _, d := range s.touched {
+		hit := Hit{Doc: int(d), Score: s.acc[d]}
+		if len(h) < limit {
+			h = append(h, hit)
+			siftUp(h, len(h)-1)
+		} else if better(hit, h[0]) {
+			h[0] = hit
+			siftDown(h, 0)
+		}
+	}
+	out := make([]Hit, len(h))
+	for i := len(h) - 1; i >= 0; i-- {
+		out[i] = h[0]
+		h[0] = h[len(h)-1]
+		h = h[:len(h)-1]
+		siftDown(h, 0)
+	}
+	s.heap = h
+	return out
+}
+
+// siftUp restores the heap order of h (worst hit at the root) after h[i]
+// was added.
+func siftUp(h []Hit, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !better(h[p], h[i]) {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+// siftDown restores the heap order of h after h[i] was replaced.
+func siftDown(h []Hit, i int) {
+	for {
+		worst, l, r := i, 2*i+1, 2*i+2
+		if l < len(h) && better(h[worst], h[l]) {
+			worst = l
+		}
+		if r < len(h) && better(h[worst], h[r]) {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		h[i], h[worst] = h[worst], h[i]
+		i = worst
+	}
 }

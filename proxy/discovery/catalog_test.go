@@ -1,0 +1,163 @@
+package discovery
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The two tools a client sees in "search" mode (issue 22). The proxy
+// publishes the same shape; these constants are what the token figures
+// of docs/discovery-figures.md count.
+const (
+	findToolsDef = `{"name":"switchboard_find_tools","description":"Find the tools that can do a task. Describe the task in plain words; returns the best matching tools with their names, descriptions and input schemas. Call a tool found here with switchboard_call_tool.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"What you want to do, in plain words."},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"How many tools to return. If omitted, 5."},"server":{"type":"string","description":"Only search the tools of this server."}},"required":["query"]}}`
+	callToolDef  = `{"name":"switchboard_call_tool","description":"Call a tool that switchboard_find_tools returned, by its name, with arguments that match its input schema.","inputSchema":{"type":"object","properties":{"name":{"type":"string","description":"The tool's name, as switchboard_find_tools returned it."},"arguments":{"type":"object","description":"The tool's arguments."}},"required":["name"]}}`
+)
+
+// recordedTool is one tool of a recorded tools/list result.
+type recordedTool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations struct {
+		Title string `json:"title"`
+	} `json:"annotations"`
+}
+
+// published is a tool as tools/list publishes it in "all" mode.
+type published struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// catalog is the recorded tools of testdata/servers, as Docs and as
+// tools/list would publish them.
+type catalog struct {
+	docs    []Doc
+	tools   []published
+	servers []string
+	byName  map[string]int // public name → doc index
+}
+
+// loadCatalog reads testdata/servers. Public names are mcp_<server>_<tool>.
+func loadCatalog(tb testing.TB) *catalog {
+	tb.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "servers", "*.json"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no recorded servers: %v", err)
+	}
+	c := &catalog{byName: map[string]int{}}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var list struct{ Tools []recordedTool }
+		if err := json.Unmarshal(data, &list); err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		server := strings.TrimSuffix(filepath.Base(f), ".json")
+		c.servers = append(c.servers, server)
+		for _, t := range list.Tools {
+			c.add(tb, server, t)
+		}
+	}
+	return c
+}
+
+func (c *catalog) add(tb testing.TB, server string, t recordedTool) {
+	name := "mcp_" + server + "_" + t.Name
+	title := t.Title
+	if title == "" {
+		title = t.Annotations.Title
+	}
+	params, err := schemaParams(t.InputSchema)
+	if err != nil {
+		tb.Fatalf("%s: %v", name, err)
+	}
+	c.byName[name] = len(c.docs)
+	c.docs = append(c.docs, Doc{Name: name, Server: server, Title: title, Description: t.Description, Params: params})
+	c.tools = append(c.tools, published{Name: name, Description: t.Description, InputSchema: t.InputSchema})
+}
+
+// schemaParams returns the top-level properties of an input schema,
+// sorted by name.
+func schemaParams(schema json.RawMessage) ([]Param, error) {
+	var s struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if len(schema) > 0 {
+		if err := json.Unmarshal(schema, &s); err != nil {
+			return nil, err
+		}
+	}
+	var ps []Param
+	for n, p := range s.Properties {
+		ps = append(ps, Param{Name: n, Description: p.Description})
+	}
+	slices.SortFunc(ps, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
+	return ps, nil
+}
+
+// replicate returns n copies of docs, copy i > 0 with the servers renamed
+// <server><i> (and public names to match), as a larger catalog for
+// latency figures.
+func replicate(docs []Doc, n int) []Doc {
+	out := make([]Doc, 0, n*len(docs))
+	for i := range n {
+		for _, d := range docs {
+			if i > 0 {
+				server := d.Server + strconv.Itoa(i)
+				d.Name = "mcp_" + server + "_" + toolName(d.Name, d.Server)
+				d.Server = server
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// query is one labelled request of testdata/queries.jsonl.
+type query struct {
+	Q      string `json:"q"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+}
+
+func (q query) public() string { return "mcp_" + q.Server + "_" + q.Tool }
+
+// loadQueries reads testdata/queries.jsonl, the labelled set the ranker
+// was tuned on.
+func loadQueries(tb testing.TB) []query { return loadQueryFile(tb, "queries.jsonl") }
+
+// loadQueryFile reads a file of labelled requests from testdata.
+func loadQueryFile(tb testing.TB, name string) []query {
+	tb.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var qs []query
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var q query
+		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
+			tb.Fatalf("%s line %d: %v", name, len(qs)+1, err)
+		}
+		qs = append(qs, q)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return qs
+}
