@@ -37,28 +37,20 @@ const (
 	maxFindLimit     = 50
 )
 
-var ownTools = []*mcp.Tool{
-	{
-		Name:  FindToolsName,
-		Title: "Find tools",
-		Description: "Search the tools of every connected MCP server for the ones that fit a task. " +
-			"Returns each match's name, server, description and input schema; call one with " +
-			CallToolName + " (or by its name, once your tool list shows it).",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"query":{"type":"string","description":"What you want to do, in a few words"},` +
-			`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"Most tools to return (default 8)"},` +
-			`"server":{"type":"string","description":"Only tools of this server"}},` +
-			`"required":["query"],"additionalProperties":false}`),
-	},
-	{
-		Name:        CallToolName,
-		Title:       "Call a tool",
-		Description: "Call a tool that " + FindToolsName + " returned, by its name, with arguments that match its input schema.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"name":{"type":"string","description":"The tool's name, as ` + FindToolsName + ` returned it"},` +
-			`"arguments":{"type":"object","description":"The tool's arguments"}},` +
-			`"required":["name"],"additionalProperties":false}`),
-	},
+// ownTools are switchboard's own tools in search mode, as listed.
+var ownTools = []*mcp.Tool{ownTool(discovery.FindToolsDefinition), ownTool(discovery.CallToolDefinition)}
+
+// ownTool decodes one of the definitions, its schema kept pre-encoded as
+// every listed tool's is.
+func ownTool(def string) *mcp.Tool {
+	var d struct {
+		Name, Title, Description string
+		InputSchema              json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(def), &d); err != nil {
+		panic("proxy: own tool definition: " + err.Error())
+	}
+	return &mcp.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema}
 }
 
 // searchView is what a view in search mode keeps besides its routes.

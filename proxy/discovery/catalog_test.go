@@ -11,12 +11,12 @@ import (
 	"testing"
 )
 
-// The two tools a client sees in "search" mode (issue 22). The proxy
-// publishes the same shape; these constants are what the token figures
-// of docs/discovery-figures.md count.
+// The two tools a client sees in "search" mode (issue 22), as the proxy
+// publishes them; the token figures of docs/discovery-figures.md count
+// these.
 const (
-	findToolsDef = `{"name":"switchboard_find_tools","description":"Find the tools that can do a task. Describe the task in plain words; returns the best matching tools with their names, descriptions and input schemas. Call a tool found here with switchboard_call_tool.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"What you want to do, in plain words."},"limit":{"type":"integer","minimum":1,"maximum":50,"description":"How many tools to return. If omitted, 5."},"server":{"type":"string","description":"Only search the tools of this server."}},"required":["query"]}}`
-	callToolDef  = `{"name":"switchboard_call_tool","description":"Call a tool that switchboard_find_tools returned, by its name, with arguments that match its input schema.","inputSchema":{"type":"object","properties":{"name":{"type":"string","description":"The tool's name, as switchboard_find_tools returned it."},"arguments":{"type":"object","description":"The tool's arguments."}},"required":["name"]}}`
+	findToolsDef = FindToolsDefinition
+	callToolDef  = CallToolDefinition
 )
 
 // recordedTool is one tool of a recorded tools/list result.
