@@ -98,6 +98,7 @@ func TestAbuseBatch(t *testing.T) {
 		"mcpServers": map[string]any{"fx": fixtureServer("fx", "--concurrency-file", conc)},
 	})
 	s.waitServer(t, "fx", 30*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
+	waitRouted(t, s, "mcp_fx_sleep")
 	o := newOpener(t, "http://"+s.addr+"/mcp", "", 1)
 	o.version = "2025-03-26"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -244,6 +244,7 @@ func TestAbuseAbandonedPerClientSessions(t *testing.T) {
 		"mcpServers":         map[string]any{"pc": with(markedServer("pc", mark), "isolation", "per-client")},
 	})
 	s.waitServer(t, "pc", 30*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
+	waitRouted(t, s, "mcp_pc_echo")
 	shared := len(marked(mark))
 	o := newOpener(t, "http://"+s.addr+"/mcp", "", 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -311,5 +312,16 @@ func TestAbuseSessionCap(t *testing.T) {
 	eventually(t, 30*time.Second, "token A's sessions expired", func() bool { return s.viewSessions(t) == 0 })
 	if _, status, err := a.open(ctx); err != nil {
 		t.Errorf("token A after its sessions expired: %d %v", status, err)
+	}
+}
+
+// waitRouted waits until tools are listed, through a session it then ends:
+// ready in /status comes a moment before the tools are routed.
+func waitRouted(t *testing.T, s *sb, tools ...string) {
+	t.Helper()
+	cs := s.client(t, nil)
+	waitListed(t, cs, tools...)
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
