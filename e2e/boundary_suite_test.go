@@ -103,35 +103,16 @@ func fold(s string) string {
 }
 
 // hasMarker reports whether folded text holds the marker phrase: its
-// letters in order, with no other letter and at most 32 other characters
-// between neighbours (the reading switchboard documents for a marker).
+// letters in order, with no other letter between neighbours (any other
+// characters may be; the reading switchboard documents for a marker).
 func hasMarker(folded string) bool {
-	type letter struct {
-		r   rune
-		pos int
-	}
-	var ls []letter
-	pos := 0
-	for _, r := range folded {
+	letters := strings.Map(func(r rune) rune {
 		if unicode.IsLetter(r) {
-			ls = append(ls, letter{r, pos})
+			return r
 		}
-		pos++
-	}
-	phrase := []rune(markerPhrase)
-	for i := 0; i+len(phrase) <= len(ls); i++ {
-		ok := true
-		for k, want := range phrase {
-			if ls[i+k].r != want || k > 0 && ls[i+k].pos-ls[i+k-1].pos-1 > 32 {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+		return -1
+	}, folded)
+	return strings.Contains(letters, markerPhrase)
 }
 
 // confusable maps the Cyrillic and Greek letters that look Latin.
