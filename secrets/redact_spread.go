@@ -64,30 +64,39 @@ func headHash(b string) uint32 {
 func (m *spreadMatcher) candidate(str string) bool {
 	var win uint64 // the last minSpreadLen squeezed bytes
 	n := 0
-	for i := 0; i < len(str); i++ {
-		c := str[i]
-		if c < utf8.RuneSelf {
-			if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+	for i := 0; i < len(str); {
+		c, w := str[i], 1
+		if c >= utf8.RuneSelf {
+			var r rune
+			if r, w = utf8.DecodeRuneInString(str[i:]); squeezable(r) {
+				i += w
 				continue
 			}
-		} else if r, w := utf8.DecodeRuneInString(str[i:]); squeezable(r) {
-			i += w - 1
+		} else if c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f' {
+			i++
 			continue
 		}
-		win = win<<8 | uint64(c)
-		if n++; n >= minSpreadLen {
-			h := uint32((win * 0x9e3779b97f4a7c15) >> (64 - 16))
-			if m.heads[h/64]&(1<<(h%64)) != 0 {
-				return true
+		for _, b := range []byte(str[i : i+w]) {
+			win = win<<8 | uint64(b)
+			if n++; n >= minSpreadLen {
+				h := uint32((win * 0x9e3779b97f4a7c15) >> (64 - 16))
+				if m.heads[h/64]&(1<<(h%64)) != 0 {
+					return true
+				}
 			}
 		}
+		i += w
 	}
 	return false
 }
 
 // squeezable reports whether r is left out when a text is read for spread
 // out secrets.
-func squeezable(r rune) bool { return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) }
+// An invalid byte, or U+FFFD that stands for one, is left out too: it
+// hides nothing from a reader who skips it.
+func squeezable(r rune) bool {
+	return unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError
+}
 
 // redact replaces every span of str that holds a form once read without
 // its squeezable characters. It returns str itself when there is none.
@@ -124,12 +133,14 @@ func (m *spreadMatcher) spans(str string) []span {
 		return r
 	}, str)
 	at := make([]int, 0, len(squeezed))
-	for i, r := range str {
-		if !squeezable(r) {
-			for k := range utf8.RuneLen(r) {
+	for i := 0; i < len(str); {
+		r, w := utf8.DecodeRuneInString(str[i:])
+		if !squeezable(r) { // an invalid byte is: w is r's length
+			for k := range w {
 				at = append(at, i+k)
 			}
 		}
+		i += w
 	}
 	var found []span
 	for _, f := range m.forms {

@@ -315,3 +315,21 @@ func TestRedactJoined(t *testing.T) {
 		t.Error("RedactJoined copied parts that hold no secret")
 	}
 }
+
+// TestRedactSpreadInvalidUTF8: invalid bytes next to a spread-out secret
+// neither panic nor move the replaced span off the secret.
+func TestRedactSpreadInvalidUTF8(t *testing.T) {
+	const v = "sk-live/9fQ+2xZ=env&LEAK?Wq7"
+	s := secrets.NewSet()
+	s.Add(v)
+	for _, in := range []string{
+		"\xff" + v[:10] + "\n" + v[10:] + "\xfe",
+		v[:10] + " \xff" + v[10:],
+		"a\xc3" + strings.Join(strings.Split(v, ""), " "),
+	} {
+		got := s.Redact(in)
+		if strings.Contains(got, v[:8]) || strings.Contains(got, v[len(v)-8:]) {
+			t.Errorf("Redact(%q) = %q", in, got)
+		}
+	}
+}
