@@ -90,6 +90,10 @@ func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
 // is not the one forwarded, byte for byte, to the server.
 func exactNumber(n json.Number) bool {
 	s := string(n)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
 	digits := 0
 	for i := 0; i < len(s) && s[i] != 'e' && s[i] != 'E'; i++ {
 		if c := s[i]; c >= '0' && c <= '9' && (digits > 0 || c != '0') {
@@ -98,15 +102,8 @@ func exactNumber(n json.Number) bool {
 	}
 	if digits <= 15 {
 		// Any decimal of up to 15 significant digits reads back as the
-		// shortest decimal of its float64; the exponent stays in range
-		// for what encoding/json accepts as a number here.
-		if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsInf(f, 0) {
-			return true
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) {
-		return false
+		// shortest decimal of its float64.
+		return true
 	}
 	want, ok := new(big.Rat).SetString(s)
 	if !ok {
