@@ -136,7 +136,7 @@ func js(v any) string {
 func connectSSE(t *testing.T, url string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.SSEClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.SSEClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

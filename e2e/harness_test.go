@@ -299,7 +299,7 @@ func connectHTTP(t *testing.T, url string, opts *mcp.ClientOptions) *mcp.ClientS
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}

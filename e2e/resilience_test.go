@@ -929,7 +929,7 @@ func TestShutdownDeliversEveryResult(t *testing.T) {
 				"mcpServers":      map[string]any{"work": map[string]any{"command": fixture, "args": []string{"--name", "work"}}},
 			})
 			// Not a context that ends: the SSE client ties its stream to it.
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), tc.transport(s.addr), nil)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), tc.transport(s.addr), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,6 +71,7 @@ func (p *Proxy) methods() session.Methods {
 		return p.subscribe(ctx, v, r, false)
 	})
 	add("completion/complete", p.complete)
+	m["subscriptions/listen"] = p.subscriptionsListen
 	return m
 }
 
@@ -91,6 +92,8 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		ServerInfo:   p.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
+		Cache:        pr.cache(),
+		OfferModern:  p.offerModern(pr.view),
 		OnLevel:      func(*session.Session, mcp.LoggingLevel) { p.setLevel(context.Background(), pr.view) },
 		OnRootsChanged: func(ss *session.Session) {
 			for _, h := range p.clientHandlesOf(ss) {
@@ -155,9 +158,43 @@ func (c *sessionCounts) give(pr principal) {
 }
 
 // openHTTP opens a session for an HTTP request (its principal is in the
-// request's context).
+// request's context); without an ID, for one 2026-07-28 request.
 func (p *Proxy) openHTTP(r *http.Request, id string) (*session.Session, error) {
+	if id == "" {
+		return p.openStateless(principalOf(r))
+	}
 	return p.openSession(principalOf(r), id, nil)
+}
+
+// openStateless opens the session of one 2026-07-28 request: it has no
+// stream of its own, holds no place under maxSessions and is in no
+// session list (what is announced to sessions has nowhere to go); what it
+// started (per-client servers) ends with it.
+func (p *Proxy) openStateless(pr principal) (*session.Session, error) {
+	if p.serving.Load().views[pr.view] == nil {
+		return nil, fmt.Errorf("view %q: no such view", pr.view)
+	}
+	return session.New(session.Options{
+		Principal:    pr,
+		Methods:      p.dispatch,
+		ServerInfo:   p.serverInfo,
+		Capabilities: capabilities,
+		Instructions: instructions,
+		Cache:        pr.cache(),
+		OfferModern:  p.offerModern(pr.view),
+		OnClose: func(ss *session.Session) {
+			p.found.Delete(ss)
+			p.closeClients(func(k clientKey) bool { return k.ss == ss })
+		},
+		Logger: p.sessLog,
+	}, nil), nil
+}
+
+// cache is what 2026-07-28 answers in pr's view say about caching: they
+// are private where a token or an agent chose the view. A reload may
+// change any list at any time, so none stays fresh (ttlMs 0).
+func (pr principal) cache() session.Cache {
+	return session.Cache{Private: pr.tokenID != "" || pr.view != ""}
 }
 
 // authorize reports whether an HTTP request may use a session: the same

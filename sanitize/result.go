@@ -185,7 +185,10 @@ func ToolResult(res *mcp.CallToolResult, src Source, opt Options) (*mcp.CallTool
 	if blocked {
 		return blockedResult(src, p.found), p.rep, nil
 	}
-	out := *res
+	out := mcp.CallToolResult{IsError: res.IsError, RequestState: res.RequestState}
+	if res.NeedsInput() {
+		out = *res // keeps resultType "input_required"; "complete" is the era's to say
+	}
 	out.Meta, out.StructuredContent, out.InputRequests = meta, structured, inputs
 	out.Content = make([]mcp.Content, 0, len(res.Content)+1)
 	for i, plan := range plans {
@@ -322,7 +325,10 @@ func PromptResult(res *mcp.GetPromptResult, src Source, opt Options) (*mcp.GetPr
 	if blocked {
 		return nil, p.rep, &BlockedError{IDs: p.found.ids()}
 	}
-	out := *res
+	out := mcp.GetPromptResult{RequestState: res.RequestState}
+	if res.NeedsInput() {
+		out = *res // as in ToolResult
+	}
 	out.Description, out.Meta, out.InputRequests = desc, meta, inputs
 	out.Messages = make([]*mcp.PromptMessage, 0, len(res.Messages)+1)
 	for i, m := range res.Messages {

@@ -30,7 +30,7 @@ func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	select {
 	case s.slot <- struct{}{}:
 	default:
-		s.reply(out, m.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		s.replyTo(out, m.ID, false, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("too many requests in flight on this session (limit %d)", s.opt.MaxInFlight)})
 		return
 	}
@@ -190,7 +190,7 @@ func (s *Session) begin(ctx context.Context, m *jsonrpc.Request, out Stream) (co
 	}
 	if _, busy := s.inflight[m.ID]; busy {
 		s.mu.Unlock()
-		s.reply(out, m.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("duplicate in-flight request ID %v", m.ID.Raw())})
+		s.replyTo(out, m.ID, false, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("duplicate in-flight request ID %v", m.ID.Raw())})
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -205,7 +205,16 @@ func (s *Session) begin(ctx context.Context, m *jsonrpc.Request, out Stream) (co
 func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, out Stream) {
 	defer s.wg.Done()
 	r := &Request{Session: s, ID: m.ID, Method: m.Method, Params: m.Params, Extra: m.Extra, out: out}
-	res, err := s.dispatch(ctx, r)
+	var (
+		res any
+		err error
+	)
+	if e, merr := modernOf(m.Params); merr != nil {
+		err = merr
+	} else {
+		r.era = e
+		res, err = s.dispatch(ctx, r)
+	}
 	s.mu.Lock()
 	delete(s.inflight, m.ID)
 	s.answering++
@@ -213,7 +222,7 @@ func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, o
 	release()
 	// The answer is written even when the request was cancelled, with a
 	// context that is not done, as JSON-RPC implementations do.
-	s.reply(out, m.ID, res, err)
+	s.reply(out, r, res, err)
 	// Drain counts the request until its answer is out: a session closed
 	// after Drain must not cut an answer being written.
 	s.mu.Lock()
@@ -232,6 +241,9 @@ func (s *Session) idleLocked() {
 }
 
 func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {
+	if r.era != nil {
+		return s.dispatchModern(ctx, r)
+	}
 	switch r.Method {
 	case "initialize":
 		return s.initialize(r)
@@ -240,7 +252,7 @@ func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {
 	case "server/discover":
 		// A session is legacy: it lists the versions with a handshake, and
 		// a 2026-07-28 client falls back to initialize.
-		return &mcp.DiscoverResult{SupportedVersions: Versions, Capabilities: s.opt.Capabilities, Instructions: s.opt.Instructions}, nil
+		return s.discover(Versions), nil
 	}
 	if !s.Initialized() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("method %q is invalid during session initialization", r.Method)}
@@ -298,11 +310,26 @@ func (s *Session) setLevel(r *Request) (any, error) {
 	return json.RawMessage("{}"), nil
 }
 
-// reply writes a request's answer.
-func (s *Session) reply(out Stream, id jsonrpc.ID, res any, err error) {
+// reply writes a request's answer; a 2026-07-28 request's as that
+// protocol has it.
+func (s *Session) reply(out Stream, r *Request, res any, err error) {
+	s.replyTo(out, r.ID, r.era != nil, res, err)
+}
+
+// replyTo writes the answer to request id (modern: of protocol 2026-07-28).
+func (s *Session) replyTo(out Stream, id jsonrpc.ID, modern bool, res any, err error) {
 	resp := &jsonrpc.Response{ID: id}
 	if err == nil {
+		if modern {
+			s.modernResult(res)
+		}
 		raw, eerr := encode(res)
+		if modern && eerr == nil {
+			if raw == nil {
+				raw = json.RawMessage("{}")
+			}
+			raw = completeType(raw)
+		}
 		if eerr != nil {
 			s.log.Error("encode result", "error", eerr)
 			err = eerr
@@ -320,6 +347,9 @@ func (s *Session) reply(out Stream, id jsonrpc.ID, res any, err error) {
 				s.log.Error("internal error", "error", err, "session_id", s.opt.ID)
 			}
 			we = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+		}
+		if modern {
+			we = modernError(we)
 		}
 		resp.Error = we
 	}

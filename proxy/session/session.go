@@ -56,6 +56,13 @@ type Options struct {
 	ServerInfo   *mcp.Implementation
 	Capabilities *mcp.ServerCapabilities
 	Instructions string
+	// Cache is what 2026-07-28 lists, reads and discover say about
+	// caching them.
+	Cache Cache
+	// OfferModern decides whether server/discover lists 2026-07-28 to a
+	// client that declared caps (nil: always); a client not offered it
+	// falls back to a legacy session.
+	OfferModern func(caps *mcp.ClientCapabilities) bool
 	// MaxInFlight bounds the requests Go runs at once; more are answered
 	// with an error. If zero, 256.
 	MaxInFlight int
@@ -402,6 +409,46 @@ type Request struct {
 	// request's token and headers).
 	Extra any
 	out   Stream
+	era   *era // a 2026-07-28 request's own state; nil: the session's
+}
+
+// Modern reports whether the request is of protocol 2026-07-28 or later:
+// it carries its version, capabilities and log level itself.
+func (r *Request) Modern() bool { return r.era != nil }
+
+// ProtocolVersion is the request's protocol version: its own, or the
+// session's.
+func (r *Request) ProtocolVersion() string {
+	if r.era != nil {
+		return r.era.version
+	}
+	return r.Session.ProtocolVersion()
+}
+
+// ClientCapabilities are the capabilities the client declared for the
+// request: in its _meta, or at initialize.
+func (r *Request) ClientCapabilities() *mcp.ClientCapabilities {
+	if r.era != nil {
+		return r.era.caps
+	}
+	return r.Session.ClientCapabilities()
+}
+
+// ClientInfo is the client's implementation info, as ClientCapabilities.
+func (r *Request) ClientInfo() *mcp.Implementation {
+	if r.era != nil {
+		return r.era.info
+	}
+	return r.Session.ClientInfo()
+}
+
+// LogLevel is the level of log messages the client wants about the
+// request ("": none).
+func (r *Request) LogLevel() mcp.LoggingLevel {
+	if r.era != nil {
+		return r.era.level
+	}
+	return r.Session.LogLevel()
 }
 
 // Notify sends a notification about the request on the request's stream.
@@ -412,15 +459,22 @@ func (r *Request) Notify(ctx context.Context, method string, params any) error {
 // Log sends a log message on the request's stream, if the client asked for
 // messages of its level.
 func (r *Request) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
-	if !r.Session.wantsLog(p.Level) {
+	if want := r.LogLevel(); want == "" || LevelRank(p.Level) < LevelRank(want) {
 		return nil
 	}
 	return r.Notify(ctx, "notifications/message", p)
 }
 
+// ErrModernAsk refuses a request to the client during a 2026-07-28
+// request: that protocol has none (a server asks for input in its result).
+var ErrModernAsk = errors.New("session: protocol 2026-07-28 has no requests from server to client")
+
 // Ask sends a request to the client on the request's stream and waits for
 // the answer.
 func (r *Request) Ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if r.era != nil {
+		return nil, ErrModernAsk
+	}
 	return r.Session.askOn(ctx, r.out, method, params)
 }
 

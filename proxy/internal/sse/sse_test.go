@@ -636,7 +636,7 @@ func TestGoSDKClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: f.ts.URL + "/sse", HTTPClient: f.ts.Client()}, nil)
+	cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: f.ts.URL + "/sse", HTTPClient: f.ts.Client()}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}

@@ -71,7 +71,11 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	defer c.leave()
 	// The requests keep the values of the HTTP request (the principal),
 	// not its cancellation: a client that disconnects has not cancelled.
-	ctx := context.WithoutCancel(r.Context())
+	// In protocol 2026-07-28 it has: closing the stream is how it cancels.
+	ctx := r.Context()
+	if !in.modern {
+		ctx = context.WithoutCancel(ctx)
+	}
 	if len(in.calls) == 0 {
 		for _, m := range in.msgs {
 			c.sess.Handle(ctx, m, c)

@@ -33,6 +33,7 @@ const (
 	protocolVersionHeader = "Mcp-Protocol-Version"
 	lastEventIDHeader     = "Last-Event-ID"
 	methodHeader          = "Mcp-Method"
+	nameHeader            = "Mcp-Name"
 
 	v20250326 = "2025-03-26"
 	v20250618 = "2025-06-18"
@@ -210,6 +211,12 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *con
 // response when there is none.
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) *conn {
 	id := r.Header.Get(sessionIDHeader)
+	if id == "" && r.Header.Get(protocolVersionHeader) >= v20260728 {
+		// SEP-2575: without a session there is no stream to open or end.
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Method Not Allowed: protocol "+v20260728+" has no sessions", http.StatusMethodNotAllowed)
+		return nil
+	}
 	if id == "" {
 		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
 		return nil
@@ -247,6 +254,8 @@ type incoming struct {
 	msgs  []jsonrpc.Message
 	calls []*jsonrpc.Request
 	init  bool // holds an initialize: the answer carries the session ID
+	// modern: a request of protocol 2026-07-28, which needs no session
+	modern bool
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
@@ -281,6 +290,10 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if in.modern {
+		h.stateless(w, r, in)
+		return
+	}
 	var c *conn
 	fresh := false
 	if id := r.Header.Get(sessionIDHeader); id != "" {
@@ -299,6 +312,21 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 	if fresh && !c.sess.Initialized() {
 		c.sess.Close()
 	}
+}
+
+// stateless serves a 2026-07-28 request: a session of its own, for the
+// request only (whatever Mcp-Session-Id says: that protocol has none).
+// Its context is the POST's: a client that closes the stream cancels it.
+func (h *Handler) stateless(w http.ResponseWriter, r *http.Request, in incoming) {
+	sess, err := h.opener(r, "")
+	if err != nil {
+		h.log.Error("stateless request refused", "error", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return
+	}
+	defer sess.Close()
+	c := &conn{h: h, sess: sess}
+	c.serve(w, r, in)
 }
 
 // check decodes and vets a POST body; on refusal it has written the
@@ -327,9 +355,11 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		if req.Method == methodInitialize {
 			in.init = true
 		}
-		if !checkNewProtocol(w, req, header, version) {
+		modern, ok := checkNewProtocol(w, req, header, version)
+		if !ok {
 			return incoming{}, false
 		}
+		in.modern = in.modern || modern
 		req.Extra = &mcp.RequestExtra{Header: r.Header}
 		if req.IsCall() {
 			in.calls = append(in.calls, req)
@@ -346,30 +376,62 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 				writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
 				return incoming{}, false
 			}
+			if msg := checkName(r.Header, req); msg != "" {
+				writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
+				return incoming{}, false
+			}
 		}
+	}
+	if in.modern && len(msgs) != 1 {
+		http.Error(w, fmt.Sprintf("protocol %s sends one message per POST", v20260728), http.StatusBadRequest)
+		return incoming{}, false
 	}
 	return in, true
 }
 
-// checkNewProtocol applies SEP-2575 to one request: a stateful server
-// refuses requests of protocol 2026-07-28 and later (but server/discover,
-// from which the client learns the versions it may use), and a request
-// carrying _meta's protocol version must match the header.
-func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, version string) bool {
+// namedMethods are the methods whose Mcp-Name header names what the
+// request is about, and the param that holds it.
+var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+// checkName applies SEP-2243's Mcp-Name to a 2026-07-28 request: it is
+// what params name, byte for byte. It returns what is wrong ("": nothing).
+func checkName(h http.Header, req *jsonrpc.Request) string {
+	field, ok := namedMethods[req.Method]
+	if !ok {
+		return ""
+	}
+	got := h.Get(nameHeader)
+	if got == "" {
+		return fmt.Sprintf("missing required Mcp-Name header for method %q", req.Method)
+	}
+	var p map[string]json.RawMessage
+	var want string
+	if sjson.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p[field], &want) != nil {
+		return fmt.Sprintf("params of %q name no %s for the Mcp-Name header to match", req.Method, field)
+	}
+	if got != want {
+		return fmt.Sprintf("header mismatch: Mcp-Name header value '%s' does not match body value '%s'", got, want)
+	}
+	return ""
+}
+
+// checkNewProtocol applies SEP-2575 to one request: a request of protocol
+// 2026-07-28 or later (modern) names a version this server serves, in the
+// header and in _meta alike. It writes the refusal itself (ok false).
+func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, version string) (modern, ok bool) {
+	if !req.IsCall() {
+		return false, true // _meta's version is for requests only
+	}
 	metaVersion := metaProtocolVersion(req.Params)
-	if !(req.IsCall() && version >= v20260728) && metaVersion == "" {
-		return true
+	if version < v20260728 && metaVersion == "" {
+		return false, true
 	}
 	switch {
-	case req.Method != methodDiscover:
-		requested := header
-		if requested == "" {
-			requested = metaVersion
-		}
-		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: legacy, Requested: requested})
+	case metaVersion != "" && metaVersion >= v20260728 && !slices.Contains(session.ModernVersions, metaVersion):
+		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: session.AllVersions, Requested: metaVersion})
 		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
 			Code:    mcp.CodeUnsupportedProtocolVersion,
-			Message: fmt.Sprintf("protocol version %q is not supported by this server", requested),
+			Message: fmt.Sprintf("protocol version %q is not supported by this server", metaVersion),
 			Data:    data,
 		})
 	case header == "":
@@ -382,9 +444,9 @@ func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, versi
 		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
 			Message: fmt.Sprintf("%s header %q does not match request %s %q", protocolVersionHeader, header, mcp.MetaKeyProtocolVersion, metaVersion)})
 	default:
-		return true
+		return true, true
 	}
-	return false
+	return false, false
 }
 
 // metaProtocolVersion is params._meta's protocol version, if it is a string.

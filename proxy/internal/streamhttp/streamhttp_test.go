@@ -207,7 +207,7 @@ func connect(t *testing.T, f *fixture, opts *mcp.ClientOptions) *mcp.ClientSessi
 	c.AddRoots(&mcp.Root{URI: "file:///a"}, &mcp.Root{URI: "file:///b"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.ts.URL, HTTPClient: f.ts.Client()}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.ts.URL, HTTPClient: f.ts.Client()}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -222,8 +222,8 @@ func text(t *testing.T, res *mcp.CallToolResult) string {
 	return res.Content[0].(*mcp.TextContent).Text
 }
 
-// TestClientRoundTrip runs the go-sdk's own client against the handler:
-// its discovery and fallback to a stateful version, calls, a call's progress,
+// TestClientRoundTrip runs the go-sdk's own client against the handler,
+// on a legacy session: calls, a call's progress,
 // a server request inside a call, a notification with no call on the
 // standalone stream, and the DELETE that ends the session.
 func TestClientRoundTrip(t *testing.T) {
@@ -239,8 +239,7 @@ func TestClientRoundTrip(t *testing.T) {
 			}
 		},
 	})
-	// The client asks server/discover at 2026-07-28 first; the session lists
-	// only legacy versions, and the client falls back to initialize.
+	// The client is pinned to 2025-11-25: it initializes a session.
 	if got := cs.InitializeResult().ProtocolVersion; got != "2025-11-25" {
 		t.Fatalf("negotiated %q, want 2025-11-25", got)
 	}
@@ -251,9 +250,8 @@ func TestClientRoundTrip(t *testing.T) {
 	if info := ss.ClientInfo(); info == nil || info.Name != "client" {
 		t.Fatalf("session's client info %+v", info)
 	}
-	// The discover POST opened a session of its own, closed at once.
-	if n := f.opened(); n != 2 {
-		t.Errorf("sessions opened: %d, want 2 (discover, initialize)", n)
+	if n := f.opened(); n != 1 {
+		t.Errorf("sessions opened: %d, want 1 (initialize)", n)
 	}
 	waitFor(t, "only the initialized session left", func() bool { return f.h.Sessions() == 1 })
 
@@ -532,7 +530,8 @@ func TestRequestChecks(t *testing.T) {
 	f := serve(t)
 	id := initialize(t, f, nil)
 	const call = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`
-	const discoverMeta = `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	const discoverMeta = `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	const call2027 = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	v26 := map[string]string{protocolVersionHeader: v20260728, methodHeader: "server/discover"}
 	for _, tc := range []struct {
 		name   string
@@ -562,12 +561,16 @@ func TestRequestChecks(t *testing.T) {
 		{name: "batch at 2025-06-18", body: `[` + call + `]`, hdr: map[string]string{protocolVersionHeader: "2025-06-18"}, status: http.StatusBadRequest, want: "batching is not supported"},
 		{name: "batch at 2025-11-25", body: `[` + call + `]`, hdr: v25, status: http.StatusBadRequest, want: "batching is not supported"},
 		{name: "duplicate ID in a batch", body: `[` + call + `,` + call + `]`, hdr: map[string]string{protocolVersionHeader: "2025-03-26"}, status: http.StatusBadRequest, code: jsonrpc.CodeInvalidRequest, want: "duplicate request ID 7"},
-		// SEP-2575 on a stateful server: 2026-07-28 calls are refused,
-		// server/discover is answered when its headers and _meta agree.
-		{name: "2026 call", body: call, hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call"}, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion, want: `"requested":"2026-07-28"`},
-		{name: "later unknown version call", body: call, hdr: map[string]string{protocolVersionHeader: "2027-01-01", methodHeader: "tools/call"}, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion, want: `"requested":"2027-01-01"`},
-		{name: "2026 meta on a legacy call", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, hdr: v25, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion},
-		{name: "discover", body: discoverMeta, hdr: v26, status: http.StatusOK, want: `"supportedVersions":["2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`},
+		// SEP-2575: a 2026-07-28 request names its version in the header
+		// and in _meta alike, one the server serves; server/discover lists
+		// both eras.
+		{name: "2026 call without meta", body: call, hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call", nameHeader: "echo"}, status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, want: "missing or invalid _meta field"},
+		{name: "later unknown version call", body: call2027, hdr: map[string]string{protocolVersionHeader: "2027-01-01", methodHeader: "tools/call", nameHeader: "echo"}, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion, want: `"requested":"2027-01-01"`},
+		{name: "2026 meta on a legacy call", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, hdr: v25, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "does not match"},
+		{name: "discover", body: discoverMeta, hdr: v26, status: http.StatusOK, want: `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`},
+		{name: "Mcp-Name missing", body: strings.Replace(call2027, "2027-01-01", v20260728, 1), hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "missing required Mcp-Name header"},
+		{name: "Mcp-Name mismatch", body: strings.Replace(call2027, "2027-01-01", v20260728, 1), hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call", nameHeader: "other"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "'other' does not match body value 'echo'"},
+		{name: "GET without a session, 2026", method: http.MethodGet, sid: "-", hdr: map[string]string{"Accept": "text/event-stream", protocolVersionHeader: v20260728}, status: http.StatusMethodNotAllowed},
 		{name: "discover without meta", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{}}`, hdr: v26, status: http.StatusBadRequest, code: jsonrpc.CodeInvalidParams, want: "missing or invalid _meta field"},
 		{name: "discover meta without header", body: discoverMeta, hdr: map[string]string{methodHeader: "server/discover"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "header is required"},
 		{name: "discover meta mismatch", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}}}`, hdr: v26, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "does not match"},
@@ -626,13 +629,25 @@ func TestRequestChecks(t *testing.T) {
 		})
 	}
 
-	// The refusal of a 2026 call lists exactly the versions the session
-	// negotiates, for the client to fall back to.
-	resp := post(t, f, id, call, map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call"})
+	// The refusal of an unknown version lists every version served, for
+	// the client to choose from.
+	resp := post(t, f, "", call2027, map[string]string{protocolVersionHeader: "2027-01-01", methodHeader: "tools/call", nameHeader: "echo"})
 	m := decode(t, status(t, resp, http.StatusBadRequest))
 	var data mcp.UnsupportedProtocolVersionData
-	if m.Error == nil || json.Unmarshal(m.Error.Data, &data) != nil || !slices.Equal(data.Supported, session.Versions) || string(m.ID) != "7" {
-		t.Fatalf("2026 call refused with %+v (data %s), want supported %q", m, m.Error.Data, session.Versions)
+	if m.Error == nil || json.Unmarshal(m.Error.Data, &data) != nil || !slices.Equal(data.Supported, session.AllVersions) || string(m.ID) != "7" {
+		t.Fatalf("2027 call refused with %+v (data %s), want supported %q", m, m.Error.Data, session.AllVersions)
+	}
+	// A 2026-07-28 call is answered statelessly, with or without a
+	// session ID, and opens no session.
+	for _, sid := range []string{"", id} {
+		body := strings.Replace(call2027, "2027-01-01", v20260728, 1)
+		resp = post(t, f, sid, body, map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call", nameHeader: "echo"})
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(sessionIDHeader) != "" {
+			t.Fatalf("2026 call (session %q): %s, session ID %q", sid, status(t, resp, http.StatusOK), resp.Header.Get(sessionIDHeader))
+		}
+		if got := strings.Join(events(t, resp), "\n"); !strings.Contains(got, `"result":{"resultType":"complete",`) {
+			t.Fatalf("2026 call (session %q) answered %s, want a complete result", sid, got)
+		}
 	}
 
 	// Nothing refused ended the session.

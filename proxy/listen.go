@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+)
+
+// subscriptions/listen (2026-07-28) replaces the standalone GET stream
+// and resources/subscribe: a client opens one long request naming what it
+// wants to hear of, switchboard acknowledges what it will send, and every
+// list change and resource update of the client's view goes on that
+// request's stream until the client closes it.
+
+// subscriptionsListen serves subscriptions/listen. The generation served is held only
+// while the acknowledgement is worked out: a listen lasts for hours and
+// must not keep a reload's retired servers running. Resource
+// subscriptions go to the URIs' owners as resources/subscribe does; a URI
+// no server of the view owns is left out of the acknowledgement.
+func (p *Proxy) subscriptionsListen(ctx context.Context, r *session.Request) (any, error) {
+	if !r.Modern() {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is part of protocol %s", r.Method, session.Modern)}
+	}
+	var params mcp.SubscriptionsListenParams
+	if err := decodeParams(r, &params); err != nil {
+		return nil, err
+	}
+	want := mcp.NotificationSubscriptions{}
+	if params.Notifications != nil {
+		want = *params.Notifications
+	}
+	pr, _ := r.Session.Principal().(principal)
+	ss := r.Session
+	ack, err := p.acknowledge(ctx, pr.view, ss, want)
+	if err != nil {
+		return nil, err
+	}
+	// A stateless session joins the sessions announcements go to for as
+	// long as it listens; a session with a stream of its own (stdio) is
+	// among them already.
+	if _, known := p.sessions.LoadOrStore(ss, pr.view); !known {
+		defer p.sessions.Delete(ss)
+	}
+	admit := func(method string) bool {
+		switch method {
+		case "notifications/tools/list_changed":
+			return ack.ToolsListChanged
+		case "notifications/prompts/list_changed":
+			return ack.PromptsListChanged
+		case "notifications/resources/list_changed":
+			return ack.ResourcesListChanged
+		case "notifications/resources/updated":
+			return true // sent only for the URIs the session subscribed to
+		}
+		return false // log messages go only with the request that asked
+	}
+	if err := r.Listen(ctx, &mcp.SubscriptionsAcknowledgedParams{Notifications: ack}, admit); err != nil {
+		return nil, err
+	}
+	p.unsubscribeAll(pr.view, ss)
+	return &mcp.SubscriptionsListenResult{}, nil
+}
+
+// acknowledge subscribes the session to what it asked for that the view
+// has, and returns that.
+func (p *Proxy) acknowledge(ctx context.Context, viewID string, ss *session.Session, want mcp.NotificationSubscriptions) (mcp.NotificationSubscriptions, error) {
+	s := p.acquire()
+	defer s.release()
+	v := s.views[viewID]
+	if v == nil {
+		return want, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this view no longer exists"}
+	}
+	ack := mcp.NotificationSubscriptions{
+		ToolsListChanged:     want.ToolsListChanged,
+		PromptsListChanged:   want.PromptsListChanged,
+		ResourcesListChanged: want.ResourcesListChanged,
+	}
+	for _, uri := range want.ResourceSubscriptions {
+		e := v.ownerOf(uri)
+		if e == nil || !ss.Subscribe(uri) {
+			continue
+		}
+		if err := p.peer.subscribe(ctx, e.Handle, uri); err != nil {
+			ss.Unsubscribe(uri)
+			p.log.Warn("resource subscription refused", "upstream", e.Key, "error", err)
+			continue
+		}
+		ack.ResourceSubscriptions = append(ack.ResourceSubscriptions, uri)
+	}
+	return ack, nil
+}
+
+// unsubscribeAll ends the session's resource subscriptions upstream.
+func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
+	v := p.serving.Load().views[viewID]
+	if v == nil {
+		return
+	}
+	for _, uri := range ss.Subscriptions() {
+		ss.Unsubscribe(uri)
+		if e := v.ownerOf(uri); e != nil {
+			_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
+		}
+	}
+}
+
+// offerModern is the rule for offering 2026-07-28 in server/discover: a
+// client is offered it when switchboard relays, in that era, everything
+// the client declared. Sampling and elicitation requests of an upstream
+// inside a call are not relayed to a 2026-07-28 client yet, nor roots to
+// a per-client server; a client that declares them keeps a legacy session,
+// where they work.
+func (p *Proxy) offerModern(viewID string) func(*mcp.ClientCapabilities) bool {
+	return func(caps *mcp.ClientCapabilities) bool {
+		if caps == nil {
+			return true
+		}
+		if caps.Sampling != nil || caps.Elicitation != nil {
+			return false
+		}
+		if caps.RootsV2 == nil {
+			return true
+		}
+		if vs := p.serving.Load().snap.Views[viewID]; vs != nil {
+			for _, e := range vs.Servers {
+				if e.PerClient {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}

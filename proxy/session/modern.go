@@ -1,0 +1,263 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The 2026-07-28 protocol (SEP-2575) has no session: a request names its
+// protocol version, the client's capabilities and info, and the log level
+// it wants in params._meta. Such a request is dispatched through the same
+// Methods table as a legacy one; its era is the session state for that one
+// request, and nothing of it outlives the request. A request without the
+// version in _meta is legacy and uses the session's state.
+
+// Modern is the stateless protocol version.
+const Modern = "2026-07-28"
+
+// ModernVersions are the stateless protocol versions a request may name.
+var ModernVersions = []string{Modern}
+
+// AllVersions are every version served, newest first: what server/discover
+// lists and what a request naming an unknown version is told.
+var AllVersions = slices.Concat(ModernVersions, Versions)
+
+// era is what one 2026-07-28 request brings in its _meta.
+type era struct {
+	version string
+	caps    *mcp.ClientCapabilities
+	info    *mcp.Implementation
+	level   mcp.LoggingLevel
+}
+
+// modernOf reads a request's _meta: nil for a legacy request (no protocol
+// version of 2026-07-28 or later in it), or the request's era, or an
+// error naming the _meta field that is missing or invalid. Params are
+// decoded only when the version's key is in them at all.
+func modernOf(params json.RawMessage) (*era, *jsonrpc.Error) {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+		return nil, nil
+	}
+	var p struct {
+		Meta struct {
+			Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+			Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+			Info    json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+			Level   json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil, nil // not an object with _meta: the handler says what is wrong
+	}
+	var e era
+	if json.Unmarshal(p.Meta.Version, &e.version) != nil || e.version < Modern {
+		return nil, nil
+	}
+	if !slices.Contains(ModernVersions, e.version) {
+		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: AllVersions, Requested: e.version})
+		return nil, &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("protocol version %q is not supported (supported: %v)", e.version, AllVersions), Data: data}
+	}
+	invalid := func(key string) *jsonrpc.Error {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("missing or invalid _meta field %q", key)}
+	}
+	caps, ok := decodeCaps(p.Meta.Caps)
+	if !ok {
+		return nil, invalid(mcp.MetaKeyClientCapabilities)
+	}
+	e.caps = caps
+	if len(p.Meta.Info) > 0 {
+		if json.Unmarshal(p.Meta.Info, &e.info) != nil || e.info == nil {
+			return nil, invalid(mcp.MetaKeyClientInfo)
+		}
+	}
+	if len(p.Meta.Level) > 0 {
+		if json.Unmarshal(p.Meta.Level, &e.level) != nil || LevelRank(e.level) == len(levels) {
+			return nil, invalid(mcp.MetaKeyLogLevel)
+		}
+	}
+	return &e, nil
+}
+
+// decodeCaps decodes client capabilities, an object. The SDK's type keeps
+// the roots capability in a field JSON does not fill (RootsV2, its fix of
+// go-sdk#607): it is read beside it.
+func decodeCaps(raw json.RawMessage) (*mcp.ClientCapabilities, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, false
+	}
+	var caps mcp.ClientCapabilities
+	var roots struct {
+		Roots *mcp.RootCapabilities `json:"roots"`
+	}
+	if json.Unmarshal(raw, &caps) != nil || json.Unmarshal(raw, &roots) != nil {
+		return nil, false
+	}
+	caps.RootsV2 = roots.Roots
+	return &caps, true
+}
+
+// removedMethods are the legacy methods 2026-07-28 has no more.
+var removedMethods = map[string]bool{
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+}
+
+// dispatchModern answers a 2026-07-28 request: no initialize gate, the
+// protocol's own methods of that era, every other method from the table.
+func (s *Session) dispatchModern(ctx context.Context, r *Request) (any, error) {
+	switch {
+	case removedMethods[r.Method]:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not part of protocol %s", r.Method, r.era.version)}
+	case r.Method == "server/discover":
+		if s.opt.OfferModern != nil && !s.opt.OfferModern(r.era.caps) {
+			return s.discover(Versions), nil
+		}
+		return s.discover(AllVersions), nil
+	}
+	h := s.opt.Methods[r.Method]
+	if h == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", r.Method)}
+	}
+	return h(ctx, r)
+}
+
+// discover is the server/discover answer listing versions.
+func (s *Session) discover(versions []string) *mcp.DiscoverResult {
+	return &mcp.DiscoverResult{SupportedVersions: versions, Capabilities: s.opt.Capabilities, Instructions: s.opt.Instructions}
+}
+
+// Cache is what a 2026-07-28 answer says about caching it (SEP-2549).
+type Cache struct {
+	// TTL is ttlMs: how long a client may keep the answer.
+	TTL int
+	// Private is true where the answer depends on who asks (a token or an
+	// agent's view): cacheScope "private", never shared across
+	// authorization contexts.
+	Private bool
+}
+
+// modernResult prepares a 2026-07-28 answer: lists, reads and discover say
+// how they may be cached. A read keeps its upstream's shorter TTL and a
+// private scope.
+func (s *Session) modernResult(res any) {
+	scope := "public"
+	if s.opt.Cache.Private {
+		scope = "private"
+	}
+	c := mcp.Cacheable{TTLMs: s.opt.Cache.TTL, CacheScope: scope}
+	switch v := res.(type) {
+	case *mcp.ListToolsResult:
+		v.Cacheable = c
+	case *mcp.ListPromptsResult:
+		v.Cacheable = c
+	case *mcp.ListResourcesResult:
+		v.Cacheable = c
+	case *mcp.ListResourceTemplatesResult:
+		v.Cacheable = c
+	case *mcp.DiscoverResult:
+		v.Cacheable = c
+	case *mcp.ReadResourceResult:
+		if v.CacheScope == "private" {
+			c.CacheScope = "private"
+		}
+		if v.TTLMs > 0 && v.TTLMs < c.TTLMs {
+			c.TTLMs = v.TTLMs
+		}
+		v.Cacheable = c
+	}
+}
+
+// completeType marks an encoded 2026-07-28 result complete. switchboard's
+// results carry no resultType but an upstream's "input_required" (the
+// boundary keeps an upstream's "complete" out of them), so it goes first.
+func completeType(raw json.RawMessage) json.RawMessage {
+	const key = `"resultType":"complete"`
+	if len(raw) < 2 || raw[0] != '{' || bytes.HasSuffix(raw, []byte(`"resultType":"input_required"}`)) {
+		return raw // the SDK's types put a resultType they hold last
+	}
+	out := make([]byte, 0, len(raw)+len(key)+1)
+	out = append(out, '{')
+	out = append(out, key...)
+	if rest := bytes.TrimSpace(raw[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, raw[1:]...)
+}
+
+// modernError is an error as a 2026-07-28 client expects it: resource not
+// found is invalid params there.
+func modernError(we *jsonrpc.Error) *jsonrpc.Error {
+	if we.Code == codeResourceNotFound {
+		cp := *we
+		cp.Code = jsonrpc.CodeInvalidParams
+		return &cp
+	}
+	return we
+}
+
+// codeResourceNotFound is the legacy resource-not-found code.
+const codeResourceNotFound = -32002
+
+// Listen serves subscriptions/listen: the request's stream becomes the
+// session's own stream, for the notifications admit lets through, each
+// marked as the request's subscription, until ctx ends or the session
+// closes. The acknowledgement (params of
+// notifications/subscriptions/acknowledged) goes first. The session's own
+// stream before is restored after.
+func (r *Request) Listen(ctx context.Context, ack any, admit func(method string) bool) error {
+	if err := r.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
+		return err
+	}
+	s := r.Session
+	prev := s.out.Load()
+	s.SetStream(&listenStream{out: r.out, id: r.ID, admit: admit})
+	defer s.out.Store(prev)
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
+	return nil
+}
+
+// listenStream is a subscriptions/listen request's stream as a session's
+// own stream.
+type listenStream struct {
+	out   Stream
+	id    jsonrpc.ID
+	admit func(method string) bool
+}
+
+// Write implements Stream: an admitted notification, its _meta naming the
+// subscription; nothing else.
+func (l *listenStream) Write(ctx context.Context, msg jsonrpc.Message) error {
+	n, ok := msg.(*jsonrpc.Request)
+	if !ok || n.IsCall() || !l.admit(n.Method) {
+		return nil
+	}
+	params := map[string]json.RawMessage{}
+	if len(n.Params) > 0 && json.Unmarshal(n.Params, &params) != nil {
+		return fmt.Errorf("%s: params are not an object", n.Method)
+	}
+	meta := map[string]any{}
+	if raw, ok := params["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+	}
+	meta[mcp.MetaKeySubscriptionID] = l.id.Raw()
+	raw, err := json.Marshal(meta)
+	if err != nil {
+		return err
+	}
+	params["_meta"] = raw
+	if raw, err = json.Marshal(params); err != nil {
+		return err
+	}
+	return l.out.Write(ctx, &jsonrpc.Request{Method: n.Method, Params: raw})
+}
