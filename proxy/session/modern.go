@@ -213,13 +213,18 @@ const codeResourceNotFound = -32002
 // notifications/subscriptions/acknowledged) goes first. The session's own
 // stream before is restored after.
 func (r *Request) Listen(ctx context.Context, ack any, admit func(method string) bool) error {
-	if err := r.Notify(ctx, "notifications/subscriptions/acknowledged", ack); err != nil {
-		return err
-	}
 	s := r.Session
 	prev := s.out.Load()
-	s.SetStream(&listenStream{out: r.out, id: r.ID, admit: admit})
+	// What is announced once the stream is the session's waits for the
+	// acknowledgement to be out: from then on, nothing is missed.
+	ls := &listenStream{out: r.out, id: r.ID, admit: admit, acked: make(chan struct{})}
+	s.SetStream(ls)
 	defer s.out.Store(prev)
+	err := r.Notify(ctx, "notifications/subscriptions/acknowledged", ack)
+	close(ls.acked)
+	if err != nil {
+		return err
+	}
 	select {
 	case <-ctx.Done():
 	case <-s.done:
@@ -233,6 +238,7 @@ type listenStream struct {
 	out   Stream
 	id    jsonrpc.ID
 	admit func(method string) bool
+	acked chan struct{} // closed once the acknowledgement was written
 }
 
 // Write implements Stream: an admitted notification, its _meta naming the
@@ -242,6 +248,7 @@ func (l *listenStream) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if !ok || n.IsCall() || !l.admit(n.Method) {
 		return nil
 	}
+	<-l.acked // written by the goroutine that set the stream, at once
 	params := map[string]json.RawMessage{}
 	if len(n.Params) > 0 && json.Unmarshal(n.Params, &params) != nil {
 		return fmt.Errorf("%s: params are not an object", n.Method)
