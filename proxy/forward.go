@@ -76,6 +76,7 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
 	h := p.handleFor(r.entry, req.Session)
+	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
@@ -263,4 +264,18 @@ func rateLimited(retry time.Duration) *mcp.CallToolResult {
 	res := errorResult(fmt.Sprintf("rate limit exceeded; retry in %ds", secs))
 	res.Meta = mcp.Meta{"retryAfterMs": retry.Milliseconds()}
 	return res
+}
+
+// lowerLevel makes the upstream send the log messages a 2026-07-28
+// request asked for in its _meta: a legacy upstream knows only one level
+// for its connection, so it is lowered when the request wants more (once;
+// each request still gets only what its own level lets through).
+func lowerLevel(ctx context.Context, h *upstream.Handle, req *session.Request) {
+	want := req.LogLevel()
+	if !req.Modern() || want == "" || h == nil {
+		return
+	}
+	if cur := h.LoggingLevel(); cur == "" || session.LevelRank(want) < session.LevelRank(cur) {
+		_ = h.SetLoggingLevel(ctx, want)
+	}
 }

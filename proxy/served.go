@@ -165,7 +165,7 @@ func (p *Proxy) announce(before, after map[string]*view) {
 		}
 	}
 	p.eachSession(func(ss *session.Session, viewID string) {
-		if !ss.Initialized() {
+		if !ss.Announced() {
 			return
 		}
 		for _, m := range changed[viewID] {

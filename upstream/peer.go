@@ -137,6 +137,13 @@ func serverCaps(cl *client) *mcp.ServerCapabilities {
 	return nil
 }
 
+// LoggingLevel is the level last set with SetLoggingLevel ("": none).
+func (h *Handle) LoggingLevel() mcp.LoggingLevel {
+	h.sstate.mu.Lock()
+	defer h.sstate.mu.Unlock()
+	return h.sstate.level
+}
+
 // SetLoggingLevel sets the upstream's logging level (kept for restarts).
 // A server without the logging capability is left alone.
 func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {

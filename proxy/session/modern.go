@@ -219,8 +219,15 @@ func (r *Request) Listen(ctx context.Context, ack any, admit func(method string)
 	// acknowledgement to be out: from then on, nothing is missed.
 	ls := &listenStream{out: r.out, id: r.ID, admit: admit, acked: make(chan struct{})}
 	s.SetStream(ls)
-	defer s.out.Store(prev)
-	err := r.Notify(ctx, "notifications/subscriptions/acknowledged", ack)
+	s.listens.Add(1)
+	defer func() {
+		s.listens.Add(-1)
+		s.out.Store(prev)
+	}()
+	raw, err := encode(ack)
+	if err == nil {
+		err = ls.send(ctx, &jsonrpc.Request{Method: "notifications/subscriptions/acknowledged", Params: raw})
+	}
 	close(ls.acked)
 	if err != nil {
 		return err
@@ -249,6 +256,11 @@ func (l *listenStream) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return nil
 	}
 	<-l.acked // written by the goroutine that set the stream, at once
+	return l.send(ctx, n)
+}
+
+// send writes a notification with its _meta naming the subscription.
+func (l *listenStream) send(ctx context.Context, n *jsonrpc.Request) error {
 	params := map[string]json.RawMessage{}
 	if len(n.Params) > 0 && json.Unmarshal(n.Params, &params) != nil {
 		return fmt.Errorf("%s: params are not an object", n.Method)

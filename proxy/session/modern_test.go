@@ -132,7 +132,7 @@ func TestListen(t *testing.T) {
 		s.Handle(context.Background(), &jsonrpc.Request{ID: makeID(t, "L"), Method: "subscriptions/listen", Params: json.RawMessage(`{` + modernMeta("") + `}`)}, out)
 	}()
 	ack, _ := jsonrpc.EncodeMessage(out.next(t))
-	if !strings.Contains(string(ack), `"method":"notifications/subscriptions/acknowledged"`) {
+	if !strings.Contains(string(ack), `"method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":`) {
 		t.Fatalf("first message %s", ack)
 	}
 	_ = s.Notify(context.Background(), "notifications/prompts/list_changed", nil)

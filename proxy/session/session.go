@@ -111,6 +111,7 @@ type Session struct {
 	closedAll    chan struct{} // closed once Close has run OnClose and afterClose
 	done         chan struct{}
 	nextAskID    atomic.Int64
+	listens      atomic.Int32  // subscriptions/listen requests open
 	initialState chan struct{} // closed once notifications/initialized arrived
 }
 
@@ -174,6 +175,12 @@ func (s *Session) Initialized() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.initialized
+}
+
+// Announced reports whether the session hears of list changes: it was
+// initialized, or a subscriptions/listen request of it is open.
+func (s *Session) Announced() bool {
+	return s.listens.Load() > 0 || s.Initialized()
 }
 
 // ProtocolVersion is the negotiated version ("" before initialize).

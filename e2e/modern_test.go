@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestModernClient runs the go-sdk client as it comes (it probes
+// server/discover and speaks 2026-07-28 when offered) against /mcp, an
+// agent's endpoint and serve --stdio, in front of a legacy stdio
+// upstream: tools, a call with progress and the log messages its _meta
+// asked for, resources, prompts, and a list change delivered on
+// subscriptions/listen. A client that declares sampling keeps a legacy
+// session.
+func TestModernClient(t *testing.T) {
+	t.Parallel()
+	cfg := map[string]any{
+		"servers": map[string]any{"f": map[string]any{"command": fixture, "args": []string{"--name", "f"}}},
+		"agents":  map[string]any{"list": []any{map[string]any{"id": "bot"}}},
+	}
+	s := startSwitchboard(t, cfg)
+	connect := func(t *testing.T, transport mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e-modern", Version: "1"}, opts).Connect(ctx, transport, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	for _, tc := range []struct {
+		name      string
+		transport func() mcp.Transport
+	}{
+		{"mcp", func() mcp.Transport { return &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp"} }},
+		{"agent", func() mcp.Transport {
+			return &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/agents/bot/mcp"}
+		}},
+		{"stdio", func() mcp.Transport {
+			cmd := newCmd(switchboard, "serve", "--stdio", "--config", s.config)
+			cmd.Stderr = os.Stderr
+			return &mcp.CommandTransport{Command: cmd}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			changed := make(chan struct{}, 1)
+			var progress atomic.Int32
+			var logs atomic.Int32
+			cs := connect(t, tc.transport(), &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				},
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+				LoggingMessageHandler:       func(context.Context, *mcp.LoggingMessageRequest) { logs.Add(1) },
+			})
+			if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+				t.Fatalf("negotiated %q, want 2026-07-28", v)
+			}
+			eventually(t, 20*time.Second, "the fixture's tools", func() bool { return listTools(t, cs)["mcp_f_echo"] != nil })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			if got := textOf(mustCall(t, cs, "mcp_f_echo", map[string]any{"text": "modern"})); !strings.Contains(got, "modern") {
+				t.Errorf("echo: %s", got)
+			}
+			params := &mcp.CallToolParams{Name: "mcp_f_chatter", Arguments: map[string]any{"progress": 5, "logs": 5},
+				Meta: mcp.Meta{"progressToken": "p1", "io.modelcontextprotocol/logLevel": "info"}}
+			if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+				t.Fatalf("chatter: %v %+v", err, res)
+			}
+			// The go-sdk client hands a 2026-07-28 call's notifications to
+			// its handlers after the result (the wire order is checked in
+			// TestModernWire).
+			eventually(t, 10*time.Second, "5 progress notifications and 5 log messages", func() bool {
+				return progress.Load() == 5 && logs.Load() == 5
+			})
+
+			read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://static/hello"})
+			if err != nil || len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "hello from f") {
+				t.Errorf("read: %v %+v", err, read)
+			}
+			var we *jsonrpc.Error
+			if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "fixture://items/"}); !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+				t.Errorf("read of a missing resource: %v, want -32602", err)
+			}
+			prompt, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mcp_f_greet", Arguments: map[string]string{"name": "Ada"}})
+			if err != nil || len(prompt.Messages) == 0 {
+				t.Errorf("prompt: %v %+v", err, prompt)
+			}
+
+			// A list change reaches the client on its subscriptions/listen
+			// stream. The tool is the client's own (set_description changes
+			// the shared server, which every subtest sees; any one change
+			// after this point will do).
+			select {
+			case <-changed:
+			default:
+			}
+			mustCall(t, cs, "mcp_f_set_description", map[string]any{"tool": "echo", "description": "changed by " + tc.name})
+			select {
+			case <-changed:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no tools/list_changed on the listen stream")
+			}
+		})
+	}
+
+	t.Run("sampling client stays legacy", func(t *testing.T) {
+		t.Parallel()
+		cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp"}, &mcp.ClientOptions{
+			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled"}}, nil
+			},
+		})
+		if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+			t.Fatalf("negotiated %q, want 2025-11-25 (sampling is not relayed on 2026-07-28 yet)", v)
+		}
+	})
+}
+
+// TestModernWire checks what a 2026-07-28 client reads on the wire: every
+// result typed, lists cacheable (private behind an agent's endpoint), no
+// session ID, a header that disagrees with the body refused with -32020,
+// and GET refused with 405.
+func TestModernWire(t *testing.T) {
+	t.Parallel()
+	s := startSwitchboard(t, map[string]any{
+		"servers": map[string]any{"f": map[string]any{"command": fixture, "args": []string{"--name", "f"}}},
+		"agents":  map[string]any{"list": []any{map[string]any{"id": "bot"}}},
+	})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	post := func(path, method, name, params string) (int, http.Header, string) {
+		t.Helper()
+		return postRaw(t, s.addr, path, method, name, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{`+params+meta+`}}`)
+	}
+	eventually(t, 20*time.Second, "tools listed", func() bool {
+		_, _, body := post("/mcp", "tools/list", "", "")
+		return strings.Contains(body, "mcp_f_echo")
+	})
+	for _, tc := range []struct{ path, method, name, params, want string }{
+		{"/mcp", "tools/list", "", "", `"result":{"resultType":"complete","ttlMs":0,"cacheScope":"public",`},
+		{"/agents/bot/mcp", "tools/list", "", "", `"cacheScope":"private"`},
+		{"/mcp", "server/discover", "", "", `"supportedVersions":["2026-07-28","2025-11-25"`},
+		{"/mcp", "resources/read", "fixture://static/hello", `"uri":"fixture://static/hello",`, `"resultType":"complete"`},
+		{"/mcp", "tools/call", "mcp_f_echo", `"name":"mcp_f_echo","arguments":{"text":"x"},`, `"result":{"resultType":"complete","content":[`},
+	} {
+		status, hdr, body := post(tc.path, tc.method, tc.name, tc.params)
+		if status != http.StatusOK || !strings.Contains(body, tc.want) || hdr.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s %s: %d, session %q, %s; want %s", tc.path, tc.method, status, hdr.Get("Mcp-Session-Id"), body, tc.want)
+		}
+	}
+	// A call's progress and the log messages its _meta asked for come on
+	// its stream before its result; without a level, no log messages.
+	for _, tc := range []struct {
+		level         string
+		progress, log int
+	}{{`"io.modelcontextprotocol/logLevel":"info",`, 5, 5}, {"", 5, 0}} {
+		params := `"name":"mcp_f_chatter","arguments":{"progress":5,"logs":5},`
+		withMeta := strings.Replace(meta, `"_meta":{`, `"_meta":{"progressToken":"p",`+tc.level, 1)
+		status, _, body := postRaw(t, s.addr, "/mcp", "tools/call", "mcp_f_chatter", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`+params+withMeta+`}}`)
+		events := strings.Split(strings.TrimSpace(body), "\n\n")
+		last := events[len(events)-1]
+		if status != http.StatusOK || !strings.Contains(last, `"result":{"resultType":"complete"`) ||
+			strings.Count(body, "notifications/progress") != tc.progress || strings.Count(body, "notifications/message") != tc.log {
+			t.Errorf("chatter (level %q): %d\n%s\nwant %d progress and %d log messages before the result", tc.level, status, body, tc.progress, tc.log)
+		}
+	}
+
+	status, _, body := post("/mcp", "tools/call", "mcp_f_add", `"name":"mcp_f_echo","arguments":{"text":"x"},`)
+	var msg struct {
+		Error struct{ Code int } `json:"error"`
+	}
+	if status != http.StatusBadRequest || json.Unmarshal([]byte(body), &msg) != nil || msg.Error.Code != -32020 {
+		t.Errorf("Mcp-Name mismatch: %d %s, want 400 and -32020", status, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+s.addr+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("GET at 2026-07-28: %d, want 405", resp.StatusCode)
+	}
+}
+
+// postRaw sends one 2026-07-28 request with its headers and returns the
+// response's status, headers and body.
+func postRaw(t *testing.T, addr, path, method, name, body string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewBufferString(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(data)
+}
