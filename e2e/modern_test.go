@@ -156,15 +156,16 @@ func TestModernWire(t *testing.T) {
 		return strings.Contains(body, "mcp_f_echo")
 	})
 	for _, tc := range []struct{ path, method, name, params, want string }{
-		{"/mcp", "tools/list", "", "", `"result":{"resultType":"complete","ttlMs":0,"cacheScope":"public",`},
-		{"/agents/bot/mcp", "tools/list", "", "", `"cacheScope":"private"`},
+		{"/mcp", "tools/list", "", "", `"ttlMs":0,"cacheScope":"public","tools":[`},
+		{"/agents/bot/mcp", "tools/list", "", "", `"ttlMs":0,"cacheScope":"private","tools":[`},
 		{"/mcp", "server/discover", "", "", `"supportedVersions":["2026-07-28","2025-11-25"`},
-		{"/mcp", "resources/read", "fixture://static/hello", `"uri":"fixture://static/hello",`, `"resultType":"complete"`},
-		{"/mcp", "tools/call", "mcp_f_echo", `"name":"mcp_f_echo","arguments":{"text":"x"},`, `"result":{"resultType":"complete","content":[`},
+		{"/mcp", "resources/read", "fixture://static/hello", `"uri":"fixture://static/hello",`, `"contents":[`},
+		{"/mcp", "tools/call", "mcp_f_echo", `"name":"mcp_f_echo","arguments":{"text":"x"},`, `"content":[`},
 	} {
 		status, hdr, body := post(tc.path, tc.method, tc.name, tc.params)
-		if status != http.StatusOK || !strings.Contains(body, tc.want) || hdr.Get("Mcp-Session-Id") != "" {
-			t.Errorf("%s %s: %d, session %q, %s; want %s", tc.path, tc.method, status, hdr.Get("Mcp-Session-Id"), body, tc.want)
+		typed := strings.Contains(body, `"result":{"resultType":"complete",`) && strings.Contains(body, `"io.modelcontextprotocol/serverInfo":{"name":"switchboard"`)
+		if status != http.StatusOK || !typed || !strings.Contains(body, tc.want) || hdr.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s %s: %d, session %q, %s; want a complete result naming switchboard, with %s", tc.path, tc.method, status, hdr.Get("Mcp-Session-Id"), body, tc.want)
 		}
 	}
 	// A call's progress and the log messages its _meta asked for come on

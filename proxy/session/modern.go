@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -144,8 +145,8 @@ type Cache struct {
 	Private bool
 }
 
-// modernResult prepares a 2026-07-28 answer: lists, reads and discover say
-// how they may be cached. A read keeps its upstream's shorter TTL and a
+// modernResult prepares a 2026-07-28 answer: it names switchboard as its
+// server, and lists, reads and discover say how they may be cached. A read keeps its upstream's shorter TTL and a
 // private scope.
 func (s *Session) modernResult(res any) {
 	scope := "public"
@@ -153,6 +154,19 @@ func (s *Session) modernResult(res any) {
 		scope = "private"
 	}
 	c := mcp.Cacheable{TTLMs: s.opt.Cache.TTL, CacheScope: scope}
+	// SEP-2575: a result names its server in _meta (a copy: the map may
+	// be the upstream's).
+	if r, ok := res.(interface {
+		GetMeta() map[string]any
+		SetMeta(map[string]any)
+	}); ok && s.opt.ServerInfo != nil {
+		m := maps.Clone(r.GetMeta())
+		if m == nil {
+			m = map[string]any{}
+		}
+		m[mcp.MetaKeyServerInfo] = s.opt.ServerInfo
+		r.SetMeta(m)
+	}
 	switch v := res.(type) {
 	case *mcp.ListToolsResult:
 		v.Cacheable = c

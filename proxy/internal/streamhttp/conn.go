@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
@@ -60,6 +61,7 @@ type stream struct {
 	wrote  bool                // an event was written: the headers are out
 	broken chan struct{}       // the GET stream: closed when a write failed
 	ending atomic.Bool         // release began: a write in progress gives up
+	modern bool                // answers a 2026-07-28 request (see errorStatus)
 }
 
 var _ session.Stream = (*stream)(nil)
@@ -83,7 +85,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s := &stream{w: w, rc: http.NewResponseController(w), calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{})}
+	s := &stream{w: w, rc: http.NewResponseController(w), calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern}
 	for _, req := range in.calls {
 		if s.calls[req.ID] {
 			writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
@@ -171,6 +173,15 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	}
 	if s.w == nil {
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
+	}
+	if status := errorStatus(msg); last && !s.wrote && s.modern && status != 0 {
+		// SEP-2575: a protocol error is the whole answer, with its status.
+		r := msg.(*jsonrpc.Response)
+		writeError(s.w, status, r.ID, r.Error.(*jsonrpc.Error))
+		s.wrote = true
+		s.w = nil
+		close(s.done)
+		return nil
 	}
 	if last && !s.wrote {
 		// The POST's only event: with its length known, net/http sends
@@ -263,4 +274,26 @@ func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 		c.standalone = nil
 	}
 	c.mu.Unlock()
+}
+
+// errorStatus is the HTTP status SEP-2575 gives a 2026-07-28 request's
+// protocol error when it is the POST's whole answer (0: none, the answer
+// is an event): method not found is 404; invalid params, an unsupported
+// version and a missing client capability are 400.
+func errorStatus(msg jsonrpc.Message) int {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || r.Error == nil {
+		return 0
+	}
+	we, ok := r.Error.(*jsonrpc.Error)
+	if !ok {
+		return 0
+	}
+	switch we.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
 }

@@ -423,17 +423,10 @@ func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, versi
 		return false, true // _meta's version is for requests only
 	}
 	metaVersion := metaProtocolVersion(req.Params)
-	if version < v20260728 && metaVersion == "" {
-		return false, true
+	if version < v20260728 && metaVersion < v20260728 {
+		return false, true // legacy, whatever _meta says of it
 	}
 	switch {
-	case metaVersion != "" && metaVersion >= v20260728 && !slices.Contains(session.ModernVersions, metaVersion):
-		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: session.AllVersions, Requested: metaVersion})
-		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
-			Code:    mcp.CodeUnsupportedProtocolVersion,
-			Message: fmt.Sprintf("protocol version %q is not supported by this server", metaVersion),
-			Data:    data,
-		})
 	case header == "":
 		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
 			Message: fmt.Sprintf("%s header is required for requests carrying %q", protocolVersionHeader, mcp.MetaKeyProtocolVersion)})
@@ -443,6 +436,13 @@ func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, versi
 	case header != metaVersion:
 		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
 			Message: fmt.Sprintf("%s header %q does not match request %s %q", protocolVersionHeader, header, mcp.MetaKeyProtocolVersion, metaVersion)})
+	case !slices.Contains(session.ModernVersions, metaVersion):
+		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: session.AllVersions, Requested: metaVersion})
+		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
+			Code:    mcp.CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("protocol version %q is not supported by this server", metaVersion),
+			Data:    data,
+		})
 	default:
 		return true, true
 	}

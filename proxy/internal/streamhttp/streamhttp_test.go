@@ -908,7 +908,7 @@ func TestFirstPostWithoutInitialize(t *testing.T) {
 		{name: "notification", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: http.StatusAccepted},
 		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: http.StatusOK},
 		{name: "tools/list", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, status: http.StatusOK},
-		{name: "discover", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		{name: "discover", body: `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "server/discover"}, status: http.StatusOK},
 		{name: "duplicate IDs", body: `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, status: http.StatusBadRequest},
 	} {
