@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,18 +19,30 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// questionRE finds the number of a question of the fixture's
+// elicit_rounds in the message a client is shown.
+var questionRE = regexp.MustCompile(`question (\d+) of`)
+
 // TestModernClient runs the go-sdk client as it comes (it probes
 // server/discover and speaks 2026-07-28 when offered) against /mcp, an
 // agent's endpoint and serve --stdio, in front of a legacy stdio
 // upstream: tools, a call with progress and the log messages its _meta
 // asked for, resources, prompts, and a list change delivered on
-// subscriptions/listen. A client that declares sampling keeps a legacy
-// session.
+// subscriptions/listen. The upstream's elicitation and sampling requests
+// reach a 2026-07-28 client as input_required results, over any number of
+// rounds and for concurrent calls.
 func TestModernClient(t *testing.T) {
 	t.Parallel()
+	// f over stdio, h over streamable HTTP: a stdio server's request to the
+	// client belongs to a call only while that call is its only one in
+	// flight; an HTTP server's comes on its call's stream.
+	hURL, _ := startFixtureHTTP(t, "http", "--name", "h")
 	cfg := map[string]any{
-		"servers": map[string]any{"f": map[string]any{"command": fixture, "args": []string{"--name", "f"}}},
-		"agents":  map[string]any{"list": []any{map[string]any{"id": "bot"}}},
+		"servers": map[string]any{
+			"f": map[string]any{"command": fixture, "args": []string{"--name", "f"}},
+			"h": map[string]any{"type": "http", "url": hURL},
+		},
+		"agents": map[string]any{"list": []any{map[string]any{"id": "bot"}}},
 	}
 	s := startSwitchboard(t, cfg)
 	connect := func(t *testing.T, transport mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
@@ -123,15 +137,57 @@ func TestModernClient(t *testing.T) {
 		})
 	}
 
-	t.Run("sampling client stays legacy", func(t *testing.T) {
+	t.Run("input through rounds", func(t *testing.T) {
 		t.Parallel()
+		var asked atomic.Int32
 		cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp"}, &mcp.ClientOptions{
 			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 				return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled"}}, nil
 			},
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				n := questionRE.FindStringSubmatch(req.Params.Message)
+				if n == nil {
+					return nil, fmt.Errorf("unexpected question %q", req.Params.Message)
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "a" + n[1]}}, nil
+			},
 		})
-		if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
-			t.Fatalf("negotiated %q, want 2025-11-25 (sampling is not relayed on 2026-07-28 yet)", v)
+		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Fatalf("negotiated %q, want 2026-07-28", v)
+		}
+		eventually(t, 20*time.Second, "the fixture's tools", func() bool { return listTools(t, cs)["mcp_f_sample"] != nil })
+		if got := textOf(mustCall(t, cs, "mcp_f_sample", map[string]any{"prompt": "hi"})); !strings.Contains(got, "sampled") {
+			t.Errorf("sample: %s", got)
+		}
+		if got := textOf(mustCall(t, cs, "mcp_f_elicit_rounds", map[string]any{"rounds": 2})); !strings.Contains(got, "a1,a2") {
+			t.Errorf("two rounds: %s", got)
+		}
+		// Eight calls, each in three rounds, at once: every call gets its
+		// own answers.
+		eventually(t, 20*time.Second, "the HTTP fixture's tools", func() bool { return listTools(t, cs)["mcp_h_elicit_rounds"] != nil })
+		asked.Store(0)
+		errs := make(chan string, 8)
+		for range 8 {
+			go func() {
+				res, err := callTool(t, cs, "mcp_h_elicit_rounds", map[string]any{"rounds": 3})
+				switch {
+				case err != nil:
+					errs <- err.Error()
+				case !strings.Contains(textOf(res), "a1,a2,a3"):
+					errs <- textOf(res)
+				default:
+					errs <- ""
+				}
+			}()
+		}
+		for range 8 {
+			if e := <-errs; e != "" {
+				t.Errorf("concurrent rounds: %s", e)
+			}
+		}
+		if n := asked.Load(); n != 24 {
+			t.Errorf("the client was asked %d times, want 24", n)
 		}
 	})
 }
@@ -185,7 +241,44 @@ func TestModernWire(t *testing.T) {
 		}
 	}
 
-	status, _, body := post("/mcp", "tools/call", "mcp_f_add", `"name":"mcp_f_echo","arguments":{"text":"x"},`)
+	// A call that asks for input answers input_required with switchboard's
+	// requestState; a tampered state, or one taken to another endpoint,
+	// is refused; the untouched one continues the call.
+	elicitCaps := strings.Replace(meta, `clientCapabilities":{}`, `clientCapabilities":{"elicitation":{}}`, 1)
+	call := func(path, extra string) (int, string) {
+		status, _, body := postRaw(t, s.addr, path, "tools/call", "mcp_f_elicit_rounds",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_f_elicit_rounds","arguments":{"rounds":1},`+extra+elicitCaps+`}}`)
+		return status, body
+	}
+	status, body := call("/mcp", "")
+	var first struct {
+		Result struct {
+			ResultType    string                     `json:"resultType"`
+			InputRequests map[string]json.RawMessage `json:"inputRequests"`
+			RequestState  string                     `json:"requestState"`
+		} `json:"result"`
+	}
+	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
+	if status != http.StatusOK || json.Unmarshal([]byte(data), &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
+		t.Fatalf("elicit_rounds: %d %s, want input_required", status, body)
+	}
+	var key string
+	for k := range first.Result.InputRequests {
+		key = k
+	}
+	answer := `"inputResponses":{"` + key + `":{"action":"accept","content":{"answer":"yes"}}},`
+	state := first.Result.RequestState
+	tampered := state[:len(state)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(state, "AA")]
+	for _, tc := range []struct{ path, state string }{{"/mcp", tampered}, {"/mcp", "x" + state}, {"/agents/bot/mcp", state}} {
+		if status, body := call(tc.path, answer+`"requestState":"`+tc.state+`",`); status != http.StatusBadRequest || !strings.Contains(body, "-32602") {
+			t.Errorf("state %q at %s: %d %s, want 400 and -32602", tc.state, tc.path, status, body)
+		}
+	}
+	if status, body := call("/mcp", answer+`"requestState":"`+state+`",`); status != http.StatusOK || !strings.Contains(body, `"resultType":"complete"`) || !strings.Contains(body, "yes") {
+		t.Errorf("the untouched state: %d %s, want the call's result", status, body)
+	}
+
+	status, _, body = post("/mcp", "tools/call", "mcp_f_add", `"name":"mcp_f_echo","arguments":{"text":"x"},`)
 	var msg struct {
 		Error struct{ Code int } `json:"error"`
 	}

@@ -110,19 +110,14 @@ func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
 
 // offerModern is the rule for offering 2026-07-28 in server/discover: a
 // client is offered it when switchboard relays, in that era, everything
-// the client declared. Sampling and elicitation requests of an upstream
-// inside a call are not relayed to a 2026-07-28 client yet, nor roots to
-// a per-client server; a client that declares them keeps a legacy session,
-// where they work.
+// the client declared. An upstream's sampling, elicitation and roots
+// requests inside a call become input_required results (mrtr.go); a
+// per-client server's requests outside any call (roots, typically at its
+// start) have no request to ride on. A client that declares roots in a
+// view with a per-client server keeps a legacy session, where they work.
 func (p *Proxy) offerModern(viewID string) func(*mcp.ClientCapabilities) bool {
 	return func(caps *mcp.ClientCapabilities) bool {
-		if caps == nil {
-			return true
-		}
-		if caps.Sampling != nil || caps.Elicitation != nil {
-			return false
-		}
-		if caps.RootsV2 == nil {
+		if caps == nil || caps.RootsV2 == nil {
 			return true
 		}
 		if vs := p.serving.Load().snap.Views[viewID]; vs != nil {

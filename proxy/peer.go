@@ -85,12 +85,8 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 
 // Request implements upstream.Sink.
 func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if s.req.Modern() {
-		// The MRTR relay (an input_required result to the client, resumed
-		// on its retry) is not built yet: the upstream learns why.
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
-			Message: fmt.Sprintf("switchboard cannot relay %s to a client of protocol %s yet", method, s.req.ProtocolVersion())}
-	}
+	// A 2026-07-28 call asks through its parked call (mrtr.go); a call
+	// that cannot be parked gets session.ErrModernAsk.
 	return s.p.askClient(ctx, s.req.ClientCapabilities(), s.req.Ask, method, params, s.src, s.opts)
 }
 

@@ -111,6 +111,7 @@ type Proxy struct {
 	pins     *pinStore
 	peer     *peer
 	dispatch session.Methods
+	parked   *parkedCalls // 2026-07-28 calls waiting for input (mrtr.go)
 	clients  clientHandles
 	tel      atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
 	audit    atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
@@ -211,6 +212,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		reloadReq:   make(chan string, 1),
 		sessionGone: make(chan struct{}, 1),
 		pins:        newPinStore(log.Named("pins")),
+		parked:      newParkedCalls(),
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()

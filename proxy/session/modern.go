@@ -194,8 +194,9 @@ func (s *Session) modernResult(res any) {
 // boundary keeps an upstream's "complete" out of them), so it goes first.
 func completeType(raw json.RawMessage) json.RawMessage {
 	const key = `"resultType":"complete"`
-	if len(raw) < 2 || raw[0] != '{' || bytes.HasSuffix(raw, []byte(`"resultType":"input_required"}`)) {
-		return raw // the SDK's types put a resultType they hold last
+	if len(raw) < 2 || raw[0] != '{' || bytes.HasPrefix(raw, []byte(`{"resultType":`)) ||
+		bytes.HasSuffix(raw, []byte(`"resultType":"input_required"}`)) {
+		return raw // typed already: the SDK's types put a resultType they hold last
 	}
 	out := make([]byte, 0, len(raw)+len(key)+1)
 	out = append(out, '{')

@@ -417,7 +417,24 @@ type Request struct {
 	Extra any
 	out   Stream
 	era   *era // a 2026-07-28 request's own state; nil: the session's
+	ask   AskFunc
 }
+
+// AskFunc sends a request to the client and returns its answer.
+type AskFunc func(ctx context.Context, method string, params any) (json.RawMessage, error)
+
+// Detach returns a copy of r for work that outlives r's own answer (a
+// 2026-07-28 call waiting for the client's input between requests): what
+// it sends about the request goes to out, its requests to the client to
+// ask.
+func (r *Request) Detach(out Stream, ask AskFunc) *Request {
+	cp := *r
+	cp.out, cp.ask = out, ask
+	return &cp
+}
+
+// Stream is the stream the request's answer and notifications go to.
+func (r *Request) Stream() Stream { return r.out }
 
 // Modern reports whether the request is of protocol 2026-07-28 or later:
 // it carries its version, capabilities and log level itself.
@@ -479,6 +496,9 @@ var ErrModernAsk = errors.New("session: protocol 2026-07-28 has no requests from
 // Ask sends a request to the client on the request's stream and waits for
 // the answer.
 func (r *Request) Ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if r.ask != nil {
+		return r.ask(ctx, method, params)
+	}
 	if r.era != nil {
 		return nil, ErrModernAsk
 	}

@@ -1,0 +1,323 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+)
+
+// Multi-round-trip requests (SEP-2322) for a 2026-07-28 client in front of
+// a legacy upstream. A legacy server asks for input (sampling, elicitation,
+// roots) with a request to the client in the middle of a call; a
+// 2026-07-28 client cannot take such a request. So the call is parked: it
+// keeps running, its request to the client is answered with an
+// input_required result naming the input, and the client's retry (the same
+// request with inputResponses and the requestState switchboard issued)
+// brings the answer back to the waiting call, which goes on to its next
+// question or its result. Any number of rounds, and several questions in
+// one round when the server asks them at once.
+//
+// The requestState is switchboard's: a random ID of the parked call with an
+// HMAC (key per process) over it, the caller and what the call is about,
+// so a state cannot be forged, altered or taken to another caller. A round
+// the client never answers ends with the ask's own bound (askClient: five
+// minutes), which fails the upstream's request and so the call.
+
+// maxParked bounds the calls waiting for input at once; more are refused.
+const maxParked = 1024
+
+// parkedCalls are the calls of 2026-07-28 requests that asked for input.
+type parkedCalls struct {
+	key []byte // HMAC key of requestState, made per process
+
+	mu    sync.Mutex
+	calls map[string]*parkedCall
+}
+
+func newParkedCalls() *parkedCalls {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &parkedCalls{key: key, calls: map[string]*parkedCall{}}
+}
+
+// parkedCall is one call running for a 2026-07-28 client.
+type parkedCall struct {
+	id     string
+	bind   string         // what the state is bound to: caller and call
+	asks   chan *inputAsk // the call's requests to the client
+	done   chan struct{}  // closed when the call ended
+	res    any            // its answer, once done
+	err    error          // (or error)
+	cancel context.CancelFunc
+	relay  relay // the stream of the request currently waiting
+
+	mu      sync.Mutex
+	pending map[string]*inputAsk // handed to the client, by input key
+	next    int                  // numbers input keys
+}
+
+// inputAsk is one request of the call to the client, waiting for its answer.
+type inputAsk struct {
+	method string
+	params json.RawMessage
+	reply  chan inputReply
+}
+
+type inputReply struct {
+	raw json.RawMessage
+	err error
+}
+
+// relay is a session.Stream that writes to the stream of whichever
+// request of the call is current.
+type relay struct {
+	cur atomic.Pointer[session.Request]
+}
+
+func (r *relay) Write(ctx context.Context, msg jsonrpc.Message) error {
+	req := r.cur.Load()
+	if req == nil {
+		return session.ErrNoStream
+	}
+	return req.Stream().Write(ctx, msg)
+}
+
+// resumable wraps the handler of a method that may ask for input
+// (tools/call, prompts/get, resources/read): a 2026-07-28 request runs as
+// a parked call, or resumes the one its requestState names.
+func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
+	return func(ctx context.Context, r *session.Request) (any, error) {
+		if !r.Modern() {
+			return next(ctx, r)
+		}
+		retry, err := retryParams(r.Params)
+		if err != nil {
+			return nil, err
+		}
+		bind := bindingOf(r, method)
+		var pc *parkedCall
+		if retry.State == "" {
+			if len(retry.Responses) > 0 {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses without the requestState they answer"}
+			}
+			if pc, err = p.parked.start(ctx, r, bind, next); err != nil {
+				return nil, err
+			}
+		} else if pc, err = p.parked.resume(retry, bind); err != nil {
+			return nil, err
+		}
+		return p.parked.wait(ctx, pc, r)
+	}
+}
+
+// retry is what a retried request carries: its state and its answers.
+type retry struct {
+	State     string                     `json:"requestState"`
+	Responses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// retryParams reads a request's retry fields; params are decoded only when
+// they may hold them.
+func retryParams(params json.RawMessage) (retry, error) {
+	var rt retry
+	if !bytes.Contains(params, []byte(`"requestState"`)) && !bytes.Contains(params, []byte(`"inputResponses"`)) {
+		return rt, nil
+	}
+	if err := json.Unmarshal(params, &rt); err != nil {
+		return rt, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState or inputResponses: " + err.Error()}
+	}
+	return rt, nil
+}
+
+// bindingOf is what a call's state is bound to: the caller (view and
+// token) and the call (method and what it names).
+func bindingOf(r *session.Request, method string) string {
+	pr, _ := r.Session.Principal().(principal)
+	var named struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	_ = json.Unmarshal(r.Params, &named)
+	return strings.Join([]string{pr.view, pr.tokenID, method, named.Name, named.URI}, "\x00")
+}
+
+// start runs a new call for r, parked from the start: it outlives r's
+// answer if it asks for input.
+func (pc *parkedCalls) start(ctx context.Context, r *session.Request, bind string, next session.Handler) (*parkedCall, error) {
+	id := rand.Text()
+	c := &parkedCall{id: id, bind: bind, asks: make(chan *inputAsk, 8), done: make(chan struct{}), pending: map[string]*inputAsk{}}
+	pc.mu.Lock()
+	if len(pc.calls) >= maxParked {
+		pc.mu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many calls waiting for input (limit %d); retry later", maxParked)}
+	}
+	pc.calls[id] = c
+	pc.mu.Unlock()
+	c.relay.cur.Store(r)
+	// The call keeps the request's values (the principal, the trace), not
+	// its end: it ends with its own cancel.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	detached := r.Detach(&c.relay, c.ask)
+	go func() {
+		defer cancel()
+		c.res, c.err = next(cctx, detached)
+		pc.mu.Lock()
+		delete(pc.calls, id)
+		pc.mu.Unlock()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// ask is the call's way to the client: its request goes out with the next
+// input_required answer, and it waits for the retry that answers it.
+func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	a := &inputAsk{method: method, params: raw, reply: make(chan inputReply, 1)}
+	select {
+	case c.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case rep := <-a.reply:
+		return rep.raw, rep.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// resume finds the call a retry's state names and hands it the answers.
+func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
+	id, ok := pc.open(rt.State, bind)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one switchboard issued for this request"}
+	}
+	pc.mu.Lock()
+	c := pc.calls[id]
+	pc.mu.Unlock()
+	if c == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the call this requestState continues has ended (its input came too late); call again"}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, raw := range rt.Responses {
+		if a := c.pending[key]; a != nil {
+			delete(c.pending, key)
+			a.reply <- inputReply{raw: raw}
+		}
+	}
+	return c, nil
+}
+
+// wait answers r for the call: with its result, or with input_required
+// naming what it asks (those of a round not answered yet first).
+func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Request) (any, error) {
+	c.relay.cur.Store(r)
+	c.mu.Lock()
+	unanswered := len(c.pending) > 0
+	c.mu.Unlock()
+	if unanswered {
+		// The client left some questions out: they are asked again.
+		return pc.inputRequired(c, nil)
+	}
+	select {
+	case a := <-c.asks:
+		asks := []*inputAsk{a}
+		for more := true; more; {
+			select {
+			case a := <-c.asks:
+				asks = append(asks, a)
+			default:
+				more = false
+			}
+		}
+		return pc.inputRequired(c, asks)
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		// A 2026-07-28 client cancels by closing the request's stream.
+		c.cancel()
+		<-c.done
+		return nil, ctx.Err()
+	}
+}
+
+// inputRequired is the answer naming the call's open questions, with the
+// state that continues it.
+func (pc *parkedCalls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawMessage, error) {
+	c.mu.Lock()
+	for _, a := range asks {
+		c.next++
+		c.pending[fmt.Sprintf("%s-%d", inputKind(a.method), c.next)] = a
+	}
+	reqs := make(map[string]json.RawMessage, len(c.pending))
+	for key, a := range c.pending {
+		reqs[key], _ = json.Marshal(struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params,omitempty"`
+		}{a.method, a.params})
+	}
+	c.mu.Unlock()
+	return json.Marshal(struct {
+		ResultType    string                     `json:"resultType"`
+		InputRequests map[string]json.RawMessage `json:"inputRequests"`
+		RequestState  string                     `json:"requestState"`
+	}{"input_required", reqs, pc.seal(c.id, c.bind)})
+}
+
+// inputKind names an input key after what it asks.
+func inputKind(method string) string {
+	switch method {
+	case "elicitation/create":
+		return "elicitation"
+	case "sampling/createMessage":
+		return "sampling"
+	case "roots/list":
+		return "roots"
+	}
+	return "input"
+}
+
+// seal is a call's requestState: its ID and an HMAC over it and what it
+// is bound to.
+func (pc *parkedCalls) seal(id, bind string) string {
+	return id + "." + base64.RawURLEncoding.EncodeToString(pc.mac(id, bind))
+}
+
+// open checks a requestState and returns the ID it holds.
+func (pc *parkedCalls) open(state, bind string) (string, bool) {
+	id, sig, ok := strings.Cut(state, ".")
+	if !ok {
+		return "", false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return "", false
+	}
+	return id, hmac.Equal(got, pc.mac(id, bind))
+}
+
+func (pc *parkedCalls) mac(id, bind string) []byte {
+	m := hmac.New(sha256.New, pc.key)
+	m.Write([]byte(id))
+	m.Write([]byte{0})
+	m.Write([]byte(bind))
+	return m.Sum(nil)
+}
