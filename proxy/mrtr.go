@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,9 +30,10 @@ import (
 // question or its result. Any number of rounds, and several questions in
 // one round when the server asks them at once.
 //
-// The requestState is switchboard's: a random ID of the parked call with an
-// HMAC (key per process) over it, the caller and what the call is about,
-// so a state cannot be forged, altered or taken to another caller. A round
+// The requestState is switchboard's: a random ID of the parked call and the
+// round, with an HMAC (key per process) over them, the caller and what the
+// call is about, so a state cannot be forged, altered, replayed from an
+// earlier round or taken to another caller. A round
 // the client never answers ends with the ask's own bound (askClient: five
 // minutes), which fails the upstream's request and so the call.
 
@@ -66,6 +68,7 @@ type parkedCall struct {
 	mu      sync.Mutex
 	pending map[string]*inputAsk // handed to the client, by input key
 	next    int                  // numbers input keys
+	round   int                  // rounds of questions so far; each has its own state
 }
 
 // inputAsk is one request of the call to the client, waiting for its answer.
@@ -205,7 +208,7 @@ func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.R
 
 // resume finds the call a retry's state names and hands it the answers.
 func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
-	id, ok := pc.open(rt.State, bind)
+	id, round, ok := pc.open(rt.State, bind)
 	if !ok {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one switchboard issued for this request"}
 	}
@@ -217,6 +220,9 @@ func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if round != c.round {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("requestState is of round %d of this call, which is at round %d", round, c.round)}
+	}
 	for key, raw := range rt.Responses {
 		if a := c.pending[key]; a != nil {
 			delete(c.pending, key)
@@ -263,10 +269,14 @@ func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Reque
 // state that continues it.
 func (pc *parkedCalls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawMessage, error) {
 	c.mu.Lock()
+	if len(asks) > 0 {
+		c.round++ // new questions: a new state, and the old one is spent
+	}
 	for _, a := range asks {
 		c.next++
 		c.pending[fmt.Sprintf("%s-%d", inputKind(a.method), c.next)] = a
 	}
+	round := c.round
 	reqs := make(map[string]json.RawMessage, len(c.pending))
 	for key, a := range c.pending {
 		reqs[key], _ = json.Marshal(struct {
@@ -279,7 +289,7 @@ func (pc *parkedCalls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawM
 		ResultType    string                     `json:"resultType"`
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
-	}{"input_required", reqs, pc.seal(c.id, c.bind)})
+	}{"input_required", reqs, pc.seal(c.id, round, c.bind)})
 }
 
 // inputKind names an input key after what it asks.
@@ -295,23 +305,27 @@ func inputKind(method string) string {
 	return "input"
 }
 
-// seal is a call's requestState: its ID and an HMAC over it and what it
-// is bound to.
-func (pc *parkedCalls) seal(id, bind string) string {
-	return id + "." + base64.RawURLEncoding.EncodeToString(pc.mac(id, bind))
+// seal is a call's requestState for a round: the call's ID, the round and
+// an HMAC over them and what the call is bound to.
+func (pc *parkedCalls) seal(id string, round int, bind string) string {
+	head := id + "." + strconv.Itoa(round)
+	return head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind))
 }
 
-// open checks a requestState and returns the ID it holds.
-func (pc *parkedCalls) open(state, bind string) (string, bool) {
-	id, sig, ok := strings.Cut(state, ".")
-	if !ok {
-		return "", false
+// open checks a requestState and returns the call ID and round it holds.
+func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
+	i := strings.LastIndexByte(state, '.')
+	if i < 0 {
+		return "", 0, false
 	}
+	head, sig := state[:i], state[i+1:]
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil {
-		return "", false
+	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
+		return "", 0, false
 	}
-	return id, hmac.Equal(got, pc.mac(id, bind))
+	id, r, _ := strings.Cut(head, ".")
+	round, err := strconv.Atoi(r)
+	return id, round, err == nil
 }
 
 func (pc *parkedCalls) mac(id, bind string) []byte {
