@@ -70,8 +70,9 @@ func TestModernClient(t *testing.T) {
 			return &mcp.CommandTransport{Command: cmd}
 		}},
 	} {
+		// One after the other: a stdio server's log messages and requests
+		// belong to a call only while its calls are one session's.
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
 			changed := make(chan struct{}, 1)
 			var progress atomic.Int32
 			var logs atomic.Int32
@@ -138,7 +139,6 @@ func TestModernClient(t *testing.T) {
 	}
 
 	t.Run("input through rounds", func(t *testing.T) {
-		t.Parallel()
 		var asked atomic.Int32
 		cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + s.addr + "/mcp"}, &mcp.ClientOptions{
 			CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {

@@ -182,7 +182,9 @@ func (p *Proxy) getPrompt(ctx context.Context, v *view, req *session.Request) (a
 		return p.resourceContext(ctx, v, req)
 	}
 	src, opts := sanitize.Source{Server: r.entry.Key, Prompt: r.original}, p.boundary(v.snap, r.entry)
-	res, err := p.handleFor(r.entry, req.Session).GetPrompt(ctx, &mcp.GetPromptParams{Name: r.original, Arguments: params.Arguments, Meta: withProgress(&params)},
+	up := &mcp.GetPromptParams{Name: r.original, Arguments: params.Arguments, Meta: withProgress(&params),
+		InputResponses: params.InputResponses, RequestState: params.RequestState}
+	res, err := p.handleFor(r.entry, req.Session).GetPrompt(ctx, up,
 		newCallSink(p, req, progressToken(req.Params), src, opts))
 	if err != nil {
 		return nil, p.protocolError(ctx, err, src, opts)
@@ -221,12 +223,16 @@ func (p *Proxy) readResource(ctx context.Context, v *view, req *session.Request)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
-	return p.readFrom(ctx, v, e, req, params.URI, params.Meta)
+	params.Meta = forwardableMeta(params.Meta)
+	return p.readFrom(ctx, v, e, req, &params)
 }
 
-func (p *Proxy) readFrom(ctx context.Context, v *view, e *ServerEntry, req *session.Request, uri string, meta mcp.Meta) (*mcp.ReadResourceResult, error) {
+// readFrom reads a resource from e; params are the upstream's (their
+// _meta forwardable).
+func (p *Proxy) readFrom(ctx context.Context, v *view, e *ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+	uri := params.URI
 	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, p.boundary(v.snap, e)
-	res, err := p.handleFor(e, req.Session).ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: forwardableMeta(meta)}, newCallSink(p, req, nil, src, opts))
+	res, err := p.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(p, req, nil, src, opts))
 	if err != nil {
 		return nil, p.protocolError(ctx, err, src, opts)
 	}
@@ -246,7 +252,7 @@ func (p *Proxy) resourceContext(ctx context.Context, v *view, req *session.Reque
 	limit := v.snap.Sanitize.MaxResultBytes
 	for _, uri := range sortedKeys(v.resources) {
 		r := v.resources[uri]
-		res, err := p.readFrom(ctx, v, r.entry, req, uri, nil)
+		res, err := p.readFrom(ctx, v, r.entry, req, &mcp.ReadResourceParams{URI: uri})
 		// Everything about a resource, its failure and its blobs' notes
 		// included, comes from its server: each inside a boundary.
 		src := sanitize.Source{Server: r.entry.Key, Resource: uri}

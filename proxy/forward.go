@@ -74,7 +74,8 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
 	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(in.Meta))
-	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta}
+	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta,
+		InputResponses: in.InputResponses, RequestState: in.RequestState}
 	h := p.handleFor(r.entry, req.Session)
 	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
@@ -98,31 +100,184 @@ func (r *relay) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // resumable wraps the handler of a method that may ask for input
-// (tools/call, prompts/get, resources/read): a 2026-07-28 request runs as
-// a parked call, or resumes the one its requestState names.
+// (tools/call, prompts/get, resources/read). A 2026-07-28 request runs as a
+// parked call, or resumes the one its requestState names; an upstream's
+// own input_required passes through with its state sealed. A legacy
+// request whose upstream (of 2026-07-28) asks for input gets the questions
+// asked of its client, and the call retried with the answers, round after
+// round.
 func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
 	return func(ctx context.Context, r *session.Request) (any, error) {
 		if !r.Modern() {
-			return next(ctx, r)
+			return p.inputLoop(ctx, r, next)
 		}
-		retry, err := retryParams(r.Params)
+		rt, err := retryParams(r.Params)
 		if err != nil {
 			return nil, err
 		}
 		bind := bindingOf(r, method)
 		var pc *parkedCall
-		if retry.State == "" {
-			if len(retry.Responses) > 0 {
+		switch {
+		case rt.State == "":
+			if len(rt.Responses) > 0 {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses without the requestState they answer"}
 			}
-			if pc, err = p.parked.start(ctx, r, bind, next); err != nil {
-				return nil, err
+			pc, err = p.parked.start(ctx, r, bind, next)
+		case strings.HasPrefix(rt.State, upstreamPrefix):
+			up, ok := p.parked.openUpstream(rt.State, bind)
+			if !ok {
+				return nil, badState
 			}
-		} else if pc, err = p.parked.resume(retry, bind); err != nil {
+			pc, err = p.parked.start(ctx, withRetry(r, up, nil), bind, next)
+		default:
+			pc, err = p.parked.resume(rt, bind)
+		}
+		if err != nil {
 			return nil, err
 		}
-		return p.parked.wait(ctx, pc, r)
+		res, err := p.parked.wait(ctx, pc, r)
+		if err == nil {
+			p.parked.sealUpstream(res, bind)
+		}
+		return res, err
 	}
+}
+
+// badState refuses a requestState switchboard did not issue for the
+// request.
+var badState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one switchboard issued for this request"}
+
+// maxInputRounds bounds the rounds of input switchboard runs for a legacy
+// client, as SDK clients bound theirs.
+const maxInputRounds = 10
+
+// inputLoop answers a legacy request: an input_required result of a
+// 2026-07-28 upstream is answered by asking the client (with real
+// requests), and the call retried with the answers and the upstream's
+// state.
+func (p *Proxy) inputLoop(ctx context.Context, r *session.Request, next session.Handler) (any, error) {
+	res, err := next(ctx, r)
+	for round := 1; err == nil; round++ {
+		inputs, state, ok := inputsOf(res)
+		if !ok {
+			return res, nil
+		}
+		if round > maxInputRounds {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the server asked for input more than %d times in one call", maxInputRounds)}
+		}
+		answers := make(map[string]json.RawMessage, len(inputs))
+		for key, in := range inputs {
+			a, aerr := askInput(ctx, r, in)
+			if aerr != nil {
+				return nil, aerr
+			}
+			answers[key] = a
+		}
+		res, err = next(ctx, withRetry(r, state, answers))
+	}
+	return res, err
+}
+
+// inputsOf reports a result that asks for input: its questions and state.
+func inputsOf(res any) (mcp.InputRequestMap, string, bool) {
+	switch v := res.(type) {
+	case *mcp.CallToolResult:
+		return v.InputRequests, v.RequestState, v != nil && v.NeedsInput()
+	case *mcp.GetPromptResult:
+		return v.InputRequests, v.RequestState, v != nil && v.NeedsInput()
+	case *mcp.ReadResourceResult:
+		return v.InputRequests, v.RequestState, v != nil && v.NeedsInput()
+	}
+	return nil, "", false
+}
+
+// askInput asks a legacy client one question of an upstream (already
+// through the trust boundary), if it declared it can answer.
+func askInput(ctx context.Context, r *session.Request, in mcp.InputRequest) (json.RawMessage, error) {
+	caps := r.ClientCapabilities()
+	var method string
+	switch in.(type) {
+	case *mcp.ElicitParams:
+		method = "elicitation/create"
+		if caps == nil || caps.Elicitation == nil {
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "the server asks for elicitation, which the client did not declare"}
+		}
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		method = "sampling/createMessage"
+		if caps == nil || caps.Sampling == nil {
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "the server asks for sampling, which the client did not declare"}
+		}
+	case *mcp.ListRootsParams:
+		method = "roots/list"
+		if caps == nil || caps.RootsV2 == nil {
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "the server asks for roots, which the client did not declare"}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("the server asks for input of an unknown kind (%T)", in)}
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	return r.Ask(rctx, method, in)
+}
+
+// withRetry is r retried: its params' requestState (none if "") and, when
+// answers is not nil, inputResponses replaced.
+func withRetry(r *session.Request, state string, answers map[string]json.RawMessage) *session.Request {
+	var params map[string]json.RawMessage
+	if json.Unmarshal(r.Params, &params) != nil || params == nil {
+		params = map[string]json.RawMessage{}
+	}
+	delete(params, "requestState")
+	if state != "" {
+		params["requestState"], _ = json.Marshal(state)
+	}
+	if answers != nil {
+		params["inputResponses"], _ = json.Marshal(answers)
+	}
+	cp := *r
+	cp.Params, _ = json.Marshal(params)
+	return &cp
+}
+
+// upstreamPrefix starts a sealed upstream state; parkedPrefix a parked
+// call's.
+const (
+	upstreamPrefix = "u."
+	parkedPrefix   = "p."
+)
+
+// sealUpstream seals the state of an upstream's input_required result, so
+// that only the caller it went to can continue it, unaltered.
+func (pc *parkedCalls) sealUpstream(res any, bind string) {
+	_, state, ok := inputsOf(res)
+	if !ok {
+		return
+	}
+	head := upstreamPrefix + base64.RawURLEncoding.EncodeToString([]byte(state))
+	sealed := head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind))
+	switch v := res.(type) {
+	case *mcp.CallToolResult:
+		v.RequestState = sealed
+	case *mcp.GetPromptResult:
+		v.RequestState = sealed
+	case *mcp.ReadResourceResult:
+		v.RequestState = sealed
+	}
+}
+
+// openUpstream checks a sealed upstream state and returns the upstream's.
+func (pc *parkedCalls) openUpstream(sealed, bind string) (string, bool) {
+	i := strings.LastIndexByte(sealed, '.')
+	if i < len(upstreamPrefix) {
+		return "", false
+	}
+	head, sig := sealed[:i], sealed[i+1:]
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
+		return "", false
+	}
+	state, err := base64.RawURLEncoding.DecodeString(head[len(upstreamPrefix):])
+	return string(state), err == nil
 }
 
 // retry is what a retried request carries: its state and its answers.
@@ -210,7 +365,7 @@ func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.R
 func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
 	id, round, ok := pc.open(rt.State, bind)
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one switchboard issued for this request"}
+		return nil, badState
 	}
 	pc.mu.Lock()
 	c := pc.calls[id]
@@ -308,7 +463,7 @@ func inputKind(method string) string {
 // seal is a call's requestState for a round: the call's ID, the round and
 // an HMAC over them and what the call is bound to.
 func (pc *parkedCalls) seal(id string, round int, bind string) string {
-	head := id + "." + strconv.Itoa(round)
+	head := parkedPrefix + id + "." + strconv.Itoa(round)
 	return head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind))
 }
 
@@ -323,9 +478,9 @@ func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
 	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
 		return "", 0, false
 	}
-	id, r, _ := strings.Cut(head, ".")
+	id, r, _ := strings.Cut(strings.TrimPrefix(head, parkedPrefix), ".")
 	round, err := strconv.Atoi(r)
-	return id, round, err == nil
+	return id, round, err == nil && strings.HasPrefix(head, parkedPrefix)
 }
 
 func (pc *parkedCalls) mac(id, bind string) []byte {

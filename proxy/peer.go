@@ -61,6 +61,14 @@ func newCallSink(p *Proxy, req *session.Request, token any, src sanitize.Source,
 // Owner implements upstream.Sink.
 func (s *callSink) Owner() any { return s.req.Session }
 
+// LogLevel implements upstream.LogLeveler: a 2026-07-28 server is told the
+// level of the request it serves.
+func (s *callSink) LogLevel() mcp.LoggingLevel { return s.req.LogLevel() }
+
+// ClientCapabilities implements upstream.Capable: a 2026-07-28 server asks
+// only for input the client can give.
+func (s *callSink) ClientCapabilities() *mcp.ClientCapabilities { return s.req.ClientCapabilities() }
+
 // Notify implements upstream.Sink.
 func (s *callSink) Notify(ctx context.Context, method string, params json.RawMessage) {
 	switch method {

@@ -263,7 +263,10 @@ func ReadResult(res *mcp.ReadResourceResult, server string, opt Options) (*mcp.R
 	if blocked {
 		return nil, p.rep, &BlockedError{IDs: p.found.ids()}
 	}
-	out := *res
+	out := mcp.ReadResourceResult{Cacheable: res.Cacheable, RequestState: res.RequestState}
+	if res.NeedsInput() {
+		out = *res // as in ToolResult
+	}
 	out.Meta, out.CacheScope, out.InputRequests = meta, scope, inputs
 	out.Contents = make([]*mcp.ResourceContents, 0, len(res.Contents))
 	for i, rc := range outs {

@@ -76,6 +76,7 @@ type client struct {
 	ids    atomic.Int64
 	tokens atomic.Uint64
 	init   atomic.Pointer[mcp.InitializeResult]
+	modern atomic.Pointer[modernClient] // set once the server speaks 2026-07-28 (modern.go)
 
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]*pending
@@ -386,7 +387,7 @@ func (c *client) call(ctx context.Context, method string, params mcp.Params, sin
 	n, _ := jsonrpc.MakeID(float64(c.ids.Add(1)))
 	p := &pending{id: n, sink: sink, ready: make(chan struct{}, 1)}
 	c.replaceProgressToken(p, params)
-	raw, err := encodeParams(params)
+	raw, err := c.encodeFor(params, sink)
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode params: %w", method, err)
 	}

@@ -103,8 +103,11 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
 	s.cl = newClient(conn, h.hooks(), h.log)
-	if err := s.cl.initialize(ctx, h.sp().protocolVersion(), h.opt.ClientInfo, h.capabilities()); err != nil {
+	if err := h.handshake(ctx, s); err != nil {
 		s.close()
+		if errors.Is(err, errRespawn) {
+			return h.connect(parent) // the era is known now: no probe
+		}
 		if h.fallBackToSSE(err) {
 			return h.connect(parent)
 		}
@@ -209,3 +212,48 @@ func (s *session) close() {
 	}
 	s.stderr.Flush()
 }
+
+// errRespawn asks connect to start the server again: a stdio server that
+// did not take the server/discover probe may have exited on it.
+var errRespawn = errors.New("respawn after the protocol probe")
+
+// handshake opens the session in the server's era. A configured version
+// decides it; otherwise (auto) an HTTP or stdio server is probed with
+// server/discover, bounded by probeTimeout, and the answer is remembered
+// until a connect fails. Legacy SSE has no 2026-07-28.
+func (h *Handle) handshake(ctx context.Context, s *session) error {
+	version := h.sp().protocolVersion()
+	info, caps := h.opt.ClientInfo, h.capabilities()
+	probe := version == Modern || (version == "" && h.remoteKind() != TransportSSE && h.era.Load() != eraLegacy)
+	if !probe {
+		return s.cl.initialize(ctx, version, info, caps)
+	}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	modern, err := s.cl.discover(pctx, info, caps)
+	cancel()
+	switch {
+	case modern:
+		h.era.Store(eraModern)
+		s.cl.listen()
+		return nil
+	case version == Modern:
+		if err == nil {
+			err = errors.New("the server does not list it in server/discover")
+		}
+		return fmt.Errorf("protocol %s: %w", Modern, err)
+	}
+	h.era.Store(eraLegacy)
+	if err != nil && s.proc != nil {
+		// A legacy stdio server may have exited on the probe, or be stuck
+		// on it: it starts again and is initialized at once.
+		return errRespawn
+	}
+	return s.cl.initialize(ctx, version, info, caps)
+}
+
+// The eras a server was found to speak (Handle.era).
+const (
+	eraUnknown int32 = iota
+	eraLegacy
+	eraModern
+)

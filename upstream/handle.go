@@ -123,7 +123,8 @@ type Handle struct {
 	spec    atomic.Pointer[Spec] // the settings; see Update
 	opt     Options
 	log     hclog.Logger
-	autoSSE atomic.Bool // TransportAuto: the endpoint speaks legacy SSE only
+	autoSSE atomic.Bool  // TransportAuto: the endpoint speaks legacy SSE only
+	era     atomic.Int32 // what the auto probe found (connect.go); eraUnknown: probe
 
 	ctx    context.Context // supervisor lifetime
 	cancel context.CancelFunc

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -71,8 +72,8 @@ func (h *Handle) capabilities() *mcp.ClientCapabilities {
 // is not up.
 func (h *Handle) Notify(ctx context.Context, method string, params any) error {
 	s := h.sess.Load()
-	if s == nil {
-		return nil
+	if s == nil || s.cl.isModern() {
+		return nil // 2026-07-28 has no notifications from client to server but cancellation
 	}
 	return s.cl.notify(ctx, method, params)
 }
@@ -93,7 +94,7 @@ func (h *Handle) publishSession(s *session) {
 	h.sess.Store(s)
 	level, missed := h.sstate.level, h.sstate.level != h.sstate.restored
 	h.sstate.mu.Unlock()
-	if !missed || level == "" {
+	if !missed || level == "" || s.cl.isModern() {
 		return
 	}
 	if caps := serverCaps(s.cl); caps == nil || caps.Logging == nil {
@@ -117,6 +118,9 @@ func (h *Handle) restore(ctx context.Context, cl *client) {
 		uris = append(uris, u)
 	}
 	h.sstate.mu.Unlock()
+	if cl.isModern() {
+		return // levels go with each request; subscriptions/listen is not opened upstream yet
+	}
 	caps := serverCaps(cl)
 	if level != "" && caps != nil && caps.Logging != nil {
 		if _, err := cl.call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil); err != nil {
@@ -156,8 +160,8 @@ func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) er
 	if s == nil {
 		return nil // applied when the session comes up
 	}
-	if caps := serverCaps(s.cl); caps == nil || caps.Logging == nil {
-		return nil
+	if caps := serverCaps(s.cl); caps == nil || caps.Logging == nil || s.cl.isModern() {
+		return nil // a 2026-07-28 server gets the level with each request
 	}
 	_, err := h.Call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil)
 	return err
@@ -171,6 +175,9 @@ func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 	}
 	h.sstate.subs[uri] = true
 	h.sstate.mu.Unlock()
+	if s := h.sess.Load(); s != nil && s.cl.isModern() {
+		return fmt.Errorf("server '%s' speaks protocol %s, whose resource subscriptions (subscriptions/listen) switchboard does not open upstream yet", h.Name(), Modern)
+	}
 	_, err := h.Call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: uri}, nil)
 	return err
 }
@@ -180,6 +187,9 @@ func (h *Handle) Unsubscribe(ctx context.Context, uri string) error {
 	h.sstate.mu.Lock()
 	delete(h.sstate.subs, uri)
 	h.sstate.mu.Unlock()
+	if s := h.sess.Load(); s != nil && s.cl.isModern() {
+		return nil
+	}
 	_, err := h.Call(ctx, "resources/unsubscribe", &mcp.UnsubscribeParams{URI: uri}, nil)
 	return err
 }

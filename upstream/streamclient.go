@@ -211,6 +211,9 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 
 	p := c.newPost(ctx, call, method)
+	if call && modernRequest(req.Params) {
+		p.modern = req
+	}
 	resp, err := p.send(data)
 	if err != nil {
 		return err
@@ -235,7 +238,8 @@ type streamablePost struct {
 	method string // the message's method, or "response"
 	ctx    context.Context
 	cancel context.CancelFunc
-	stop   func() bool // detaches cancel from the connection's lifetime
+	stop   func() bool      // detaches cancel from the connection's lifetime
+	modern *jsonrpc.Request // a 2026-07-28 request: its headers, no session
 }
 
 // newPost prepares a POST carrying method. Its context ends when the
@@ -279,9 +283,18 @@ func (p *streamablePost) send(data []byte) (*http.Response, error) {
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
+	if p.modern != nil {
+		modernHeaders(hreq.Header, p.modern)
+		sent = false
+	}
 	resp, err := c.client.Do(hreq)
 	if err != nil {
 		return nil, p.abort(nil, err)
+	}
+	if p.modern != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 && mediaType(resp.Header.Get("Content-Type")) == "application/json" {
+		// SEP-2575: a protocol error comes with its status, its body
+		// the JSON-RPC answer.
+		return resp, nil
 	}
 	if err := checkStatus(resp, sent); err != nil {
 		err = p.abort(nil, err)
@@ -550,4 +563,27 @@ func validSessionID(s string) bool {
 		}
 	}
 	return true
+}
+
+// modernHeaders sets the headers of a 2026-07-28 request (SEP-2243): its
+// version and method, and what it names; it carries no session.
+func modernHeaders(h http.Header, req *jsonrpc.Request) {
+	h.Del(headerSessionID)
+	h.Set(headerProtocol, Modern)
+	h.Set("Mcp-Method", req.Method)
+	field := ""
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	}
+	if field == "" {
+		return
+	}
+	var p map[string]json.RawMessage
+	var name string
+	if json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p[field], &name) == nil {
+		h.Set("Mcp-Name", name)
+	}
 }

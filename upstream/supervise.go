@@ -130,6 +130,7 @@ func (h *Handle) ended(s *session) (time.Time, bool) {
 // never given up on; past maxRestarts its tools leave the list and it keeps
 // being retried at the longest backoff.
 func (h *Handle) fail(err error) (time.Time, bool) {
+	h.era.Store(eraUnknown) // the next connect probes again
 	h.mu.Lock()
 	h.failures++
 	n := h.failures
