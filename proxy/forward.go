@@ -159,7 +159,8 @@ func outcomeOf(err error) string {
 // upstream problem the model can react to is an isError result, and so is
 // the upstream's own JSON-RPC error, its message through the trust
 // boundary (sanitize.Error) as a result's text would be (DESIGN §7, §12:
-// a client shows tool errors to the model); the caller going away is
+// a client shows tool errors to the model), but for a missing client
+// capability (2026-07-28), which stays a protocol error; the caller going away is
 // returned as is; anything else is an internal error with a generic
 // message.
 func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) (*mcp.CallToolResult, error) {
@@ -168,6 +169,10 @@ func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, op
 		se *sanitize.SizeError
 	)
 	switch {
+	case errors.As(err, &we) && we.Code == mcp.CodeMissingRequiredClientCapabilities:
+		// The client must learn which capability it lacks, as the
+		// protocol's error: no model can supply it.
+		return nil, p.upstreamError(ctx, we, src, opts)
 	case errors.As(err, &we):
 		return errorResult(p.upstreamError(ctx, we, src, opts).Message), nil
 	case errors.Is(err, upstream.ErrUnavailable), errors.As(err, &se):

@@ -119,9 +119,8 @@ func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
 		var pc *parkedCall
 		switch {
 		case rt.State == "":
-			if len(rt.Responses) > 0 {
-				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "inputResponses without the requestState they answer"}
-			}
+			// Answers without a state go to the server as they are: a
+			// 2026-07-28 server may take them, a legacy one ignores them.
 			pc, err = p.parked.start(ctx, r, bind, next)
 		case strings.HasPrefix(rt.State, upstreamPrefix):
 			up, ok := p.parked.openUpstream(rt.State, bind)

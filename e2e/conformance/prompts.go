@@ -17,6 +17,7 @@ const (
 )
 
 func addPrompts(srv *mcp.Server) {
+	srv.AddPrompt(&mcp.Prompt{Name: "test_input_required_result_prompt", Description: "Asks for context (input_required) before it is given."}, mrtrPrompt)
 	srv.AddPrompt(&mcp.Prompt{
 		Name: simplePromptName, Title: "Simple prompt",
 		Description: "A prompt without arguments",

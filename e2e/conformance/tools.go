@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -73,7 +74,7 @@ var tools = []tool{
 }
 
 func addTools(srv *mcp.Server) {
-	for _, t := range tools {
+	for _, t := range slices.Concat(tools, mrtrTools) {
 		srv.AddTool(&mcp.Tool{Name: t.name, Title: t.title, Description: t.description, InputSchema: t.schema}, t.handler)
 	}
 }

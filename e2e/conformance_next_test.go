@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The conformance suite's newest release (0.2.x, installed beside 0.1.16
+// under the alias conformance-next by .ci/setup) has the 2026-07-28
+// scenarios. TestConformanceNext runs it with --requirements 2025-11-25
+// and --requirements 2026-07-28 against the conformance fixture directly,
+// then through switchboard over a stdio and over a streamable HTTP
+// upstream, and requires every check that passes directly to pass
+// through switchboard too.
+
+// runStamp is the timestamp ending the directory of a scenario's checks.
+var runStamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z?$`)
+
+// checkResults counts the passing checks of a run by scenario and check
+// ID, and lists every check that ran.
+type checkResults struct {
+	passed map[string]int
+	ran    map[string]int
+	total  int
+	ok     int
+}
+
+// runConformanceNext runs the suite's scenarios of requirements against
+// url and reads the checks it saved.
+func runConformanceNext(t *testing.T, url, requirements string) checkResults {
+	t.Helper()
+	suite := filepath.Join(npmDir(t), "node_modules", "conformance-next", "dist", "index.js")
+	if _, err := os.Stat(suite); err != nil {
+		if full {
+			t.Fatalf("the conformance suite 0.2.x is not installed (%v); run .ci/setup", err)
+		}
+		t.Skipf("the conformance suite 0.2.x is not installed (%v)", err)
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node22(t), suite, "server", "--url", url, "--requirements", requirements, "--timeout", "15000", "-o", out)
+	cmd.Dir = t.TempDir()
+	text, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("the suite did not finish: %v\n%s", ctx.Err(), tail(string(text), 4000))
+	}
+	files, _ := filepath.Glob(filepath.Join(out, "*", "checks.json"))
+	if len(files) == 0 {
+		t.Fatalf("the suite saved no checks (%v):\n%s", err, tail(string(text), 4000))
+	}
+	res := checkResults{passed: map[string]int{}, ran: map[string]int{}}
+	for _, f := range files {
+		// The directory is server-<scenario>-<the run's timestamp>.
+		scenario := runStamp.ReplaceAllString(strings.TrimPrefix(filepath.Base(filepath.Dir(f)), "server-"), "")
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checks []struct{ ID, Status string }
+		if err := json.Unmarshal(data, &checks); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, c := range checks {
+			key := scenario + " " + c.ID
+			res.ran[key]++
+			res.total++
+			if c.Status == "SUCCESS" {
+				res.passed[key]++
+				res.ok++
+			}
+		}
+	}
+	return res
+}
+
+// lostThrough lists the checks that pass directly more often than through
+// switchboard.
+func lostThrough(direct, through checkResults) []string {
+	var lost []string
+	for key, n := range direct.passed {
+		if through.passed[key] < n {
+			lost = append(lost, fmt.Sprintf("%s (%d of %d passed through, %d directly)", key, through.passed[key], through.ran[key], n))
+		}
+	}
+	sort.Strings(lost)
+	return lost
+}
+
+func TestConformanceNext(t *testing.T) {
+	t.Parallel()
+	startFixture := func(t *testing.T, args ...string) string {
+		dir := t.TempDir()
+		ready := filepath.Join(dir, "url")
+		p := start(t, dir, nil, conffix, append([]string{"--transport", "http", "--listen", "127.0.0.1:0", "--ready-file", ready}, args...)...)
+		return strings.TrimSpace(waitFile(t, ready, 20*time.Second, p))
+	}
+	for _, tc := range []struct {
+		requirements string
+		fixture      []string // how the fixture serves HTTP for this era
+		protocol     string   // the stdio upstream's protocol setting
+	}{
+		// 2025-11-25: a stateful fixture, legacy upstreams (the stdio
+		// default).
+		{"2025-11-25", nil, ""},
+		// 2026-07-28: a stateless fixture; the stdio upstream is probed
+		// (protocol auto) and found to speak 2026-07-28 too.
+		{"2026-07-28", []string{"--stateless"}, "auto"},
+	} {
+		t.Run(tc.requirements, func(t *testing.T) {
+			t.Parallel()
+			direct := runConformanceNext(t, startFixture(t, tc.fixture...), tc.requirements)
+			t.Logf("directly: %d of %d checks passed", direct.ok, direct.total)
+			if direct.ok == 0 {
+				t.Fatal("the fixture passed nothing directly")
+			}
+			upstreams := map[string]map[string]any{
+				"stdio": {"command": conffix, "namespace": false, "protocol": tc.protocol},
+				"http":  {"type": "http", "url": startFixture(t, tc.fixture...), "namespace": false},
+			}
+			if tc.protocol == "" {
+				delete(upstreams["stdio"], "protocol")
+			}
+			for _, name := range []string{"stdio", "http"} {
+				s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"conformance": upstreams[name]}})
+				waitTools(t, s, "test_simple_text")
+				through := runConformanceNext(t, "http://"+s.addr+"/mcp", tc.requirements)
+				t.Logf("through switchboard over a %s upstream: %d of %d checks passed", name, through.ok, through.total)
+				if lost := lostThrough(direct, through); len(lost) > 0 {
+					t.Errorf("over a %s upstream, checks that pass directly fail through switchboard:\n  %s", name, strings.Join(lost, "\n  "))
+				}
+			}
+		})
+	}
+}
