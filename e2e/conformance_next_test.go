@@ -83,11 +83,23 @@ func runConformanceNext(t *testing.T, url, requirements string) checkResults {
 	return res
 }
 
+// notThroughStdio are the checks that cannot pass through a stdio
+// upstream, and why.
+var notThroughStdio = map[string]string{
+	// switchboard closes its client's stream mid-call (SEP-1699) when the
+	// upstream closed its own; a stdio server has no stream to close, the
+	// answer comes on the POST's stream, and the suite reports INFO.
+	"server-sse-polling server-sse-disconnect-resume": "a stdio server cannot close a request's stream",
+}
+
 // lostThrough lists the checks that pass directly more often than through
-// switchboard.
-func lostThrough(direct, through checkResults) []string {
+// switchboard, but those in except.
+func lostThrough(direct, through checkResults, except map[string]string) []string {
 	var lost []string
 	for key, n := range direct.passed {
+		if _, ok := except[key]; ok {
+			continue
+		}
 		if through.passed[key] < n {
 			lost = append(lost, fmt.Sprintf("%s (%d of %d passed through, %d directly)", key, through.passed[key], through.ran[key], n))
 		}
@@ -135,7 +147,16 @@ func TestConformanceNext(t *testing.T) {
 				waitTools(t, s, "test_simple_text")
 				through := runConformanceNext(t, "http://"+s.addr+"/mcp", tc.requirements)
 				t.Logf("through switchboard over a %s upstream: %d of %d checks passed", name, through.ok, through.total)
-				if lost := lostThrough(direct, through); len(lost) > 0 {
+				var except map[string]string
+				if name == "stdio" {
+					except = notThroughStdio
+					for key, why := range except {
+						if direct.passed[key] > 0 {
+							t.Logf("over a stdio upstream, %s passes directly and not through switchboard: %s", key, why)
+						}
+					}
+				}
+				if lost := lostThrough(direct, through, except); len(lost) > 0 {
 					t.Errorf("over a %s upstream, checks that pass directly fail through switchboard:\n  %s", name, strings.Join(lost, "\n  "))
 				}
 			}

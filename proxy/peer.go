@@ -61,6 +61,10 @@ func newCallSink(p *Proxy, req *session.Request, token any, src sanitize.Source,
 // Owner implements upstream.Sink.
 func (s *callSink) Owner() any { return s.req.Session }
 
+// Pause implements upstream.Pauser: the upstream closed the call's stream
+// to be polled, and so does switchboard with its client's.
+func (s *callSink) Pause(retry time.Duration) { s.req.Pause(retry) }
+
 // LogLevel implements upstream.LogLeveler: a 2026-07-28 server is told the
 // level of the request it serves.
 func (s *callSink) LogLevel() mcp.LoggingLevel { return s.req.LogLevel() }

@@ -269,6 +269,15 @@ func (c *client) relatedCall(r *jsonrpc.Request) *pending {
 }
 
 func (c *client) notification(r *jsonrpc.Request) {
+	if sp, ok := r.Extra.(streamPaused); ok {
+		c.mu.Lock()
+		p := c.calls[sp.call]
+		c.mu.Unlock()
+		if p != nil && p.sink != nil {
+			p.push(r)
+		}
+		return
+	}
 	switch r.Method {
 	case "notifications/progress":
 		var p struct {
@@ -501,6 +510,12 @@ func (c *client) drain(ctx context.Context, p *pending) *jsonrpc.Response {
 
 // handOn gives the sink one message about its call.
 func (c *client) handOn(ctx context.Context, p *pending, r *jsonrpc.Request) {
+	if sp, ok := r.Extra.(streamPaused); ok {
+		if pz, ok := p.sink.(Pauser); ok {
+			pz.Pause(sp.retry)
+		}
+		return
+	}
 	if !r.IsCall() {
 		p.sink.Notify(ctx, r.Method, r.Params)
 		return

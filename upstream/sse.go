@@ -248,6 +248,11 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 	_, err := c.readEvents(ctx, sr, req.ID, onAnswer)
 	resp.Body.Close()
 	lastID, retry := sr.lastID, sr.retry
+	if !answered && ctx.Err() == nil && lastID != "" {
+		// The server closed the stream to be polled (SEP-1699): the call's
+		// caller may close its client's stream likewise.
+		c.deliver(ctx, &jsonrpc.Request{Extra: streamPaused{call: req.ID, retry: retry}}, jsonrpc.ID{})
+	}
 	for attempt := 0; !answered && ctx.Err() == nil && lastID != "" && attempt < resumeAttempts; attempt++ {
 		delay := retry
 		if delay <= 0 {
@@ -510,4 +515,18 @@ func (c *streamableConn) readStandalone(resp *http.Response, attempt int) (sr *s
 		c.log.Debug("standalone stream ended", "attempt", attempt, "error", err)
 	}
 	return sr, n, true
+}
+
+// streamPaused marks, in the messages a connection reads, that the server
+// closed a call's stream before its answer, to be polled: the only message
+// whose Extra is of this type, never one of the server's.
+type streamPaused struct {
+	call  jsonrpc.ID
+	retry time.Duration
+}
+
+// Pauser is a Sink told that the server closed its call's stream to be
+// polled (SEP-1699), so that it may close its own client's stream too.
+type Pauser interface {
+	Pause(retry time.Duration)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -153,6 +154,9 @@ func (s *Session) Principal() any { return s.opt.Principal }
 
 // Done is closed when the session closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Ended is closed once Close finished: what was in flight is answered.
+func (s *Session) Ended() <-chan struct{} { return s.closedAll }
 
 // AfterClose arranges for f to run when the session closes, on the
 // goroutine that closes it, after OnClose; at once if it has closed
@@ -431,6 +435,14 @@ func (r *Request) Detach(out Stream, ask AskFunc) *Request {
 	cp := *r
 	cp.out, cp.ask = out, ask
 	return &cp
+}
+
+// Pause closes the request's stream for the client to take up later
+// (SEP-1699), if its transport can: an upstream did so with its own.
+func (r *Request) Pause(retry time.Duration) {
+	if p, ok := r.out.(interface{ Pause(time.Duration) }); ok {
+		p.Pause(retry)
+	}
 }
 
 // Stream is the stream the request's answer and notifications go to.

@@ -23,7 +23,7 @@ func BenchmarkEncodeEvent(b *testing.B) {
 		b.Run(sizeName(size)+"/direct", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := encodeEvent(r); err != nil {
+				if _, err := encodeEvent(r, ""); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -33,6 +33,9 @@ type conn struct {
 
 	used atomic.Int64 // when a request of the session last began or ended (unix ns)
 	busy atomic.Int32 // its requests and streams in progress
+
+	streams  atomic.Int64       // numbers its resumable streams
+	detached map[string]*stream // resumable streams nobody reads (resume.go); under mu
 }
 
 // touch notes activity on the session now.
@@ -62,6 +65,17 @@ type stream struct {
 	broken chan struct{}       // the GET stream: closed when a write failed
 	ending atomic.Bool         // release began: a write in progress gives up
 	modern bool                // answers a 2026-07-28 request (see errorStatus)
+
+	// A resumable stream (resume.go): its ID ("": not resumable), the
+	// number of its last event, what was written while nobody read.
+	id       string
+	seq      int
+	kept     []kept
+	dropped  int
+	detached bool          // nobody reads: writes are kept
+	finished bool          // every call of the POST is answered
+	since    time.Time     // when it was detached
+	paused   chan struct{} // closed by Pause; nil once closed or not resumable
 }
 
 var _ session.Stream = (*stream)(nil)
@@ -86,6 +100,10 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		return
 	}
 	s := &stream{w: w, rc: http.NewResponseController(w), calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern}
+	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
+		s.id = strconv.FormatInt(c.streams.Add(1), 36)
+		s.paused = make(chan struct{})
+	}
 	for _, req := range in.calls {
 		if s.calls[req.ID] {
 			writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
@@ -101,6 +119,12 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	if in.init {
 		hdr.Set(sessionIDHeader, c.id)
 	}
+	if s.id != "" {
+		// A client that leaves while a lone call runs on this goroutine
+		// is seen at once: what the call writes from then on is kept.
+		stop := context.AfterFunc(r.Context(), func() { c.lost(s) })
+		defer stop()
+	}
 	// A lone call runs on this goroutine; a batch's calls run on the
 	// session's, as a server's would. Other messages are handled in order.
 	lone := len(in.msgs) == 1
@@ -115,12 +139,24 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		}
 		c.sess.Handle(ctx, m, c)
 	}
+	s.mu.Lock()
+	paused := s.paused
+	s.mu.Unlock()
 	select {
 	case <-r.Context().Done():
 	case <-s.done:
+	case <-paused:
 	case <-c.sess.Done():
+		// A closing session answers its requests in flight (cancelled)
+		// before it has closed: the answers still go out.
+		select {
+		case <-s.done:
+		case <-c.sess.Ended():
+		case <-r.Context().Done():
+		}
 	}
 	s.release()
+	c.detach(s)
 }
 
 // Listening implements session.Listener: what has no request stream of
@@ -160,20 +196,42 @@ func (s *stream) release() {
 // Write implements session.Stream: one SSE event, flushed, within
 // writeTimeout. The answer to a POST's last call ends the stream.
 func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
-	event, err := encodeEvent(msg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var id string
+	if s.id != "" {
+		s.seq++
+		id = s.eventID(s.seq)
+	}
+	event, err := encodeEvent(msg, id)
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last := false
+	last, answer := false, false
 	if r, ok := msg.(*jsonrpc.Response); ok && s.calls[r.ID] {
 		delete(s.calls, r.ID)
-		last = len(s.calls) == 0
+		last, answer = len(s.calls) == 0, true
+	}
+	wasFinished := s.finished
+	if last {
+		s.finished = true
+	}
+	if s.id != "" && !s.wrote && s.w != nil {
+		// The priming event goes with the stream's first event: one write
+		// still carries a lone answer.
+		event = append(s.priming(), event...)
 	}
 	if s.w == nil {
+		if s.id != "" && !wasFinished && (s.detached || s.ending.Load()) {
+			s.keep(event, answer)
+			if last {
+				close(s.done)
+			}
+			return nil
+		}
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
 	}
+
 	if status := errorStatus(msg); last && !s.wrote && s.modern && status != 0 {
 		// SEP-2575: a protocol error is the whole answer, with its status.
 		r := msg.(*jsonrpc.Response)
@@ -213,18 +271,34 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		if s.broken != nil {
 			close(s.broken)
 		}
+		if s.id != "" {
+			// Kept for a GET that takes the stream up (resume.go).
+			s.keep(event, answer)
+			return nil
+		}
 		return fmt.Errorf("stream write: %w", err)
 	}
 	return nil
 }
 
-// encodeEvent is msg as one SSE message event.
-func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
+// encodeEvent is msg as one SSE message event, with event ID id if it is
+// not "".
+func encodeEvent(msg jsonrpc.Message, id string) ([]byte, error) {
 	const head, tail = "event: message\ndata: ", "\n\n"
+	idLen := 0
+	if id != "" {
+		idLen = len("id: \n") + len(id)
+	}
+	start := func(n int) []byte {
+		buf := make([]byte, 0, idLen+len(head)+n+len(tail))
+		if id != "" {
+			buf = append(append(append(buf, "id: "...), id...), '\n')
+		}
+		return append(buf, head...)
+	}
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		// 48: the envelope around the result, with an ID of up to 20 bytes.
-		buf := append(make([]byte, 0, len(head)+48+len(r.Result)+len(tail)), head...)
-		if event := wire.AppendResponse(buf, r); event != nil {
+		if event := wire.AppendResponse(start(48+len(r.Result)), r); event != nil {
 			return append(event, tail...), nil
 		}
 	}
@@ -232,10 +306,7 @@ func encodeEvent(msg jsonrpc.Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	event := make([]byte, 0, len(head)+len(data)+len(tail))
-	event = append(event, head...)
-	event = append(event, data...)
-	return append(event, tail...), nil
+	return append(append(start(len(data)), data...), tail...), nil
 }
 
 // get serves the standalone stream until the client goes away or the

@@ -242,8 +242,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	if len(r.Header.Values(lastEventIDHeader)) > 0 {
-		http.Error(w, "stream replay unsupported", http.StatusBadRequest)
+	if last := r.Header.Get(lastEventIDHeader); last != "" {
+		c.resume(w, r, last)
 		return
 	}
 	c.get(w, r)

@@ -40,6 +40,8 @@ type fixture struct {
 
 	// waiting receives the ID of each wait call once it runs.
 	waiting chan jsonrpc.ID
+	// resume lets a pause call answer.
+	resume chan struct{}
 }
 
 // principal is what the fixture binds a session to.
@@ -51,7 +53,7 @@ func newFixture(tb testing.TB, log hclog.Logger) *fixture {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	f := &fixture{sessions: map[string]*session.Session{}, waiting: make(chan jsonrpc.ID, 64)}
+	f := &fixture{sessions: map[string]*session.Session{}, waiting: make(chan jsonrpc.ID, 64), resume: make(chan struct{})}
 	methods := f.methods()
 	open := func(r *http.Request, id string) (*session.Session, error) {
 		s := session.New(session.Options{
@@ -97,7 +99,7 @@ func (f *fixture) opened() int {
 	return len(f.sessions)
 }
 
-var toolNames = []string{"echo", "progress", "roots", "wait", "empty"}
+var toolNames = []string{"echo", "progress", "roots", "wait", "empty", "pause", "notify_wait"}
 
 func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -168,6 +170,25 @@ func (f *fixture) callTool(ctx context.Context, r *session.Request) (any, error)
 		}
 	case "empty":
 		return &mcp.CallToolResult{}, nil
+	case "notify_wait":
+		// A progress notification, then the answer once the test lets it.
+		if err := r.Notify(ctx, "notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: 1}); err != nil {
+			return nil, err
+		}
+		<-f.resume
+		return textResult("after the wait"), nil
+	case "pause":
+		// As an upstream that closed its stream to be polled: the stream
+		// closes, the answer comes once the test lets it.
+		r.Pause(50 * time.Millisecond)
+		select {
+		case <-f.resume:
+		case <-ctx.Done():
+		}
+		if err := r.Notify(ctx, "notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: 1}); err != nil {
+			return nil, err
+		}
+		return textResult("after the pause"), nil
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", p.Name)}
 }
@@ -482,11 +503,15 @@ func readEvents(resp *http.Response) ([]string, error) {
 		switch {
 		case strings.HasPrefix(line, "event: "):
 			event = strings.TrimPrefix(line, "event: ")
+		case line == "data: " && event == "":
+			// A priming event (SEP-1699): an ID, and no data.
 		case strings.HasPrefix(line, "data: "):
 			if event != "message" {
 				return out, fmt.Errorf("data in event %q", event)
 			}
 			out = append(out, strings.TrimPrefix(line, "data: "))
+		case line == "":
+			event = ""
 		}
 	}
 	return out, sc.Err()
@@ -584,7 +609,8 @@ func TestRequestChecks(t *testing.T) {
 		{name: "GET without a session", method: http.MethodGet, sid: "-", hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusBadRequest},
 		{name: "GET of an unknown session", method: http.MethodGet, sid: "nope", hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusNotFound},
 		{name: "GET without event stream", method: http.MethodGet, hdr: map[string]string{"Accept": "application/json"}, status: http.StatusBadRequest},
-		{name: "GET with last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x_1"}, status: http.StatusBadRequest, want: "replay unsupported"},
+		{name: "GET with an unknown last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x_1"}, status: http.StatusNotFound, want: "no stream to resume"},
+		{name: "GET with a malformed last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x"}, status: http.StatusBadRequest, want: "names no event"},
 		// DNS rebinding: a loopback listener serves loopback names only.
 		{name: "foreign host", body: call, hdr: map[string]string{"Host": "evil.example", protocolVersionHeader: "2025-11-25"}, status: http.StatusForbidden},
 		{name: "localhost", body: call, hdr: map[string]string{"Host": "localhost", protocolVersionHeader: "2025-11-25"}, status: http.StatusOK},
@@ -876,7 +902,7 @@ func TestServerRequestInCall(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	var ask wireMsg
 	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && data != "" { // past the priming event
 			ask = decode(t, data)
 			break
 		}

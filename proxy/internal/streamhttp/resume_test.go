@@ -1,0 +1,109 @@
+package streamhttp
+
+import (
+	"bufio"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// sseEvent is one event of a stream as a client parses it.
+type sseEvent struct {
+	id, data string
+	retry    bool
+}
+
+// readSSE reads a whole event stream.
+func readSSE(t *testing.T, resp *http.Response) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur != (sseEvent{}) {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "retry: "):
+			cur.retry = true
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	return out
+}
+
+// TestResumeAfterPause: a call whose stream is paused (its upstream closed
+// its own) writes nothing more on its POST after a priming event and a
+// retry field; what it writes then, its answer included, comes on the GET
+// that names the last event seen; the stream cannot be taken up twice.
+func TestResumeAfterPause(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	resp := post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pause"}}`, v25)
+	// A lone call runs on its POST's goroutine: the POST ends once the
+	// call returns, with nothing after the pause on it.
+	f.resume <- struct{}{}
+	evs := readSSE(t, resp)
+	if len(evs) < 1 || evs[0].data != "" || evs[0].id == "" || !evs[0].retry {
+		t.Fatalf("paused stream: %+v, want a priming event with an ID and a retry field", evs)
+	}
+	for _, e := range evs {
+		if e.data != "" {
+			t.Fatalf("the paused stream carried %q", e.data)
+		}
+	}
+	got := readSSE(t, get(t, f, id, map[string]string{lastEventIDHeader: evs[0].id}))
+	if len(got) != 2 || !strings.Contains(got[0].data, "notifications/progress") || !strings.Contains(got[1].data, "after the pause") || got[1].id == "" {
+		t.Fatalf("resumed stream: %+v", got)
+	}
+	status(t, get(t, f, id, map[string]string{lastEventIDHeader: evs[0].id}), http.StatusNotFound)
+}
+
+// TestResumeAfterDisconnect: a client that drops a POST's stream mid-call,
+// after its first event, takes it up with that event's ID and gets the
+// answer written meanwhile; a 2025-06-18 stream has no IDs.
+func TestResumeAfterDisconnect(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	resp := post(t, f, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"notify_wait"}}`, v25)
+	sc := bufio.NewScanner(resp.Body)
+	var last string
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			last = v
+		}
+		if strings.Contains(sc.Text(), "notifications/progress") {
+			break
+		}
+	}
+	if last == "" {
+		t.Fatal("no event ID before the progress notification")
+	}
+	resp.Body.Close()
+	waitFor(t, "the stream kept for a GET", func() bool {
+		f.h.mu.Lock()
+		c := f.h.sessions[id]
+		f.h.mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.detached) == 1
+	})
+	f.resume <- struct{}{}
+	got := readSSE(t, get(t, f, id, map[string]string{lastEventIDHeader: last}))
+	if len(got) != 1 || !strings.Contains(got[0].data, `"id":"w"`) || !strings.Contains(got[0].data, "after the wait") {
+		t.Fatalf("resumed stream: %+v", got)
+	}
+
+	old := post(t, f, id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, map[string]string{protocolVersionHeader: "2025-06-18"})
+	for _, e := range readSSE(t, old) {
+		if e.id != "" || e.retry {
+			t.Fatalf("a 2025-06-18 stream has event IDs: %+v", e)
+		}
+	}
+}
