@@ -115,8 +115,16 @@ func TestModernUpstream(t *testing.T) {
 	}
 	answer := `"inputResponses":{"fixture":{"action":"accept","content":{"answer":"yes"}}},`
 	state := first.Result.RequestState
-	if status, body := call(answer + `"requestState":"u.` + state[2:len(state)-1] + `x",`); status != http.StatusBadRequest {
-		t.Errorf("altered state: %d %s, want 400", status, body)
+	// One character of the server's state, then of the seal, changed.
+	for _, i := range []int{3, len(state) - 5} {
+		c := byte('A')
+		if state[i] == 'A' {
+			c = 'B'
+		}
+		altered := state[:i] + string(c) + state[i+1:]
+		if status, body := call(answer + `"requestState":"` + altered + `",`); status != http.StatusBadRequest {
+			t.Errorf("altered state %q: %d %s, want 400", altered, status, body)
+		}
 	}
 	if status, body := call(answer + `"requestState":"` + state + `",`); status != http.StatusOK || !strings.Contains(body, "yes") {
 		t.Errorf("sealed state: %d %s, want the call's result", status, body)

@@ -39,6 +39,10 @@ import (
 // the client never answers ends with the ask's own bound (askClient: five
 // minutes), which fails the upstream's request and so the call.
 
+// b64 decodes requestState parts strictly: an encoding is refused unless
+// it is the one switchboard wrote, so no two states open to one.
+var b64 = base64.RawURLEncoding.Strict()
+
 // maxParked bounds the calls waiting for input at once; more are refused.
 const maxParked = 1024
 
@@ -271,11 +275,11 @@ func (pc *parkedCalls) openUpstream(sealed, bind string) (string, bool) {
 		return "", false
 	}
 	head, sig := sealed[:i], sealed[i+1:]
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := b64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
 		return "", false
 	}
-	state, err := base64.RawURLEncoding.DecodeString(head[len(upstreamPrefix):])
+	state, err := b64.DecodeString(head[len(upstreamPrefix):])
 	return string(state), err == nil
 }
 
@@ -473,7 +477,7 @@ func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
 		return "", 0, false
 	}
 	head, sig := state[:i], state[i+1:]
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := b64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
 		return "", 0, false
 	}
