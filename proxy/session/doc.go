@@ -10,7 +10,9 @@
 // methods (initialize, ping, logging/setLevel, server/discover) and the
 // notifications (initialized, cancelled, roots/list_changed); every other
 // method goes to the Methods table the caller gives it. A 2026-07-28
-// stateless request will be one more way into the same table.
+// request (modern.go) is one more way into the same table: it brings its
+// version, capabilities and log level in _meta, needs no initialize, and
+// leaves nothing in its session.
 //
 // It imports no package of this module but the go-sdk's types. A Session is
 // safe for concurrent use; it owns the goroutines it starts for requests
