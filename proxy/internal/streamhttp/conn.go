@@ -198,32 +198,13 @@ func (s *stream) release() {
 func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var id string
-	if s.id != "" {
-		s.seq++
-		id = s.eventID(s.seq)
-	}
-	event, err := encodeEvent(msg, id)
+	event, answer, last, wasFinished, err := s.next(msg)
 	if err != nil {
 		return err
 	}
-	last, answer := false, false
-	if r, ok := msg.(*jsonrpc.Response); ok && s.calls[r.ID] {
-		delete(s.calls, r.ID)
-		last, answer = len(s.calls) == 0, true
-	}
-	wasFinished := s.finished
-	if last {
-		s.finished = true
-	}
-	if s.id != "" && !s.wrote && s.w != nil {
-		// The priming event goes with the stream's first event: one write
-		// still carries a lone answer.
-		event = append(s.priming(), event...)
-	}
 	if s.w == nil {
 		if s.id != "" && !wasFinished && (s.detached || s.ending.Load()) {
-			s.keep(event, answer)
+			s.keep(event, answer) // for a GET that takes the stream up (resume.go)
 			if last {
 				close(s.done)
 			}
@@ -231,15 +212,14 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		}
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
 	}
-
-	if status := errorStatus(msg); last && !s.wrote && s.modern && status != 0 {
-		// SEP-2575: a protocol error is the whole answer, with its status.
-		r := msg.(*jsonrpc.Response)
-		writeError(s.w, status, r.ID, r.Error.(*jsonrpc.Error))
-		s.wrote = true
-		s.w = nil
-		close(s.done)
+	if last && !s.wrote && s.modern && s.wholeAnswer(msg) {
 		return nil
+	}
+	out := event
+	if s.id != "" && !s.wrote {
+		// The priming event goes with the stream's first event: one write
+		// still carries a lone answer.
+		out = append(s.priming(), event...)
 	}
 	if last && !s.wrote {
 		// The POST's only event: with its length known, net/http sends
@@ -247,14 +227,14 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		// and the response has no chunked ending left to write when the
 		// handler returns (a second write, and a second wake-up of the
 		// client, per answered call).
-		s.w.Header().Set("Content-Length", strconv.Itoa(len(event)))
+		s.w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	}
 	s.wrote = true
 	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if s.ending.Load() {
 		_ = s.rc.SetWriteDeadline(time.Now())
 	}
-	_, err = s.w.Write(event)
+	_, err = s.w.Write(out)
 	// Flushed even when it is the last: a shutdown that waits for POST
 	// handlers closes the connections once they return, which can be
 	// before net/http wrote what the handler left buffered.
@@ -272,13 +252,51 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 			close(s.broken)
 		}
 		if s.id != "" {
-			// Kept for a GET that takes the stream up (resume.go).
-			s.keep(event, answer)
+			s.keep(event, answer) // for a GET that takes the stream up
 			return nil
 		}
 		return fmt.Errorf("stream write: %w", err)
 	}
 	return nil
+}
+
+// next encodes msg as the stream's next event (with its ID on a resumable
+// stream) and notes whether it answers one of the POST's calls and the
+// last of them; s.mu held.
+func (s *stream) next(msg jsonrpc.Message) (event []byte, answer, last, wasFinished bool, err error) {
+	var id string
+	if s.id != "" {
+		s.seq++
+		id = s.eventID(s.seq)
+	}
+	if event, err = encodeEvent(msg, id); err != nil {
+		return nil, false, false, false, err
+	}
+	if r, ok := msg.(*jsonrpc.Response); ok && s.calls[r.ID] {
+		delete(s.calls, r.ID)
+		last, answer = len(s.calls) == 0, true
+	}
+	wasFinished = s.finished
+	if last {
+		s.finished = true
+	}
+	return event, answer, last, wasFinished, nil
+}
+
+// wholeAnswer writes a 2026-07-28 request's protocol error as the whole
+// answer, with its HTTP status (SEP-2575), and reports whether it did;
+// s.mu held.
+func (s *stream) wholeAnswer(msg jsonrpc.Message) bool {
+	status := errorStatus(msg)
+	if status == 0 {
+		return false
+	}
+	r := msg.(*jsonrpc.Response)
+	writeError(s.w, status, r.ID, r.Error.(*jsonrpc.Error))
+	s.wrote = true
+	s.w = nil
+	close(s.done)
+	return true
 }
 
 // encodeEvent is msg as one SSE message event, with event ID id if it is
