@@ -166,29 +166,7 @@ func TestModernClient(t *testing.T) {
 		// Eight calls, each in three rounds, at once: every call gets its
 		// own answers.
 		eventually(t, 20*time.Second, "the HTTP fixture's tools", func() bool { return listTools(t, cs)["mcp_h_elicit_rounds"] != nil })
-		asked.Store(0)
-		errs := make(chan string, 8)
-		for range 8 {
-			go func() {
-				res, err := callTool(t, cs, "mcp_h_elicit_rounds", map[string]any{"rounds": 3})
-				switch {
-				case err != nil:
-					errs <- err.Error()
-				case !strings.Contains(textOf(res), "a1,a2,a3"):
-					errs <- textOf(res)
-				default:
-					errs <- ""
-				}
-			}()
-		}
-		for range 8 {
-			if e := <-errs; e != "" {
-				t.Errorf("concurrent rounds: %s", e)
-			}
-		}
-		if n := asked.Load(); n != 24 {
-			t.Errorf("the client was asked %d times, want 24", n)
-		}
+		concurrentRounds(t, cs, "mcp_h_elicit_rounds", &asked)
 	})
 }
 
@@ -317,4 +295,34 @@ func postRaw(t *testing.T, addr, path, method, name, body string) (int, http.Hea
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(data)
+}
+
+// concurrentRounds makes eight calls of tool (the fixture's elicit_rounds)
+// at once, each in three rounds, and checks that every call got its own
+// answers and that the client was asked 24 times in all.
+func concurrentRounds(t *testing.T, cs *mcp.ClientSession, tool string, asked *atomic.Int32) {
+	t.Helper()
+	asked.Store(0)
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			res, err := callTool(t, cs, tool, map[string]any{"rounds": 3})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case !strings.Contains(textOf(res), "a1,a2,a3"):
+				errs <- textOf(res)
+			default:
+				errs <- ""
+			}
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Errorf("concurrent rounds: %s", e)
+		}
+	}
+	if n := asked.Load(); n != 24 {
+		t.Errorf("the client was asked %d times, want 24", n)
+	}
 }

@@ -66,29 +66,7 @@ func TestModernUpstream(t *testing.T) {
 			if err != nil || len(prompt.Messages) != 1 || !strings.Contains(fmt.Sprint(prompt.Messages[0].Content.(*mcp.TextContent).Text), "answers: a1,a2") {
 				t.Errorf("interview: %v %+v", err, prompt)
 			}
-			asked.Store(0)
-			errs := make(chan string, 8)
-			for range 8 {
-				go func() {
-					res, err := callTool(t, cs, "mcp_m_elicit_rounds", map[string]any{"rounds": 3})
-					switch {
-					case err != nil:
-						errs <- err.Error()
-					case !strings.Contains(textOf(res), "a1,a2,a3"):
-						errs <- textOf(res)
-					default:
-						errs <- ""
-					}
-				}()
-			}
-			for range 8 {
-				if e := <-errs; e != "" {
-					t.Errorf("concurrent rounds: %s", e)
-				}
-			}
-			if n := asked.Load(); n != 24 {
-				t.Errorf("the client was asked %d times, want 24", n)
-			}
+			concurrentRounds(t, cs, "mcp_m_elicit_rounds", &asked)
 		})
 	}
 

@@ -88,8 +88,23 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 	if err := p.held.take(pr, cur.snap.Config.SessionLimit()); err != nil {
 		return nil, err
 	}
-	ss := session.New(session.Options{
-		ID:           id,
+	opt := p.sessionOptions(pr)
+	opt.ID = id
+	opt.OnLevel = func(*session.Session, mcp.LoggingLevel) { p.setLevel(context.Background(), pr.view) }
+	opt.OnRootsChanged = func(ss *session.Session) {
+		for _, h := range p.clientHandlesOf(ss) {
+			_ = h.Notify(context.Background(), "notifications/roots/list_changed", nil)
+		}
+	}
+	opt.OnClose = p.closeSessionOf(pr)
+	ss := session.New(opt, out)
+	p.sessions.Store(ss, pr.view)
+	return ss, nil
+}
+
+// sessionOptions are what every session of principal pr has.
+func (p *Proxy) sessionOptions(pr principal) session.Options {
+	return session.Options{
 		Principal:    pr,
 		Methods:      p.dispatch,
 		ServerInfo:   p.serverInfo,
@@ -97,33 +112,30 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		Instructions: instructions,
 		Cache:        pr.cache(),
 		OfferModern:  p.offerModern(pr.view),
-		OnLevel:      func(*session.Session, mcp.LoggingLevel) { p.setLevel(context.Background(), pr.view) },
-		OnRootsChanged: func(ss *session.Session) {
-			for _, h := range p.clientHandlesOf(ss) {
-				_ = h.Notify(context.Background(), "notifications/roots/list_changed", nil)
-			}
-		},
-		OnClose: func(ss *session.Session) {
-			p.sessions.Delete(ss)
-			p.found.Delete(ss)
-			p.held.give(pr)
-			select {
-			case p.sessionGone <- struct{}{}:
-			default:
-			}
-			if v := p.serving.Load().views[pr.view]; v != nil {
-				for _, uri := range ss.Subscriptions() {
-					if e := v.ownerOf(uri); e != nil {
-						_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
-					}
+		Logger:       p.sessLog,
+	}
+}
+
+// closeSessionOf is what ends with a session: its place in the session
+// lists, its subscriptions upstream and its per-client servers.
+func (p *Proxy) closeSessionOf(pr principal) func(*session.Session) {
+	return func(ss *session.Session) {
+		p.sessions.Delete(ss)
+		p.found.Delete(ss)
+		p.held.give(pr)
+		select {
+		case p.sessionGone <- struct{}{}:
+		default:
+		}
+		if v := p.serving.Load().views[pr.view]; v != nil {
+			for _, uri := range ss.Subscriptions() {
+				if e := v.ownerOf(uri); e != nil {
+					_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
 				}
 			}
-			p.closeClients(func(k clientKey) bool { return k.ss == ss })
-		},
-		Logger: p.sessLog,
-	}, out)
-	p.sessions.Store(ss, pr.view)
-	return ss, nil
+		}
+		p.closeClients(func(k clientKey) bool { return k.ss == ss })
+	}
 }
 
 // sessionCounts counts the open sessions of each principal, to hold each
@@ -177,20 +189,12 @@ func (p *Proxy) openStateless(pr principal) (*session.Session, error) {
 	if p.serving.Load().views[pr.view] == nil {
 		return nil, fmt.Errorf("view %q: no such view", pr.view)
 	}
-	return session.New(session.Options{
-		Principal:    pr,
-		Methods:      p.dispatch,
-		ServerInfo:   p.serverInfo,
-		Capabilities: capabilities,
-		Instructions: instructions,
-		Cache:        pr.cache(),
-		OfferModern:  p.offerModern(pr.view),
-		OnClose: func(ss *session.Session) {
-			p.found.Delete(ss)
-			p.closeClients(func(k clientKey) bool { return k.ss == ss })
-		},
-		Logger: p.sessLog,
-	}, nil), nil
+	opt := p.sessionOptions(pr)
+	opt.OnClose = func(ss *session.Session) {
+		p.found.Delete(ss)
+		p.closeClients(func(k clientKey) bool { return k.ss == ss })
+	}
+	return session.New(opt, nil), nil
 }
 
 // cache is what 2026-07-28 answers in pr's view say about caching: they
