@@ -192,7 +192,9 @@ func sseEvents(r io.Reader, fn func(event, data string) bool) error {
 	for sc.Scan() {
 		line := strings.TrimSuffix(sc.Text(), "\r")
 		if line == "" {
-			if len(data) > 0 && !fn(event, strings.Join(data, "\n")) {
+			// An event with no data is not dispatched, as EventSource does
+			// (a SEP-1699 priming event: an ID, a retry, empty data).
+			if joined := strings.Join(data, "\n"); joined != "" && !fn(event, joined) {
 				return nil
 			}
 			event, data = "", nil
