@@ -18,10 +18,10 @@ import (
 // of elicitation, roots (through a per-client server), a resource, a
 // prompt, and a subscribed resource's update.
 //
-// A 2026-07-28 client that declares roots in a view with a per-client
-// server is offered a legacy session (docs/protocol.md); pinned to
-// 2026-07-28, the go-sdk then falls back to 2025-11-25. In a view without
-// one it speaks 2026-07-28, and the roots step is left out.
+// A 2026-07-28 client in a view with a per-client server is offered a
+// legacy session (docs/protocol.md); pinned to 2026-07-28, the go-sdk then
+// falls back to 2025-11-25. In a view without one it speaks 2026-07-28,
+// and the roots step is left out.
 func TestGoSDKClients(t *testing.T) {
 	t.Parallel()
 	fx := map[string]any{"command": fixture, "args": []string{"--name", "f"}}

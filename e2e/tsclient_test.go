@@ -18,9 +18,8 @@ import (
 // elicitation, gives its roots, reads a resource, gets a prompt and hears
 // of a subscribed resource's update (testdata/tsclient/client.mjs).
 //
-// With a per-client server (roots go only to one) every client declaring
-// roots keeps a legacy session, v2 auto too: a per-client server's request
-// outside a call has no 2026-07-28 request to ride on. Without one, v2
+// In a view with a per-client server (roots go only to one) every client
+// keeps a legacy session, v2 auto too (docs/protocol.md). Without one, v2
 // auto speaks 2026-07-28 and the roots step is left out (a shared server
 // is given no client's roots, in either era).
 func TestTypeScriptClients(t *testing.T) {

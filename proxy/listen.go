@@ -109,17 +109,14 @@ func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
 }
 
 // offerModern is the rule for offering 2026-07-28 in server/discover: a
-// client is offered it when switchboard relays, in that era, everything
-// the client declared. An upstream's sampling, elicitation and roots
-// requests inside a call become input_required results (mrtr.go); a
-// per-client server's requests outside any call (roots, typically at its
-// start) have no request to ride on. A client that declares roots in a
-// view with a per-client server keeps a legacy session, where they work.
+// client is offered it unless the view has a per-client server. Such a
+// server belongs to one session: its requests outside a call (roots,
+// typically at its start) have no 2026-07-28 request to ride on, and a
+// call waiting for the client's input outlives the request that started
+// it, whose session would end the server. Those clients keep a legacy
+// session, where all of it works.
 func (p *Proxy) offerModern(viewID string) func(*mcp.ClientCapabilities) bool {
-	return func(caps *mcp.ClientCapabilities) bool {
-		if caps == nil || caps.RootsV2 == nil {
-			return true
-		}
+	return func(*mcp.ClientCapabilities) bool {
 		if vs := p.serving.Load().snap.Views[viewID]; vs != nil {
 			for _, e := range vs.Servers {
 				if e.PerClient {
