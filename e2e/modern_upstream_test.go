@@ -108,6 +108,17 @@ func TestModernUpstream(t *testing.T) {
 		t.Errorf("sealed state: %d %s, want the call's result", status, body)
 	}
 
+	// The server's x-mcp-header argument goes in its Mcp-Param-* header,
+	// computed from the server's own schema (its SDK refuses the call
+	// without it), non-ASCII base64-wrapped.
+	for _, region := range []string{"eu-west", "zürich"} {
+		status, _, body = postRaw(t, s.addr, "/mcp", "tools/call", "mcp_m_header_echo",
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"mcp_m_header_echo","arguments":{"region":"`+region+`"},`+meta+`}}`)
+		if status != http.StatusOK || !strings.Contains(body, "region "+region) {
+			t.Errorf("header_echo %s: %d %s", region, status, body)
+		}
+	}
+
 	// A request's log level reaches the server with it.
 	logMeta := strings.Replace(meta, `"_meta":{`, `"_meta":{"io.modelcontextprotocol/logLevel":"info",`, 1)
 	_, _, body = postRaw(t, s.addr, "/mcp", "tools/call", "mcp_m_log",

@@ -380,6 +380,9 @@ func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams, sink Sink)
 	if p.Arguments == nil {
 		p.Arguments = map[string]any{} // never send a null
 	}
+	if cat := h.catalog.Load(); cat != nil && cat.params[p.Name] != nil {
+		ctx = context.WithValue(ctx, paramHeadersKey{}, cat.params[p.Name])
+	}
 	raw, err := h.Call(ctx, "tools/call", p, sink)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,10 @@ type Catalog struct {
 	// asked for again on the server's next list_changed or after a backoff
 	// of 5 s doubling to 5 min. A failing tools/list fails the start.
 	Errors map[string]string
+
+	// params are the Mcp-Param-* bindings of the tools of a 2026-07-28
+	// server (paramheaders.go), by tool name.
+	params map[string][]paramBinding
 }
 
 // Catalog completeness, as Status reports it.
@@ -101,6 +105,7 @@ func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only 
 	cat := &Catalog{}
 	if prev != nil {
 		cat.Tools, cat.Prompts, cat.Resources, cat.Templates = prev.Tools, prev.Prompts, prev.Resources, prev.Templates
+		cat.params = prev.params
 	}
 	var (
 		tools     []*mcp.Tool
@@ -168,6 +173,9 @@ func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only 
 		switch {
 		case l.err == nil:
 			l.keep()
+			if l.method == ListTools && cl.isModern() {
+				cat.params = paramBindings(cat.Tools)
+			}
 		case l.method == ListTools:
 			return nil, fmt.Errorf("%s: %w", l.method, l.err)
 		default:

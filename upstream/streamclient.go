@@ -285,6 +285,9 @@ func (p *streamablePost) send(data []byte) (*http.Response, error) {
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
 	if p.modern != nil {
 		modernHeaders(hreq.Header, p.modern)
+		if p.modern.Method == "tools/call" {
+			setParamHeaders(p.ctx, hreq.Header, p.modern.Params)
+		}
 		sent = false
 	}
 	resp, err := c.client.Do(hreq)
