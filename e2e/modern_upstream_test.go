@@ -150,3 +150,45 @@ func TestModernUpstream(t *testing.T) {
 		t.Fatal("no tools/list_changed from the 2026-07-28 server")
 	}
 }
+
+// TestSharedRequestStateKey: two switchboards with the same
+// requestStateKey accept each other's sealed states (a 2026-07-28 call's
+// retry may land on another replica); with another key, it is refused.
+func TestSharedRequestStateKey(t *testing.T) {
+	t.Parallel()
+	url, _ := startFixtureHTTP(t, "http", "--name", "m", "--stateless")
+	start := func(key string) *sb {
+		t.Helper()
+		s := startSwitchboardIn(t, t.TempDir(), t.TempDir(), map[string]any{
+			"requestStateKey": "secret://env/SB_STATE_KEY",
+			"servers":         map[string]any{"m": map[string]any{"type": "http", "url": url}},
+		}, []string{"SB_STATE_KEY=" + key})
+		eventually(t, 20*time.Second, "m ready", func() bool { return s.serverStatus(t, "m")["state"] == "ready" })
+		return s
+	}
+	const shared = "a deployment's key, shared by its replicas: 0123456789"
+	a, b, other := start(shared), start(shared), start(shared+" but another")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	call := func(s *sb, extra string) (int, string) {
+		status, _, body := postRaw(t, s.addr, "/mcp", "tools/call", "mcp_m_elicit_rounds",
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_m_elicit_rounds","arguments":{"rounds":1},`+extra+meta+`}}`)
+		return status, body
+	}
+	_, body := call(a, "")
+	var first struct {
+		Result struct {
+			RequestState string `json:"requestState"`
+		} `json:"result"`
+	}
+	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
+	if json.Unmarshal([]byte(data), &first) != nil || first.Result.RequestState == "" {
+		t.Fatalf("first round: %s", body)
+	}
+	retry := `"inputResponses":{"fixture":{"action":"accept","content":{"answer":"from b"}}},"requestState":"` + first.Result.RequestState + `",`
+	if status, body := call(b, retry); status != http.StatusOK || !strings.Contains(body, "from b") {
+		t.Errorf("the retry on a replica with the same key: %d %s", status, body)
+	}
+	if status, body := call(other, retry); status != http.StatusBadRequest || !strings.Contains(body, "-32602") {
+		t.Errorf("the retry on a switchboard with another key: %d %s, want 400 and -32602", status, body)
+	}
+}

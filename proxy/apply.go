@@ -24,6 +24,10 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
+	stateKey, err := p.resolveStateKey(ctx, c)
+	if err != nil {
+		return &ConfigError{err}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	obs := &observers{}
@@ -60,6 +64,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	p.gen++
 	snap := buildSnapshot(p.gen, c, hp.next, planned)
 	snap.auth, snap.reloadToken = at, reloadToken
+	p.parked.useKey(stateKey)
 	p.handles = hp.next
 	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
 		p.log.SetLevel(lvl)

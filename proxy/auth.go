@@ -189,3 +189,22 @@ func (p *Proxy) checkHost(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// minStateKey is the fewest bytes requestStateKey may resolve to.
+const minStateKey = 32
+
+// resolveStateKey resolves requestStateKey ("": unset).
+func (p *Proxy) resolveStateKey(ctx context.Context, c *config.Config) (string, error) {
+	if c.RequestStateKey == "" {
+		return "", nil
+	}
+	v, err := p.resolver.Expand(ctx, c.RequestStateKey)
+	if err != nil {
+		return "", fmt.Errorf("requestStateKey: %w", err)
+	}
+	if len(v) < minStateKey {
+		return "", fmt.Errorf("requestStateKey: resolved to %d bytes; at least %d are needed (e.g. openssl rand -base64 48)", len(v), minStateKey)
+	}
+	p.redactor.Add(v)
+	return v, nil
+}

@@ -48,7 +48,8 @@ const maxParked = 1024
 
 // parkedCalls are the calls of 2026-07-28 requests that asked for input.
 type parkedCalls struct {
-	key []byte // HMAC key of requestState, made per process
+	own []byte                  // HMAC key of requestState made by this process
+	key atomic.Pointer[[]byte] // the one in use: own, or requestStateKey's
 
 	mu    sync.Mutex
 	calls map[string]*parkedCall
@@ -57,7 +58,22 @@ type parkedCalls struct {
 func newParkedCalls() *parkedCalls {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	return &parkedCalls{key: key, calls: map[string]*parkedCall{}}
+	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}}
+	pc.key.Store(&key)
+	return pc
+}
+
+// useKey keys requestStates with secret (requestStateKey, resolved; ""
+// the process's own key). A state issued under another key no longer
+// opens.
+func (pc *parkedCalls) useKey(secret string) {
+	if secret == "" {
+		pc.key.Store(&pc.own)
+		return
+	}
+	sum := sha256.Sum256([]byte(secret))
+	key := sum[:]
+	pc.key.Store(&key)
 }
 
 // parkedCall is one call running for a 2026-07-28 client.
@@ -487,7 +503,7 @@ func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
 }
 
 func (pc *parkedCalls) mac(id, bind string) []byte {
-	m := hmac.New(sha256.New, pc.key)
+	m := hmac.New(sha256.New, *pc.key.Load())
 	m.Write([]byte(id))
 	m.Write([]byte{0})
 	m.Write([]byte(bind))

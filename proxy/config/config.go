@@ -75,6 +75,10 @@ type Config struct {
 	// Discovery is how the default view lists its tools (and every agent's
 	// that sets none of its own).
 	Discovery *Discovery `json:"discovery,omitempty"`
+	// RequestStateKey keys the HMAC of the requestStates switchboard gives
+	// 2026-07-28 clients (usually a secret:// reference): replicas that
+	// share it accept each other's. Unset: a key made per process.
+	RequestStateKey string `json:"requestStateKey,omitempty"`
 
 	// Notes is what loading the file decided that is not an error: keys
 	// of another client it skipped, values it read in another client's
