@@ -48,7 +48,7 @@ const maxParked = 1024
 
 // parkedCalls are the calls of 2026-07-28 requests that asked for input.
 type parkedCalls struct {
-	own []byte                  // HMAC key of requestState made by this process
+	own []byte                 // HMAC key of requestState made by this process
 	key atomic.Pointer[[]byte] // the one in use: own, or requestStateKey's
 
 	mu    sync.Mutex
