@@ -104,8 +104,7 @@ func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only 
 	caps := serverCaps(cl)
 	cat := &Catalog{}
 	if prev != nil {
-		cat.Tools, cat.Prompts, cat.Resources, cat.Templates = prev.Tools, prev.Prompts, prev.Resources, prev.Templates
-		cat.params = prev.params
+		cat.Tools, cat.Prompts, cat.Resources, cat.Templates, cat.params = prev.Tools, prev.Prompts, prev.Resources, prev.Templates, prev.params
 	}
 	var (
 		tools     []*mcp.Tool
@@ -120,7 +119,7 @@ func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only 
 			fetch: func() error {
 				return listAll(ctx, cl, ListTools, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) { return r.Tools, r.NextCursor }, &tools)
 			},
-			keep: func() { cat.Tools = tools }, clear: func() { cat.Tools = nil },
+			keep: func() { cat.Tools, cat.params = tools, toolParams(cl, tools) }, clear: func() { cat.Tools, cat.params = nil, nil },
 		},
 		{
 			method: ListPrompts, listed: caps != nil && caps.Prompts != nil && !sp.SkipPrompts,
@@ -173,9 +172,6 @@ func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only 
 		switch {
 		case l.err == nil:
 			l.keep()
-			if l.method == ListTools && cl.isModern() {
-				cat.params = paramBindings(cat.Tools)
-			}
 		case l.method == ListTools:
 			return nil, fmt.Errorf("%s: %w", l.method, l.err)
 		default:

@@ -26,6 +26,15 @@ type paramBinding struct {
 	header string
 }
 
+// toolParams are the bindings of the tools of cl's server, if it speaks
+// 2026-07-28 (only such requests carry the headers).
+func toolParams(cl *client, tools []*mcp.Tool) map[string][]paramBinding {
+	if !cl.isModern() {
+		return nil
+	}
+	return paramBindings(tools)
+}
+
 // paramBindings reads the x-mcp-header marks of each listed tool that has
 // any; nil when none has.
 func paramBindings(tools []*mcp.Tool) map[string][]paramBinding {
