@@ -53,6 +53,12 @@ type parkedCalls struct {
 
 	mu    sync.Mutex
 	calls map[string]*parkedCall
+
+	// The calls' goroutines are the parkedCalls': close cancels them all
+	// and waits for them.
+	wg     sync.WaitGroup
+	done   context.Context
+	finish context.CancelFunc
 }
 
 func newParkedCalls() *parkedCalls {
@@ -60,7 +66,14 @@ func newParkedCalls() *parkedCalls {
 	_, _ = rand.Read(key)
 	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}}
 	pc.key.Store(&key)
+	pc.done, pc.finish = context.WithCancel(context.Background())
 	return pc
+}
+
+// close cancels the calls still running and waits for them.
+func (pc *parkedCalls) close() {
+	pc.finish()
+	pc.wg.Wait()
 }
 
 // useKey keys requestStates with secret (requestStateKey, resolved; ""
@@ -347,15 +360,17 @@ func (pc *parkedCalls) start(ctx context.Context, r *session.Request, bind strin
 	// its end: it ends with its own cancel.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
+	stop := context.AfterFunc(pc.done, cancel)
 	detached := r.Detach(&c.relay, c.ask)
-	go func() {
+	pc.wg.Go(func() {
+		defer stop()
 		defer cancel()
 		c.res, c.err = next(cctx, detached)
 		pc.mu.Lock()
 		delete(pc.calls, id)
 		pc.mu.Unlock()
 		close(c.done)
-	}()
+	})
 	return c, nil
 }
 

@@ -424,6 +424,9 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 		}()
 	}
 	wg.Wait()
+	// Calls waiting for a 2026-07-28 client's input end with their
+	// upstreams, or now.
+	p.parked.close()
 	_ = p.resolver.Close()
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
