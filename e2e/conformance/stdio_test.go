@@ -65,8 +65,8 @@ func TestStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(lt.Tools) != len(tools) {
-		t.Errorf("tools/list has %d tools, want %d", len(lt.Tools), len(tools))
+	if want := len(tools) + len(mrtrTools); len(lt.Tools) != want {
+		t.Errorf("tools/list has %d tools, want %d", len(lt.Tools), want)
 	}
 	for _, tl := range lt.Tools {
 		if tl.Name == jsonSchema202012Tool {
