@@ -33,11 +33,13 @@ import (
 // one round when the server asks them at once.
 //
 // The requestState is switchboard's: a random ID of the parked call and the
-// round, with an HMAC (key per process) over them, the caller and what the
-// call is about, so a state cannot be forged, altered, replayed from an
-// earlier round or taken to another caller. A round
-// the client never answers ends with the ask's own bound (askClient: five
-// minutes), which fails the upstream's request and so the call.
+// round, with an HMAC (a key per process, or requestStateKey's) over them,
+// the caller and what the call is about, so a state cannot be forged,
+// altered, replayed from an earlier round or taken to another caller. A
+// round the client never answers ends with the ask's own bound (five
+// minutes), which fails the upstream's request and so the call. What the
+// call reports meanwhile goes to the request of it that is current, under
+// the first request's progress token.
 
 // b64 decodes requestState parts strictly: an encoding is refused unless
 // it is the one switchboard wrote, so no two states open to one.
