@@ -222,30 +222,20 @@ func TestModernWire(t *testing.T) {
 	// A call that asks for input answers input_required with switchboard's
 	// requestState; a tampered state, or one taken to another endpoint,
 	// is refused; the untouched one continues the call.
-	elicitCaps := strings.Replace(meta, `clientCapabilities":{}`, `clientCapabilities":{"elicitation":{}}`, 1)
 	call := func(path, extra string) (int, string) {
-		status, _, body := postRaw(t, s.addr, path, "tools/call", "mcp_f_elicit_rounds",
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_f_elicit_rounds","arguments":{"rounds":1},`+extra+elicitCaps+`}}`)
+		status, body, _ := elicitOnce(t, s.addr, path, "mcp_f_elicit_rounds", extra)
 		return status, body
 	}
-	status, body := call("/mcp", "")
-	var first struct {
-		Result struct {
-			ResultType    string                     `json:"resultType"`
-			InputRequests map[string]json.RawMessage `json:"inputRequests"`
-			RequestState  string                     `json:"requestState"`
-		} `json:"result"`
-	}
-	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
-	if status != http.StatusOK || json.Unmarshal([]byte(data), &first) != nil || first.Result.ResultType != "input_required" || len(first.Result.InputRequests) != 1 {
+	status, body, first := elicitOnce(t, s.addr, "/mcp", "mcp_f_elicit_rounds", "")
+	if status != http.StatusOK || first.ResultType != "input_required" || len(first.InputRequests) != 1 {
 		t.Fatalf("elicit_rounds: %d %s, want input_required", status, body)
 	}
 	var key string
-	for k := range first.Result.InputRequests {
+	for k := range first.InputRequests {
 		key = k
 	}
 	answer := `"inputResponses":{"` + key + `":{"action":"accept","content":{"answer":"yes"}}},`
-	state := first.Result.RequestState
+	state := first.RequestState
 	tampered := state[:len(state)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(state, "AA")]
 	for _, tc := range []struct{ path, state string }{{"/mcp", tampered}, {"/mcp", "x" + state}, {"/agents/bot/mcp", state}} {
 		if status, body := call(tc.path, answer+`"requestState":"`+tc.state+`",`); status != http.StatusBadRequest || !strings.Contains(body, "-32602") {
@@ -325,4 +315,31 @@ func concurrentRounds(t *testing.T, cs *mcp.ClientSession, tool string, asked *a
 	if n := asked.Load(); n != 24 {
 		t.Errorf("the client was asked %d times, want 24", n)
 	}
+}
+
+// elicitMeta is the _meta of a 2026-07-28 request from a client that
+// declares elicitation.
+const elicitMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+
+// inputRound is a 2026-07-28 result as its client reads it.
+type inputRound struct {
+	ResultType    string                     `json:"resultType"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+}
+
+// elicitOnce calls tool (the fixture's elicit_rounds, for one round) at
+// addr and path as a client declaring elicitation, with extra params
+// before _meta. It returns the status, the body and the result read from
+// it (zero when there is none).
+func elicitOnce(t *testing.T, addr, path, tool, extra string) (int, string, inputRound) {
+	t.Helper()
+	status, _, body := postRaw(t, addr, path, "tools/call", tool,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"rounds":1},`+extra+elicitMeta+`}}`)
+	var m struct {
+		Result inputRound `json:"result"`
+	}
+	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
+	_ = json.Unmarshal([]byte(data), &m)
+	return status, body, m.Result
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,27 +71,18 @@ func TestModernUpstream(t *testing.T) {
 
 	// The wire of a 2026-07-28 client: the upstream's own input key, a
 	// state sealed by switchboard, refused when altered.
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	meta := elicitMeta
 	call := func(extra string) (int, string) {
-		status, _, body := postRaw(t, s.addr, "/mcp", "tools/call", "mcp_m_elicit_rounds",
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_m_elicit_rounds","arguments":{"rounds":1},`+extra+meta+`}}`)
+		status, body, _ := elicitOnce(t, s.addr, "/mcp", "mcp_m_elicit_rounds", extra)
 		return status, body
 	}
-	status, body := call("")
-	var first struct {
-		Result struct {
-			ResultType    string                     `json:"resultType"`
-			InputRequests map[string]json.RawMessage `json:"inputRequests"`
-			RequestState  string                     `json:"requestState"`
-		} `json:"result"`
-	}
-	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
-	if status != http.StatusOK || json.Unmarshal([]byte(data), &first) != nil || first.Result.ResultType != "input_required" ||
-		first.Result.InputRequests["fixture"] == nil || !strings.HasPrefix(first.Result.RequestState, "u.") {
+	status, body, first := elicitOnce(t, s.addr, "/mcp", "mcp_m_elicit_rounds", "")
+	if status != http.StatusOK || first.ResultType != "input_required" ||
+		first.InputRequests["fixture"] == nil || !strings.HasPrefix(first.RequestState, "u.") {
 		t.Fatalf("elicit_rounds: %d %s, want input_required with the server's key and a sealed state", status, body)
 	}
 	answer := `"inputResponses":{"fixture":{"action":"accept","content":{"answer":"yes"}}},`
-	state := first.Result.RequestState
+	state := first.RequestState
 	// One character of the server's state, then of the seal, changed.
 	for _, i := range []int{3, len(state) - 5} {
 		c := byte('A')
@@ -168,23 +158,15 @@ func TestSharedRequestStateKey(t *testing.T) {
 	}
 	const shared = "a deployment's key, shared by its replicas: 0123456789"
 	a, b, other := start(shared), start(shared), start(shared+" but another")
-	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
 	call := func(s *sb, extra string) (int, string) {
-		status, _, body := postRaw(t, s.addr, "/mcp", "tools/call", "mcp_m_elicit_rounds",
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mcp_m_elicit_rounds","arguments":{"rounds":1},`+extra+meta+`}}`)
+		status, body, _ := elicitOnce(t, s.addr, "/mcp", "mcp_m_elicit_rounds", extra)
 		return status, body
 	}
-	_, body := call(a, "")
-	var first struct {
-		Result struct {
-			RequestState string `json:"requestState"`
-		} `json:"result"`
-	}
-	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
-	if json.Unmarshal([]byte(data), &first) != nil || first.Result.RequestState == "" {
+	_, body, first := elicitOnce(t, a.addr, "/mcp", "mcp_m_elicit_rounds", "")
+	if first.RequestState == "" {
 		t.Fatalf("first round: %s", body)
 	}
-	retry := `"inputResponses":{"fixture":{"action":"accept","content":{"answer":"from b"}}},"requestState":"` + first.Result.RequestState + `",`
+	retry := `"inputResponses":{"fixture":{"action":"accept","content":{"answer":"from b"}}},"requestState":"` + first.RequestState + `",`
 	if status, body := call(b, retry); status != http.StatusOK || !strings.Contains(body, "from b") {
 		t.Errorf("the retry on a replica with the same key: %d %s", status, body)
 	}

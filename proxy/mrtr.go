@@ -72,7 +72,8 @@ func newParkedCalls() *parkedCalls {
 	return pc
 }
 
-// close cancels the calls still running and waits for them.
+// close cancels the calls still running and waits for them. It is safe to
+// call again and concurrently.
 func (pc *parkedCalls) close() {
 	pc.finish()
 	pc.wg.Wait()
@@ -112,12 +113,7 @@ type parkedCall struct {
 type inputAsk struct {
 	method string
 	params json.RawMessage
-	reply  chan inputReply
-}
-
-type inputReply struct {
-	raw json.RawMessage
-	err error
+	reply  chan json.RawMessage // the client's answer
 }
 
 // relay is a session.Stream that writes to the stream of whichever
@@ -383,15 +379,15 @@ func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.R
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
-	a := &inputAsk{method: method, params: raw, reply: make(chan inputReply, 1)}
+	a := &inputAsk{method: method, params: raw, reply: make(chan json.RawMessage, 1)}
 	select {
 	case c.asks <- a:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	select {
-	case rep := <-a.reply:
-		return rep.raw, rep.err
+	case raw := <-a.reply:
+		return raw, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -417,7 +413,7 @@ func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
 	for key, raw := range rt.Responses {
 		if a := c.pending[key]; a != nil {
 			delete(c.pending, key)
-			a.reply <- inputReply{raw: raw}
+			a.reply <- raw
 		}
 	}
 	return c, nil

@@ -54,6 +54,15 @@ type callSink struct {
 	opts sanitize.Options
 }
 
+// A call's sink takes what the upstream sends about the call, and tells a
+// 2026-07-28 server and the HTTP transport what they ask of its caller.
+var (
+	_ upstream.Sink       = (*callSink)(nil)
+	_ upstream.Pauser     = (*callSink)(nil)
+	_ upstream.LogLeveler = (*callSink)(nil)
+	_ upstream.Capable    = (*callSink)(nil)
+)
+
 func newCallSink(p *Proxy, req *session.Request, token any, src sanitize.Source, opts sanitize.Options) *callSink {
 	return &callSink{p: p, req: req, token: token, src: src, opts: opts}
 }

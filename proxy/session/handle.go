@@ -269,18 +269,16 @@ func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {
 
 func (s *Session) initialize(r *Request) (any, error) {
 	var p mcp.InitializeParams
-	// The SDK's type keeps the roots capability in a field JSON does not
-	// fill (RootsV2, its fix of go-sdk#607): it is read beside it.
-	var roots struct {
-		Capabilities struct {
-			Roots *mcp.RootCapabilities `json:"roots"`
-		} `json:"capabilities"`
+	var raw struct {
+		Capabilities json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(r.Params, &p); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
 	}
-	if p.Capabilities != nil && json.Unmarshal(r.Params, &roots) == nil {
-		p.Capabilities.RootsV2 = roots.Capabilities.Roots
+	if p.Capabilities != nil && json.Unmarshal(r.Params, &raw) == nil {
+		if caps, ok := decodeCaps(raw.Capabilities); ok { // with roots (see decodeCaps)
+			p.Capabilities = caps
+		}
 	}
 	version := Versions[0]
 	if slices.Contains(Versions, p.ProtocolVersion) {
