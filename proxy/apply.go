@@ -28,6 +28,10 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
+	sessionKey, err := p.resolveSessionKey(ctx, c)
+	if err != nil {
+		return &ConfigError{err}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	obs := &observers{}
@@ -65,6 +69,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	snap := buildSnapshot(p.gen, c, hp.next, planned)
 	snap.auth, snap.reloadToken = at, reloadToken
 	p.parked.useKey(stateKey)
+	p.ids.useKey(sessionKey)
 	p.handles = hp.next
 	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
 		p.log.SetLevel(lvl)

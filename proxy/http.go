@@ -120,6 +120,10 @@ type StatusReport struct {
 	// Goroutines is the process's goroutine count, to spot leaks over many
 	// upstream restarts.
 	Goroutines int `json:"goroutines"`
+	// Replica names this process in session IDs; SessionsResumed counts
+	// the sessions it resumed from IDs it did not mint (continuity.go).
+	Replica         string `json:"replica"`
+	SessionsResumed int64  `json:"sessionsResumed"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -132,7 +136,8 @@ func (p *Proxy) statusReport() StatusReport {
 	cur := p.serving.Load()
 	snap := cur.snap
 	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
-		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine()}
+		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine(),
+		Replica: p.ids.replica, SessionsResumed: p.streamable.Resumed()}
 	if snap == nil {
 		return rep
 	}

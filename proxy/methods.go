@@ -79,8 +79,9 @@ func (p *Proxy) methods() session.Methods {
 }
 
 // openSession opens a session for a principal, in its view; out is the
-// session's own stream (nil: none yet).
-func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*session.Session, error) {
+// session's own stream (nil: none yet); resumed is what it was initialized
+// with elsewhere, if it was (continuity.go).
+func (p *Proxy) openSession(pr principal, id string, out session.Stream, resumed *session.Resumed) (*session.Session, error) {
 	cur := p.serving.Load()
 	if cur.views[pr.view] == nil {
 		return nil, fmt.Errorf("view %q: no such view", pr.view)
@@ -89,7 +90,7 @@ func (p *Proxy) openSession(pr principal, id string, out session.Stream) (*sessi
 		return nil, err
 	}
 	opt := p.sessionOptions(pr)
-	opt.ID = id
+	opt.ID, opt.Resumed = id, resumed
 	opt.OnLevel = func(*session.Session, mcp.LoggingLevel) { p.setLevel(context.Background(), pr.view) }
 	opt.OnRootsChanged = func(ss *session.Session) {
 		for _, h := range p.clientHandlesOf(ss) {
@@ -178,7 +179,7 @@ func (p *Proxy) openHTTP(r *http.Request, id string) (*session.Session, error) {
 	if id == "" {
 		return p.openStateless(principalOf(r))
 	}
-	return p.openSession(principalOf(r), id, nil)
+	return p.openSession(principalOf(r), id, nil, nil)
 }
 
 // openStateless opens the session of one 2026-07-28 request: it has no
@@ -501,5 +502,5 @@ func containsTrace(params json.RawMessage) bool {
 // openHTTPStream opens a session for an HTTP request whose own stream is
 // out (a legacy SSE stream).
 func (p *Proxy) openHTTPStream(r *http.Request, id string, out session.Stream) (*session.Session, error) {
-	return p.openSession(principalOf(r), id, out)
+	return p.openSession(principalOf(r), id, out, nil)
 }

@@ -148,6 +148,12 @@ type testProxy struct {
 // addresses come from the config (or, if it has none, 127.0.0.1:0).
 func startProxy(t testing.TB, config, down string) *testProxy {
 	t.Helper()
+	return startProxyWith(t, config, down, nil)
+}
+
+// startProxyWith is startProxy with the options changed by set.
+func startProxyWith(t testing.TB, config, down string, set func(*Options)) *testProxy {
+	t.Helper()
 	dir := t.TempDir()
 	tp := &testProxy{path: filepath.Join(dir, "switchboard.json"), wire: &wireLog{}}
 	if err := os.WriteFile(tp.path, []byte(config), 0o600); err != nil {
@@ -166,6 +172,9 @@ func startProxy(t testing.TB, config, down string) *testProxy {
 		o.Stdio, o.Stdin, o.Stdout = true, sr, sw
 		tp.stdio = &mcp.IOTransport{Reader: &tapReader{r: cr, log: tp.wire}, Writer: cw}
 		t.Cleanup(func() { cr.Close(); cw.Close() })
+	}
+	if set != nil {
+		set(&o)
 	}
 	p, c, err := New(o)
 	if err != nil {

@@ -48,6 +48,7 @@ type Options struct {
 	LogLevel    string
 	LogFormat   string
 	Stdio       bool   // serve one client over stdin/stdout instead of HTTP
+	Replica     string // names this replica in session IDs (default $SWITCHBOARD_REPLICA, else the host name)
 	ReadyFile   string // receives "listen\nadmin\n" once both listeners are bound ("stdio", and "none" without admin, with Stdio)
 
 	Stdin  io.Reader // stdio mode; if nil, os.Stdin
@@ -112,6 +113,7 @@ type Proxy struct {
 	peer     *peer
 	dispatch session.Methods
 	parked   *parkedCalls // 2026-07-28 calls waiting for input (mrtr.go)
+	ids      *continuity  // session IDs and their key (continuity.go)
 	clients  clientHandles
 	tel      atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
 	audit    atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
@@ -198,6 +200,14 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	if o.Stderr == nil {
 		o.Stderr = os.Stderr
 	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	ids, err := newContinuity(o.Replica, getenv)
+	if err != nil {
+		return nil, nil, &ConfigError{err}
+	}
 	redactor := secrets.NewSet()
 	log := newLogger(c, o.Stderr, redactor)
 	p := &Proxy{
@@ -213,10 +223,12 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		sessionGone: make(chan struct{}, 1),
 		pins:        newPinStore(log.Named("pins")),
 		parked:      newParkedCalls(),
+		ids:         ids,
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
 	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
+	p.streamable.SetContinuity(streamhttp.Continuity{Mint: p.mintSessionID, Resume: p.resumeSession})
 	p.serving.Store(newServed(nil, map[string]*view{}))
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
@@ -371,7 +383,7 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	ss, err := p.openSession(principal{}, "", nil)
+	ss, err := p.openSession(principal{}, "", nil, nil)
 	if err != nil {
 		return err
 	}

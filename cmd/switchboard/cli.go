@@ -135,6 +135,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&o.Stdio, "stdio", false, "serve one MCP client over stdin/stdout instead of HTTP (logs go to stderr)")
 	fs.StringVar(&o.LogLevel, "log-level", "", "trace, debug, info, warn or error (default info; env SWITCHBOARD_LOG_LEVEL)")
 	fs.StringVar(&o.LogFormat, "log-format", "", "text or json (default text; env SWITCHBOARD_LOG_FORMAT)")
+	fs.StringVar(&o.Replica, "replica", "", "this replica's name in session IDs, a DNS label (default $SWITCHBOARD_REPLICA, else the host name)")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "write the bound listen and admin addresses to this file once serving")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

@@ -79,6 +79,10 @@ type Config struct {
 	// 2026-07-28 clients (usually a secret:// reference): replicas that
 	// share it accept each other's. Unset: a key made per process.
 	RequestStateKey string `json:"requestStateKey,omitempty"`
+	// SessionKey keys the streamable-HTTP session IDs (usually a
+	// secret:// reference): replicas that share it resume each other's
+	// sessions. Unset: a key made per process.
+	SessionKey string `json:"sessionKey,omitempty"`
 
 	// Notes is what loading the file decided that is not an error: keys
 	// of another client it skipped, values it read in another client's

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -280,10 +279,7 @@ func (s *Session) initialize(r *Request) (any, error) {
 			p.Capabilities = caps
 		}
 	}
-	version := Versions[0]
-	if slices.Contains(Versions, p.ProtocolVersion) {
-		version = p.ProtocolVersion
-	}
+	version := Negotiate(p.ProtocolVersion)
 	s.mu.Lock()
 	s.initialized, s.version, s.clientInfo, s.clientCaps = true, version, p.ClientInfo, p.Capabilities
 	s.mu.Unlock()

@@ -70,6 +70,9 @@ type Options struct {
 	// MaxQueued bounds the bytes of notifications waiting for the
 	// session's own stream (see outbox.go). If zero, DefaultMaxQueued.
 	MaxQueued int
+	// Resumed, if set, makes a session that starts initialized: one its
+	// client initialized with another process (see Resumed).
+	Resumed *Resumed
 	// OnLevel is called after the client set its log level.
 	OnLevel func(*Session, mcp.LoggingLevel)
 	// OnRootsChanged is called for notifications/roots/list_changed.
@@ -118,6 +121,25 @@ type Session struct {
 
 type streamBox struct{ s Stream }
 
+// Resumed is what a session resumed from its ID knows of the initialize
+// its client sent elsewhere. The log level and resource subscriptions the
+// client set there are not known: the level is the default again, and
+// nothing is subscribed.
+type Resumed struct {
+	Version    string          // negotiated then; must be one of Versions
+	Caps       json.RawMessage // the client's capabilities as it sent them
+	ClientInfo *mcp.Implementation
+}
+
+// Negotiate is the version initialize answers a client that requested
+// requested: that one if the session speaks it, else the newest.
+func Negotiate(requested string) string {
+	if slices.Contains(Versions, requested) {
+		return requested
+	}
+	return Versions[0]
+}
+
 // New returns a session; out is its own stream (nil: none yet, see
 // SetStream).
 func New(opt Options, out Stream) *Session {
@@ -142,6 +164,11 @@ func New(opt Options, out Stream) *Session {
 	}
 	if out != nil {
 		s.out.Store(&streamBox{out})
+	}
+	if r := opt.Resumed; r != nil {
+		s.initialized, s.version, s.clientInfo = true, Negotiate(r.Version), r.ClientInfo
+		s.clientCaps, _ = decodeCaps(r.Caps)
+		close(s.initialState)
 	}
 	return s
 }

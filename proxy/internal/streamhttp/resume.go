@@ -155,7 +155,13 @@ func (c *conn) resume(w http.ResponseWriter, r *http.Request, last string) {
 	delete(c.detached, last[:i])
 	c.mu.Unlock()
 	if s == nil {
-		http.Error(w, "no stream to resume with that Last-Event-ID (it was answered and replayed, or expired)", http.StatusNotFound)
+		// Answered and replayed, expired, or kept by the process that held
+		// the session before (a session resumed from its ID): its events
+		// are gone. The stream ends at once, with no event, so the client
+		// knows the request it was for will not be answered on it; a 404
+		// would tell it the whole session is gone.
+		sseHeaders(w.Header())
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	c.enter()

@@ -54,11 +54,31 @@ type Opener func(r *http.Request, id string) (*session.Session, error)
 // bound to the principal that opened it.
 type Authorizer func(s *session.Session, r *http.Request) bool
 
+// Continuity is how sessions outlive the process that opened them (see
+// SetContinuity).
+type Continuity struct {
+	// Mint names a new session from the initialize request that opens it.
+	Mint func(r *http.Request, init *jsonrpc.Request) string
+	// Resume opens the session an ID names that this process does not
+	// hold, as its client initialized it elsewhere. It fails with an error
+	// wrapping ErrNoSession (answered 404) or ErrNotYours (403), or
+	// session.ErrSessionLimit (429).
+	Resume func(r *http.Request, id string) (*session.Session, error)
+}
+
+// Errors of Continuity.Resume.
+var (
+	ErrNoSession = errors.New("session not found")
+	ErrNotYours  = errors.New("session belongs to another principal")
+)
+
 // Handler serves one MCP endpoint. Its zero value is not usable; see New.
 type Handler struct {
 	opener    Opener
 	authorize Authorizer
 	log       hclog.Logger
+	cont      Continuity
+	resumed   atomic.Int64 // sessions Continuity.Resume opened
 
 	mu       sync.Mutex
 	sessions map[string]*conn
@@ -79,6 +99,14 @@ func New(open Opener, authorize Authorizer, log hclog.Logger) *Handler {
 	}
 	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}, stop: make(chan struct{})}
 }
+
+// SetContinuity sets how sessions are named and resumed (by default: a
+// random name, and an ID this process does not hold is 404). Call it
+// before serving.
+func (h *Handler) SetContinuity(c Continuity) { h.cont = c }
+
+// Resumed counts the sessions resumed from their IDs.
+func (h *Handler) Resumed() int64 { return h.resumed.Load() }
 
 // SetBodyTimeout bounds how long a POST's body may take to arrive (0: no
 // bound); a client slower than that loses its connection.
@@ -196,6 +224,9 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *con
 	h.mu.Lock()
 	c := h.sessions[id]
 	h.mu.Unlock()
+	if c == nil && h.cont.Resume != nil {
+		return h.resume(w, r, id)
+	}
 	if c == nil {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
@@ -301,7 +332,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	} else {
-		if c = h.open(w, r); c == nil {
+		if c = h.open(w, r, in); c == nil {
 			return
 		}
 		fresh = true
@@ -472,9 +503,18 @@ var (
 	legacy    = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= v20260728 })
 )
 
-// open starts a session for the request.
-func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
+// open starts a session for the request, named by Continuity.Mint when
+// it initializes.
+func (h *Handler) open(w http.ResponseWriter, r *http.Request, in incoming) *conn {
 	c := &conn{h: h, id: rand.Text()}
+	if h.cont.Mint != nil {
+		for _, m := range in.msgs {
+			if req, ok := m.(*jsonrpc.Request); ok && req.Method == methodInitialize {
+				c.id = h.cont.Mint(r, req)
+				break
+			}
+		}
+	}
 	sess, err := h.opener(r, c.id)
 	if errors.Is(err, session.ErrSessionLimit) {
 		h.log.Warn("downstream session refused", "error", err)
@@ -487,15 +527,57 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request) *conn {
 		return nil
 	}
 	c.sess = sess
+	return h.register(c)
+}
+
+// resume opens the session id names with Continuity.Resume, and holds it
+// from now on; it writes the error response when it cannot.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *conn {
+	sess, err := h.cont.Resume(r, id)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoSession):
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil
+	case errors.Is(err, ErrNotYours):
+		http.Error(w, "session belongs to another principal", http.StatusForbidden)
+		return nil
+	case errors.Is(err, session.ErrSessionLimit):
+		h.log.Warn("downstream session not resumed", "error", err)
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return nil
+	default:
+		h.log.Error("downstream session not resumed", "error", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return nil
+	}
+	c := h.register(&conn{h: h, id: id, sess: sess})
+	if c.sess != sess {
+		sess.Close() // another request resumed it first
+		return c
+	}
+	h.resumed.Add(1)
+	h.log.Info("downstream session resumed", "session_id", id, "version", sess.ProtocolVersion())
+	return c
+}
+
+// register holds c's session under its ID from now on, until it closes;
+// if a session is held under that ID already, that one's conn is returned
+// and c is not held.
+func (h *Handler) register(c *conn) *conn {
 	c.touch()
 	// What has no request stream goes to the standalone GET stream.
-	sess.SetStream(c)
+	c.sess.SetStream(c)
 	h.mu.Lock()
+	if held := h.sessions[c.id]; held != nil {
+		h.mu.Unlock()
+		return held
+	}
 	h.sessions[c.id] = c
 	h.mu.Unlock()
 	h.sweeper.Do(func() { h.wg.Go(h.sweep) })
 	// Forgotten once it ends, however it ends.
-	sess.AfterClose(func() {
+	c.sess.AfterClose(func() {
 		h.mu.Lock()
 		if h.sessions[c.id] == c {
 			delete(h.sessions, c.id)
