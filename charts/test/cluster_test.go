@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
@@ -420,7 +421,9 @@ func TestCluster(t *testing.T) {
 			`{}`,
 			`{nativeSidecar: true, app: {image: {repository: a}}}`,
 			`{vault: {enabled: true, address: "http://v:8200", role: r, tokenAudience: vault, caSecret: {name: ca}}}`,
-			`{mode: gateway, service: {exposeAdmin: true}, ingress: {enabled: true, hosts: [{host: a.example.com}]}, autoscaling: {enabled: true, targetMemoryUtilizationPercentage: 80}, podDisruptionBudget: {enabled: true, maxUnavailable: 1}, networkPolicy: {enabled: true, egress: [{to: [{ipBlock: {cidr: 0.0.0.0/0}}]}]}}`,
+			`{mode: gateway, service: {exposeAdmin: true}, ingress: {enabled: true, hosts: [{host: a.example.com}]}, autoscaling: {enabled: true, targetMemoryUtilizationPercentage: 80}, podDisruptionBudget: {enabled: true, maxUnavailable: 1}, networkPolicy: {enabled: true, egress: [{to: [{ipBlock: {cidr: 0.0.0.0/0}}]}]}, sessionKey: {existingSecret: k}}`,
+			`{mode: gateway, replicaCount: 3, autoscaling: {enabled: true}, podDisruptionBudget: {enabled: true}, sessionKey: {existingSecret: mcp-session-key, secretKey: key}, ingress: {enabled: true, className: nginx, hosts: [{host: a.example.com}]}}`,
+			`{mode: gateway, replicaCount: 3, sessionKey: {required: false}}`,
 			`{adminListenHost: "[::]", listenHost: 0.0.0.0, existingConfigMap: mine, rollOnConfigChange: true}`,
 		} {
 			c.dryRun(t, render(t, parseValues(t, vals)).Manifest)
@@ -550,6 +553,63 @@ func TestCluster(t *testing.T) {
 			if err := get(); err != nil {
 				t.Errorf("read back: %v", err)
 			}
+		}
+	})
+
+	// Three gateway replicas that share a session key from a Secret: the
+	// apiserver stores the downward-API and Secret references as rendered,
+	// with the PodDisruptionBudget; autoscaling adds the HPA.
+	t.Run("gateway-replicas", func(t *testing.T) {
+		const ns = "replicas"
+		c.createNamespace(t, ns)
+		key := make([]byte, 48)
+		_, _ = rand.Read(key)
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "mcp-session-key"},
+			StringData: map[string]string{"session-key": base64.StdEncoding.EncodeToString(key)},
+		}
+		if _, err := c.client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		vals := parseValues(t, `{mode: gateway, replicaCount: 3, podDisruptionBudget: {enabled: true}, sessionKey: {existingSecret: mcp-session-key}}`)
+		c.install(t, loadChart(t, chartDir), "mcp", ns, vals)
+		d, err := c.client.AppsV1().Deployments(ns).Get(ctx, "mcp-switchboard", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
+			t.Errorf("stored replicas = %v, want 3", d.Spec.Replicas)
+		}
+		sb := checkPod(t, &d.Spec.Template.Spec, exampleWant(t, vals))
+		stored := replicaEnv
+		stored.ValueFrom = &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}
+		checkEnv(t, "stored", sb, stored)
+		checkEnv(t, "stored", sb, sessionKeyEnv("mcp-session-key", "session-key"))
+		pdb, err := c.client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "mcp-switchboard", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+			t.Errorf("PDB selects %v, Deployment %v", pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels)
+		}
+		cm, err := c.client.CoreV1().ConfigMaps(ns).Get(ctx, "mcp-switchboard-config", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"sessionKey", "requestStateKey"} {
+			if !strings.Contains(cm.Data["config.yaml"], k+": "+sessionKeyRef) {
+				t.Errorf("stored config lacks %s: %s:\n%s", k, sessionKeyRef, cm.Data["config.yaml"])
+			}
+		}
+
+		vals["autoscaling"] = map[string]any{"enabled": true}
+		c.upgrade(t, loadChart(t, chartDir), "mcp", ns, vals)
+		hpa, err := c.client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "mcp-switchboard", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hpa.Spec.ScaleTargetRef.Name != d.Name || hpa.Spec.ScaleTargetRef.Kind != "Deployment" {
+			t.Errorf("HPA targets %+v", hpa.Spec.ScaleTargetRef)
 		}
 	})
 

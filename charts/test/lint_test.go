@@ -42,7 +42,8 @@ func TestHelmLint(t *testing.T) {
 	abs, _ := filepath.Abs(chartDir)
 	runs := [][]string{
 		{"lint", "--strict", abs},
-		{"lint", "--strict", abs, "--set", "mode=gateway,ingress.enabled=true,ingress.hosts[0].host=a.example.com,autoscaling.enabled=true,podDisruptionBudget.enabled=true,networkPolicy.enabled=true"},
+		{"lint", "--strict", abs, "--set", "mode=gateway,ingress.enabled=true,ingress.hosts[0].host=a.example.com,autoscaling.enabled=true,podDisruptionBudget.enabled=true,networkPolicy.enabled=true,sessionKey.existingSecret=mcp-session-key"},
+		{"lint", "--strict", abs, "--set", "mode=gateway,replicaCount=3,ingress.enabled=true,ingress.className=nginx,ingress.hosts[0].host=a.example.com,podDisruptionBudget.enabled=true,sessionKey.existingSecret=mcp-session-key,sessionKey.secretKey=key"},
 		{"lint", "--strict", abs, "--set", "mode=embedded"},
 	}
 	for _, f := range exampleValuesFiles(t) {
@@ -55,8 +56,14 @@ func TestHelmLint(t *testing.T) {
 			t.Errorf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// Lint shows why gateway replicas without a shared session key do not
+	// render (as INFO: lint reports a template's fail without failing).
+	out, err := helm(t, "", "lint", abs, "--set", "mode=gateway,replicaCount=3")
+	if !strings.Contains(out, "Fail: sessionKey: gateway mode with more than one replica") || !strings.Contains(out, "sessionKey.existingSecret") {
+		t.Errorf("helm lint of gateway replicas without a session key: %v\n%s", err, out)
+	}
 	// Lint reports a typo as the schema error.
-	out, err := helm(t, "", "lint", abs, "--set", "replicaCont=2")
+	out, err = helm(t, "", "lint", abs, "--set", "replicaCont=2")
 	if err == nil || !strings.Contains(out, "additional properties 'replicaCont' not allowed") {
 		t.Errorf("helm lint with a typo: %v\n%s", err, out)
 	}

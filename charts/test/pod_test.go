@@ -20,6 +20,10 @@ type podWant struct {
 	configKey  string // default config.yaml
 	preStop    int    // seconds; default 5
 	shutdownMS int    // config.shutdownTimeout; default 10000
+	// sessionSecret is the Secret of sessionKey.existingSecret ("" for
+	// none), sessionSecretKey its key (default session-key).
+	sessionSecret    string
+	sessionSecretKey string
 }
 
 // switchboardContainer finds the switchboard container, in containers or
@@ -124,6 +128,27 @@ func checkPod(t testing.TB, spec *corev1.PodSpec, w podWant) *corev1.Container {
 	}
 	if ip := net.ParseIP(ah); ah == "localhost" || (ip != nil && ip.IsLoopback()) {
 		t.Errorf("admin listener binds loopback %q: the kubelet cannot probe it", ah)
+	}
+
+	// A gateway pod's name prefixes its session IDs; no other pod gets one.
+	if w.mode == "gateway" {
+		// The apiserver stores the fieldRef with apiVersion v1.
+		e := envEntry(sb, "SWITCHBOARD_REPLICA")
+		if e == nil || e.Value != "" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+			t.Errorf("gateway pod: SWITCHBOARD_REPLICA = %+v, want the pod's metadata.name", e)
+		}
+	} else {
+		checkEnv(t, w.mode+" pod", sb, corev1.EnvVar{Name: "SWITCHBOARD_REPLICA"})
+	}
+	// The session key comes from sessionKey.existingSecret, or not at all.
+	if w.sessionSecret != "" {
+		key := w.sessionSecretKey
+		if key == "" {
+			key = "session-key"
+		}
+		checkEnv(t, "session key", sb, sessionKeyEnv(w.sessionSecret, key))
+	} else {
+		checkEnv(t, "no session key", sb, corev1.EnvVar{Name: "SWITCHBOARD_SESSION_KEY"})
 	}
 
 	// Ports named mcp and admin, matching the listeners.

@@ -42,6 +42,10 @@ func exampleWant(t testing.TB, vals map[string]any) podWant {
 			w.shutdownMS = int(s)
 		}
 	}
+	if sk, ok := vals["sessionKey"].(map[string]any); ok {
+		w.sessionSecret, _ = sk["existingSecret"].(string)
+		w.sessionSecretKey, _ = sk["secretKey"].(string)
+	}
 	return w
 }
 
@@ -68,6 +72,14 @@ func TestExamples(t *testing.T) {
 			if w.mode == "gateway" {
 				if _, set := want["allowedHosts"]; !set {
 					delete(got, "allowedHosts")
+				}
+			}
+			// sessionKey.existingSecret adds the keys the config lacks.
+			if w.sessionSecret != "" {
+				for _, k := range []string{"sessionKey", "requestStateKey"} {
+					if _, set := want[k]; !set {
+						want[k] = sessionKeyRef
+					}
 				}
 			}
 			if !reflect.DeepEqual(normalize(t, got), normalize(t, want)) {
@@ -185,6 +197,7 @@ func TestGateway(t *testing.T) {
 	r := render(t, parseValues(t, `
 mode: gateway
 replicaCount: 3
+sessionKey: {existingSecret: mcp-session-key}
 ingress:
   enabled: true
   className: nginx
@@ -201,7 +214,7 @@ config:
 `))
 	d := deployment(t, r)
 	spec := &d.Spec.Template.Spec
-	checkPod(t, spec, podWant{mode: "gateway"})
+	checkPod(t, spec, podWant{mode: "gateway", sessionSecret: "mcp-session-key"})
 	if d.Spec.Replicas != nil {
 		t.Errorf("replicas set although the HPA scales the Deployment")
 	}

@@ -48,6 +48,11 @@ func TestSchemaRejects(t *testing.T) {
 		{`replicaCount: -1`, []string{"at '/replicaCount'"}},
 		{`secretMounts: [{name: a, secretName: b}]`, []string{"at '/secretMounts/0'", "mountPath"}},
 		{`config: {mcpServers: {a: {toolPrefix: "a_b"}}}`, []string{"at '/config/mcpServers/a/toolPrefix'"}},
+		{`sessionKey: {existingSecrets: k}`, []string{"at '/sessionKey'", "'existingSecrets' not allowed"}},
+		{`sessionKey: {required: "no"}`, []string{"at '/sessionKey/required'", "boolean"}},
+		{`sessionKey: {secretKey: ""}`, []string{"at '/sessionKey/secretKey'"}},
+		{`config: {sessionKey: ""}`, []string{"at '/config/sessionKey'"}},
+		{`ingress: {sessionRouting: "on"}`, []string{"at '/ingress/sessionRouting'", "boolean"}},
 	} {
 		_, err := renderChart(ch, parseValues(t, c.vals))
 		if err == nil {
@@ -73,6 +78,8 @@ func TestSchemaAccepts(t *testing.T) {
 		`{podDisruptionBudget: {enabled: true, maxUnavailable: "25%"}}`,
 		`{autoscaling: {enabled: true, targetMemoryUtilizationPercentage: 80}}`,
 		`{mode: gateway, service: {exposeAdmin: true, type: LoadBalancer}}`,
+		`{mode: gateway, replicaCount: 3, sessionKey: {existingSecret: k, secretKey: key, required: true}, ingress: {sessionRouting: false}}`,
+		`{mode: gateway, replicaCount: 2, config: {sessionKey: "secret://env/K", requestStateKey: "secret://env/K"}}`,
 	} {
 		if _, err := renderChart(ch, parseValues(t, vals)); err != nil {
 			t.Errorf("%s: %v", vals, err)

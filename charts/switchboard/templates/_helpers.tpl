@@ -144,9 +144,17 @@ mcpServers file) added; a server named in both is the top-level one. */}}
 {{- end -}}
 
 {{/* The config file as YAML. Gateway mode adds allowedHosts (DNS
-rebinding protection) unless the config sets them. */}}
+rebinding protection) unless the config sets them. sessionKey.existingSecret
+adds sessionKey and requestStateKey, each unless the config sets it. */}}
 {{- define "switchboard.configYAML" -}}
 {{- $cfg := include "switchboard.config" . | fromYaml -}}
+{{- if include "switchboard.sessionKeySecret" . -}}
+{{- range $key := list "sessionKey" "requestStateKey" -}}
+{{- if not (hasKey $cfg $key) -}}
+{{- $_ := set $cfg $key (include "switchboard.sessionKeyRef" $) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if and (eq (include "switchboard.mode" .) "gateway") (not (hasKey $cfg "allowedHosts")) -}}
 {{- $svc := include "switchboard.fullname" . -}}
 {{- $ns := .root.Release.Namespace -}}
@@ -203,5 +211,67 @@ hook is left out rather than rejected by the apiserver. */}}
 {{- define "switchboard.preStopSleep" -}}
 {{- if and (gt (int .values.preStopSleepSeconds) 0) (semverCompare ">=1.30.0-0" .root.Capabilities.KubeVersion.Version) -}}
 true
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret of sessionKey.existingSecret, or nothing. */}}
+{{- define "switchboard.sessionKeySecret" -}}
+{{- ((.values.sessionKey | default dict).existingSecret | default "") -}}
+{{- end -}}
+
+{{/* The reference the config reads the session key with: the variable the
+container gets from sessionKey.existingSecret. */}}
+{{- define "switchboard.sessionKeyRef" -}}
+secret://env/SWITCHBOARD_SESSION_KEY
+{{- end -}}
+
+{{/* "true" or nothing: whether the rendered config gives sessionKey and
+requestStateKey references every replica resolves alike
+(sessionKey.existingSecret, or both keys in config). Nothing with
+existingConfigMap alone: the chart cannot read that config. */}}
+{{- define "switchboard.sessionKeyShared" -}}
+{{- if include "switchboard.sessionKeySecret" . -}}
+true
+{{- else if not .values.existingConfigMap -}}
+{{- $cfg := include "switchboard.config" . | fromYaml -}}
+{{- if and (hasKey $cfg "sessionKey") (hasKey $cfg "requestStateKey") -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Fails the render in gateway mode with more than one replica and no key
+the replicas share (sessionKey.existingSecret, or config.sessionKey and
+config.requestStateKey), unless sessionKey.required is false. Without one,
+each pod seals session IDs with a key of its own: no replica resumes
+another's sessions, and a session ends with its pod. */}}
+{{- define "switchboard.requireSessionKey" -}}
+{{- $sk := .values.sessionKey | default dict -}}
+{{- $required := or (not (kindIs "bool" $sk.required)) $sk.required -}}
+{{- $replicas := "" -}}
+{{- if .values.autoscaling.enabled -}}
+{{- $replicas = printf "autoscaling.enabled, up to %d replicas" (int .values.autoscaling.maxReplicas) -}}
+{{- else if gt (int .values.replicaCount) 1 -}}
+{{- $replicas = printf "replicaCount %d" (int .values.replicaCount) -}}
+{{- end -}}
+{{- if and $required $replicas (eq (include "switchboard.mode" .) "gateway") (not (include "switchboard.sessionKeyShared" .)) -}}
+{{- fail (printf "sessionKey: gateway mode with more than one replica (%s) needs a key the replicas share, and none is set. Without it each pod seals session IDs with a key of its own: no replica can resume another's sessions (or accept its 2026-07-28 request states), so a session does not survive the loss of its pod. Set sessionKey.existingSecret to a Secret in namespace %s whose key %q (sessionKey.secretKey) holds at least 32 bytes, e.g. kubectl -n %s create secret generic %s-session-key --from-literal=%s=\"$(openssl rand -base64 48)\"; the chart then sets config.sessionKey and config.requestStateKey to %s. Or set both config.sessionKey and config.requestStateKey to secret:// references. With existingConfigMap (whose config the chart cannot read), or to run without a shared key, set sessionKey.required=false." $replicas .root.Release.Namespace ($sk.secretKey | default "session-key") .root.Release.Namespace (include "switchboard.fullname" .) ($sk.secretKey | default "session-key") (include "switchboard.sessionKeyRef" .)) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Ingress annotations: ingress.annotations, plus ingress-nginx's hash on
+the Mcp-Session-Id header (the controller's http-snippet defines
+$mcp_session_hash, see README.md) with ingress.sessionRouting and a className that
+names nginx, unless the annotations set upstream-hash-by. Renders a YAML
+map or nothing. */}}
+{{- define "switchboard.ingressAnnotations" -}}
+{{- $ing := .values.ingress -}}
+{{- $ann := deepCopy ($ing.annotations | default dict) -}}
+{{- $hashBy := "nginx.ingress.kubernetes.io/upstream-hash-by" -}}
+{{- if and $ing.sessionRouting (contains "nginx" ($ing.className | default "")) (not (hasKey $ann $hashBy)) -}}
+{{- $_ := set $ann $hashBy "$mcp_session_hash" -}}
+{{- end -}}
+{{- if $ann -}}
+{{- toYaml $ann -}}
 {{- end -}}
 {{- end -}}

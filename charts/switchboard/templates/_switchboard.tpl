@@ -42,6 +42,21 @@ existingConfigMap is set).
       value: {{ printf "%s:%d" (include "switchboard.listenHost" .) (int $v.ports.mcp) | quote }}
     - name: SWITCHBOARD_ADMIN_LISTEN
       value: {{ printf "%s:%d" $v.adminListenHost (int $v.ports.admin) | quote }}
+    {{- if eq (include "switchboard.mode" .) "gateway" }}
+    {{- /* The prefix of every session ID, so a proxy can route a session
+    to the pod that holds its streams. Pod names are DNS labels. */}}
+    - name: SWITCHBOARD_REPLICA
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.name
+    {{- end }}
+    {{- with include "switchboard.sessionKeySecret" . }}
+    - name: SWITCHBOARD_SESSION_KEY
+      valueFrom:
+        secretKeyRef:
+          name: {{ . }}
+          key: {{ $v.sessionKey.secretKey | default "session-key" | quote }}
+    {{- end }}
     - name: HOME
       value: {{ $v.writableDirs.home | quote }}
     - name: TMPDIR
