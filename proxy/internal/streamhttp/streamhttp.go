@@ -54,24 +54,6 @@ type Opener func(r *http.Request, id string) (*session.Session, error)
 // bound to the principal that opened it.
 type Authorizer func(s *session.Session, r *http.Request) bool
 
-// Continuity is how sessions outlive the process that opened them (see
-// SetContinuity).
-type Continuity struct {
-	// Mint names a new session from the initialize request that opens it.
-	Mint func(r *http.Request, init *jsonrpc.Request) string
-	// Resume opens the session an ID names that this process does not
-	// hold, as its client initialized it elsewhere. It fails with an error
-	// wrapping ErrNoSession (answered 404) or ErrNotYours (403), or
-	// session.ErrSessionLimit (429).
-	Resume func(r *http.Request, id string) (*session.Session, error)
-}
-
-// Errors of Continuity.Resume.
-var (
-	ErrNoSession = errors.New("session not found")
-	ErrNotYours  = errors.New("session belongs to another principal")
-)
-
 // Handler serves one MCP endpoint. Its zero value is not usable; see New.
 type Handler struct {
 	opener    Opener
@@ -79,6 +61,7 @@ type Handler struct {
 	log       hclog.Logger
 	cont      Continuity
 	resumed   atomic.Int64 // sessions Continuity.Resume opened
+	ended     endedIDs     // sessions their clients ended, never resumed
 
 	mu       sync.Mutex
 	sessions map[string]*conn
@@ -99,14 +82,6 @@ func New(open Opener, authorize Authorizer, log hclog.Logger) *Handler {
 	}
 	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}, stop: make(chan struct{})}
 }
-
-// SetContinuity sets how sessions are named and resumed (by default: a
-// random name, and an ID this process does not hold is 404). Call it
-// before serving.
-func (h *Handler) SetContinuity(c Continuity) { h.cont = c }
-
-// Resumed counts the sessions resumed from their IDs.
-func (h *Handler) Resumed() int64 { return h.resumed.Load() }
 
 // SetBodyTimeout bounds how long a POST's body may take to arrive (0: no
 // bound); a client slower than that loses its connection.
@@ -224,7 +199,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *con
 	h.mu.Lock()
 	c := h.sessions[id]
 	h.mu.Unlock()
-	if c == nil && h.cont.Resume != nil {
+	if c == nil && h.cont.Resume != nil && !h.ended.has(id) {
 		return h.resume(w, r, id)
 	}
 	if c == nil {
@@ -261,23 +236,8 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.sess.Close()
+	h.ended.add(c.id)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
-		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
-		return
-	}
-	c := h.session(w, r)
-	if c == nil {
-		return
-	}
-	if last := r.Header.Get(lastEventIDHeader); last != "" {
-		c.resume(w, r, last)
-		return
-	}
-	c.get(w, r)
 }
 
 // incoming is one decoded POST body, checked.
@@ -528,37 +488,6 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, in incoming) *con
 	}
 	c.sess = sess
 	return h.register(c)
-}
-
-// resume opens the session id names with Continuity.Resume, and holds it
-// from now on; it writes the error response when it cannot.
-func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *conn {
-	sess, err := h.cont.Resume(r, id)
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrNoSession):
-		http.Error(w, "session not found", http.StatusNotFound)
-		return nil
-	case errors.Is(err, ErrNotYours):
-		http.Error(w, "session belongs to another principal", http.StatusForbidden)
-		return nil
-	case errors.Is(err, session.ErrSessionLimit):
-		h.log.Warn("downstream session not resumed", "error", err)
-		http.Error(w, err.Error(), http.StatusTooManyRequests)
-		return nil
-	default:
-		h.log.Error("downstream session not resumed", "error", err)
-		http.Error(w, "failed connection", http.StatusInternalServerError)
-		return nil
-	}
-	c := h.register(&conn{h: h, id: id, sess: sess})
-	if c.sess != sess {
-		sess.Close() // another request resumed it first
-		return c
-	}
-	h.resumed.Add(1)
-	h.log.Info("downstream session resumed", "session_id", id, "version", sess.ProtocolVersion())
-	return c
 }
 
 // register holds c's session under its ID from now on, until it closes;

@@ -1,0 +1,136 @@
+package streamhttp
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+)
+
+// Sessions that outlive their process: a session's ID is minted from its
+// initialize (Continuity.Mint), and a request naming a session this
+// process does not hold opens it again from the ID (Continuity.Resume),
+// unless its client ended it here with DELETE.
+
+// Continuity is how sessions outlive the process that opened them (see
+// SetContinuity).
+type Continuity struct {
+	// Mint names a new session from the initialize request that opens it.
+	Mint func(r *http.Request, init *jsonrpc.Request) string
+	// Resume opens the session an ID names that this process does not
+	// hold, as its client initialized it elsewhere. It fails with an error
+	// wrapping ErrNoSession (answered 404) or ErrNotYours (403), or
+	// session.ErrSessionLimit (429).
+	Resume func(r *http.Request, id string) (*session.Session, error)
+}
+
+// Errors of Continuity.Resume.
+var (
+	ErrNoSession = errors.New("session not found")
+	ErrNotYours  = errors.New("session belongs to another principal")
+)
+
+// SetContinuity sets how sessions are named and resumed (by default: a
+// random name, and an ID this process does not hold is 404). Call it
+// before serving.
+func (h *Handler) SetContinuity(c Continuity) { h.cont = c }
+
+// Resumed counts the sessions resumed from their IDs.
+func (h *Handler) Resumed() int64 { return h.resumed.Load() }
+
+// resume opens the session id names with Continuity.Resume, and holds it
+// from now on; it writes the error response when it cannot.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *conn {
+	sess, err := h.cont.Resume(r, id)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNoSession):
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil
+	case errors.Is(err, ErrNotYours):
+		http.Error(w, "session belongs to another principal", http.StatusForbidden)
+		return nil
+	case errors.Is(err, session.ErrSessionLimit):
+		h.log.Warn("downstream session not resumed", "error", err)
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return nil
+	default:
+		h.log.Error("downstream session not resumed", "error", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return nil
+	}
+	c := h.register(&conn{h: h, id: id, sess: sess})
+	if c.sess != sess {
+		sess.Close() // another request resumed it first
+		return c
+	}
+	h.resumed.Add(1)
+	h.log.Info("downstream session resumed", "session_id", id, "version", sess.ProtocolVersion())
+	return c
+}
+
+// maxEnded bounds the ended sessions a Handler remembers; past it, the
+// oldest is forgotten.
+const maxEnded = 1 << 16
+
+// endedIDs are the IDs of sessions their clients ended with DELETE, which
+// must stay ended (404) rather than be resumed: a digest of each, the
+// oldest forgotten first.
+type endedIDs struct {
+	mu    sync.Mutex
+	set   map[[16]byte]struct{}
+	order [][16]byte // in the order added; a ring once full, oldest at next
+	next  int
+}
+
+func endedKey(id string) [16]byte {
+	sum := sha256.Sum256([]byte(id))
+	return [16]byte(sum[:16])
+}
+
+func (e *endedIDs) add(id string) {
+	k := endedKey(id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.set == nil {
+		e.set = map[[16]byte]struct{}{}
+	}
+	if _, ok := e.set[k]; ok {
+		return
+	}
+	if len(e.order) < maxEnded {
+		e.order = append(e.order, k)
+	} else {
+		delete(e.set, e.order[e.next])
+		e.order[e.next] = k
+		e.next = (e.next + 1) % maxEnded
+	}
+	e.set[k] = struct{}{}
+}
+
+func (e *endedIDs) has(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.set[endedKey(id)]
+	return ok
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
+		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+		return
+	}
+	c := h.session(w, r)
+	if c == nil {
+		return
+	}
+	if last := r.Header.Get(lastEventIDHeader); last != "" {
+		c.resume(w, r, last)
+		return
+	}
+	c.get(w, r)
+}

@@ -1,0 +1,104 @@
+package streamhttp
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+)
+
+// TestContinuity: IDs come from Mint; an ID not held is resumed once
+// however many requests race for it, errors of Resume get their statuses,
+// and a session ended with DELETE is not resumed.
+func TestContinuity(t *testing.T) {
+	f := newFixture(t, nil)
+	var resumes atomic.Int32
+	f.h.SetContinuity(Continuity{
+		Mint: func(r *http.Request, init *jsonrpc.Request) string {
+			if init.Method != methodInitialize {
+				t.Errorf("Mint got %q", init.Method)
+			}
+			return "minted-" + principal(r)
+		},
+		Resume: func(r *http.Request, id string) (*session.Session, error) {
+			switch {
+			case strings.HasPrefix(id, "gone"):
+				return nil, fmt.Errorf("%w: no", ErrNoSession)
+			case strings.HasPrefix(id, "theirs"):
+				return nil, ErrNotYours
+			case strings.HasPrefix(id, "full"):
+				return nil, session.ErrSessionLimit
+			case strings.HasPrefix(id, "broken"):
+				return nil, fmt.Errorf("vault is down")
+			}
+			resumes.Add(1)
+			return session.New(session.Options{ID: id, Principal: principal(r), Methods: f.methods(),
+				Resumed: &session.Resumed{Version: "2025-11-25", Caps: []byte(`{"roots":{}}`)}}, nil), nil
+		},
+	})
+
+	if id := initialize(t, f, map[string]string{"Authorization": "alice"}); id != "minted-alice" {
+		t.Fatalf("initialize gave the ID %q, want Mint's", id)
+	}
+
+	// Eight requests race for one ID no one holds: one resume.
+	var wg sync.WaitGroup
+	codes := make([]int, 8)
+	for i := range codes {
+		wg.Go(func() {
+			resp, err := rawSend(f, http.MethodPost, "elsewhere", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), v25)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			codes[i] = resp.StatusCode
+			resp.Body.Close()
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("racing request %d: status %d", i, c)
+		}
+	}
+	if n, held := resumes.Load(), f.h.Resumed(); held != 1 || n < 1 {
+		t.Errorf("%d resumes called, %d held; want one held (a loser is closed)", n, held)
+	}
+	if f.h.Sessions() != 2 {
+		t.Errorf("%d sessions held, want 2 (minted and resumed)", f.h.Sessions())
+	}
+
+	for id, want := range map[string]int{"gone-1": http.StatusNotFound, "theirs-1": http.StatusForbidden, "full-1": http.StatusTooManyRequests, "broken-1": http.StatusInternalServerError} {
+		status(t, post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), want)
+	}
+
+	// DELETE ends it for good here: no resume, on any method.
+	status(t, send(t, f, http.MethodDelete, "elsewhere", "", v25), http.StatusNoContent)
+	before := resumes.Load()
+	status(t, post(t, f, "elsewhere", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, v25), http.StatusNotFound)
+	status(t, get(t, f, "elsewhere", v25), http.StatusNotFound)
+	if resumes.Load() != before {
+		t.Error("a session ended with DELETE was resumed")
+	}
+}
+
+func TestEndedIDsForgetOldest(t *testing.T) {
+	var e endedIDs
+	for i := range maxEnded + 10 {
+		e.add(fmt.Sprint(i))
+	}
+	if len(e.set) != maxEnded || len(e.order) != maxEnded {
+		t.Fatalf("%d remembered, %d in order; want %d", len(e.set), len(e.order), maxEnded)
+	}
+	for i, want := range map[int]bool{0: false, 9: false, 10: true, maxEnded + 9: true} {
+		if e.has(fmt.Sprint(i)) != want {
+			t.Errorf("has(%d) = %v, want %v", i, !want, want)
+		}
+	}
+}
