@@ -3,13 +3,12 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	promexp "go.opentelemetry.io/otel/exporters/prometheus"
@@ -60,15 +59,6 @@ type Telemetry struct {
 	rateLimited   metric.Int64Counter
 }
 
-// otlpRequested reports whether the environment configures an OTLP exporter
-// for a signal ("TRACES" or "METRICS").
-func otlpRequested(signal string) bool {
-	if v := os.Getenv("OTEL_" + signal + "_EXPORTER"); v != "" {
-		return v != "none"
-	}
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
-}
-
 // Options configure Telemetry.
 type Options struct {
 	// ServiceName and Version name the service in exported telemetry.
@@ -108,11 +98,11 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { o.Log.Warn("telemetry export", "error", err) }))
 
 	t.Tracer = noop.NewTracerProvider().Tracer("switchboard")
-	if otlpRequested("TRACES") {
-		exp, err := autoexport.NewSpanExporter(ctx)
-		if err != nil {
-			return nil, errors.New("OTEL_* trace exporter: " + err.Error())
-		}
+	exp, err := newSpanExporter(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_* trace exporter: %w", err)
+	}
+	if exp != nil {
 		// The sampler comes from OTEL_TRACES_SAMPLER (the SDK reads it).
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 		t.Tracer = tp.Tracer("switchboard")
@@ -129,11 +119,12 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		}
 		opts = append(opts, sdkmetric.WithReader(exp))
 	}
-	if otlpRequested("METRICS") {
-		r, err := autoexport.NewMetricReader(ctx)
-		if err != nil {
-			return nil, errors.New("OTEL_* metric exporter: " + err.Error())
-		}
+	r, err := newMetricReader(ctx)
+	if err != nil {
+		t.Close(ctx)
+		return nil, fmt.Errorf("OTEL_* metric exporter: %w", err)
+	}
+	if r != nil {
 		opts = append(opts, sdkmetric.WithReader(r))
 	}
 	mp := sdkmetric.NewMeterProvider(opts...)
