@@ -239,6 +239,9 @@ func orDash(s string) string {
 
 func printStatus(w io.Writer, rep proxy.StatusReport) {
 	fmt.Fprintf(w, "config gen %d (digest %s)  goroutines %d\n", rep.Gen, rep.Digest, rep.Goroutines)
+	if rep.Replica != "" {
+		fmt.Fprintf(w, "replica %s  sessions resumed %d\n", rep.Replica, rep.SessionsResumed)
+	}
 	if lr := rep.LastReload; lr != nil {
 		result := "ok"
 		switch {

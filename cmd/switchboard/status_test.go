@@ -14,7 +14,7 @@ import (
 func TestPrintStatusTable(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	rep := proxy.StatusReport{
-		Version: "v1", Gen: 3, Digest: "abc", Time: now, Goroutines: 42,
+		Version: "v1", Gen: 3, Digest: "abc", Time: now, Goroutines: 42, Replica: "gw-7f9c", SessionsResumed: 5,
 		LastReload: &proxy.ReloadResult{OK: false, At: now, Reason: "sighup", Error: "mcpServers.x.command: required"},
 		Servers: []upstream.Status{
 			{Name: "up", Transport: "stdio", State: upstream.StateReady, PID: 123, Tools: 4, Uptime: 3725, Breaker: "closed"},
@@ -34,6 +34,7 @@ func TestPrintStatusTable(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"config gen 3 (digest abc)  goroutines 42",
+		"replica gw-7f9c  sessions resumed 5",
 		"npm stderr (last 2 lines):\n  node:internal/modules/cjs/loader:1228\n  Error: Cannot find module 'foo'\n",
 		"last reload 2026-01-02T03:04:05Z (sighup): rejected: mcpServers.x.command: required",
 		"SERVER  TRANSPORT  STATE",
