@@ -62,11 +62,7 @@ func (c *continuity) useKey(secret string) {
 		c.sealer.Store(c.own)
 		return
 	}
-	s, err := sessionid.New([]byte(secret), c.replica)
-	if err != nil {
-		panic(err) // the name was checked by newContinuity
-	}
-	c.sealer.Store(s)
+	c.sealer.Store(c.own.Rekey([]byte(secret)))
 }
 
 // resolveSessionKey resolves sessionKey ("": unset).

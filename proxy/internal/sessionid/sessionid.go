@@ -50,19 +50,28 @@ func New(secret []byte, replica string) (*Sealer, error) {
 	if replica != "" && Replica(replica) != replica {
 		return nil, fmt.Errorf("replica name %q: want a DNS label (lower-case letters, digits and '-', at most 63)", replica)
 	}
+	return newSealer(secret, replica), nil
+}
+
+// Rekey returns a Sealer for the same replica under secret.
+func (s *Sealer) Rekey(secret []byte) *Sealer { return newSealer(secret, s.replica) }
+
+func newSealer(secret []byte, replica string) *Sealer {
+	// None of these fails: SHA-256 gives HKDF up to 8160 bytes, AES takes
+	// a 32-byte key, GCM a 16-byte block.
 	key, err := hkdf.Key(sha256.New, secret, nil, info, 32)
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
-	return &Sealer{aead: aead, replica: replica}, nil
+	return &Sealer{aead: aead, replica: replica}
 }
 
 // NewRandom returns a Sealer under a key made for this process alone: its

@@ -43,6 +43,10 @@ func TestRoundTripAcrossReplicas(t *testing.T) {
 			t.Fatalf("%s: opened %+v, want %+v", name, got, state)
 		}
 	}
+	rekeyed := sealer(t, "another key of at least thirty-two bytes", "r1").Rekey([]byte(key))
+	if got, err := rekeyed.Open(id); err != nil || got.View != state.View || ReplicaOf(rekeyed.Seal(state)) != "r1" {
+		t.Fatalf("a Sealer rekeyed to the deployment's key: opened %+v, %v", got, err)
+	}
 	if again := r1.Seal(state); again == id {
 		t.Fatal("two IDs for one state are equal: the nonce is not fresh")
 	}
