@@ -14,7 +14,8 @@ import (
 // Sessions that outlive their process: a session's ID is minted from its
 // initialize (Continuity.Mint), and a request naming a session this
 // process does not hold opens it again from the ID (Continuity.Resume),
-// unless its client ended it here with DELETE.
+// unless it ended here (DELETE, idle expiry, a client too slow for its
+// stream): the spec has an ended session's ID answered 404.
 
 // Continuity is how sessions outlive the process that opened them (see
 // SetContinuity).
@@ -77,8 +78,8 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *con
 // oldest is forgotten.
 const maxEnded = 1 << 16
 
-// endedIDs are the IDs of sessions their clients ended with DELETE, which
-// must stay ended (404) rather than be resumed: a digest of each, the
+// endedIDs are the IDs of sessions that ended here, which must stay ended
+// (404) rather than be resumed: a digest of each, the
 // oldest forgotten first.
 type endedIDs struct {
 	mu    sync.Mutex

@@ -15,7 +15,8 @@ import (
 
 // TestContinuity: IDs come from Mint; an ID not held is resumed once
 // however many requests race for it, errors of Resume get their statuses,
-// and a session ended with DELETE is not resumed.
+// and a session that ended here (DELETE, or closed by the server) is not
+// resumed.
 func TestContinuity(t *testing.T) {
 	f := newFixture(t, nil)
 	var resumes atomic.Int32
@@ -85,6 +86,18 @@ func TestContinuity(t *testing.T) {
 	status(t, get(t, f, "elsewhere", v25), http.StatusNotFound)
 	if resumes.Load() != before {
 		t.Error("a session ended with DELETE was resumed")
+	}
+
+	// So does a session that ended on the server's side (idle, too slow).
+	status(t, post(t, f, "closed-here", `{"jsonrpc":"2.0","id":3,"method":"ping"}`, v25), http.StatusOK)
+	f.h.mu.Lock()
+	c := f.h.sessions["closed-here"]
+	f.h.mu.Unlock()
+	c.sess.Close()
+	before = resumes.Load()
+	status(t, post(t, f, "closed-here", `{"jsonrpc":"2.0","id":4,"method":"ping"}`, v25), http.StatusNotFound)
+	if resumes.Load() != before {
+		t.Error("a session the server ended was resumed")
 	}
 }
 

@@ -236,7 +236,6 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.sess.Close()
-	h.ended.add(c.id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -505,8 +504,10 @@ func (h *Handler) register(c *conn) *conn {
 	h.sessions[c.id] = c
 	h.mu.Unlock()
 	h.sweeper.Do(func() { h.wg.Go(h.sweep) })
-	// Forgotten once it ends, however it ends.
+	// Forgotten once it ends, however it ends, and not resumed here: an
+	// ended session's ID is 404 from now on.
 	c.sess.AfterClose(func() {
+		h.ended.add(c.id)
 		h.mu.Lock()
 		if h.sessions[c.id] == c {
 			delete(h.sessions, c.id)
