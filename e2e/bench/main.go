@@ -1,16 +1,21 @@
 // Command bench measures what switchboard adds to a tools/call — latency,
-// throughput, CPU and memory — against a direct connection to the same echo
-// server, measured in the same run (the machines it runs on are shared and
-// noisy, so only same-run comparisons mean much).
+// throughput, CPU and memory — against a direct connection to the same
+// upstream and against a bare mcp-go forwarder (the peer, ./peer) in front
+// of it, all measured in the same run (the machines it runs on are shared
+// and noisy, so only same-run comparisons mean much). It prints issue 20's
+// targets with their same-run ratios.
 //
 // Usage, from the module root:
 //
-//	go run ./e2e/bench [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE]
+//	go run ./e2e/bench [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE]
 //
-// It builds cmd/switchboard and e2e/fixture, starts every server on
-// 127.0.0.1 port 0, and prints a markdown report. Every process it starts is
-// stopped by PID on exit, including on errors and Ctrl-C. It imports only the
-// standard library and go-sdk.
+// It builds cmd/switchboard, e2e/fixture and the peer (its own module, so
+// mcp-go stays out of switchboard's dependencies), finds
+// @modelcontextprotocol/server-everything in the npm tool cache .ci/setup
+// fills, starts every server on 127.0.0.1 port 0, and prints a markdown
+// report. Every process it starts is stopped by PID on exit, including on
+// errors and Ctrl-C. It imports only the standard library, go-sdk and
+// gonum/plot.
 package main
 
 import (
@@ -43,22 +48,28 @@ type options struct {
 	upstreams int
 	sbEnv     []string
 	compare   [][]string // extra environments of the comparison scenarios
+	npm       string     // directory whose node_modules holds server-everything
+	perf      string     // perf.data file for switchboard at c = 8 (the peer's gets .peer)
+	perfCalls int
 }
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.bin, "bin", "", "`directory` holding switchboard and fixture binaries to reuse (built into it if missing)")
-	fs.IntVar(&o.reps, "reps", 5, "repetitions per scenario and concurrency; the report gives medians")
-	fs.IntVar(&o.calls, "calls", 2000, "timed calls per repetition, split over the workers")
-	fs.DurationVar(&o.maxTime, "max-time", 3*time.Minute, "cap on measuring time (building excluded); the run stops early, and says so, when it is reached")
-	fs.BoolVar(&o.quick, "quick", false, "smoke run: 3 repetitions of 300 calls, c = 1 and 8, no many-sessions measurement, 40 s time cap")
+	fs.IntVar(&o.reps, "reps", 3, "repetitions per scenario and concurrency; the report gives medians")
+	fs.IntVar(&o.calls, "calls", 3000, "timed calls per repetition, split over the workers")
+	fs.DurationVar(&o.maxTime, "max-time", 8*time.Minute, "cap on measuring time (building excluded); the run stops early, and says so, when it is reached")
+	fs.BoolVar(&o.quick, "quick", false, "smoke run: 3 repetitions of 300 calls, c = 1 and 8, no many-sessions measurement, no --compare processes, 60 s time cap")
 	fs.StringVar(&o.out, "out", "", "also write the markdown report to this `file`")
 	fs.StringVar(&o.png, "png", "", "write a p50-latency-vs-concurrency plot to this PNG `file`")
 	concFlag := fs.String("conc", "", "comma-separated concurrencies (default 1,8,32; 1,8 with --quick)")
 	fs.IntVar(&o.sessions, "sessions", 1000, "idle downstream sessions to hold for the memory measurement (0 = skip)")
 	fs.IntVar(&o.upstreams, "upstreams", 10, "stdio upstreams for the idle-memory measurement")
-	compare := fs.String("compare", "GOGC=100;GOMAXPROCS=1", "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → stdio, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
+	compare := fs.String("compare", "GOMAXPROCS=1", "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → server-everything, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
+	fs.StringVar(&o.npm, "npm", defaultNPM(), "`directory` whose node_modules holds Node 22 and @modelcontextprotocol/server-everything (.ci/setup installs them)")
+	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards)")
+	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -80,7 +91,10 @@ func parseFlags(args []string) (*options, error) {
 			o.sessions = 0
 		}
 		if !set["max-time"] {
-			o.maxTime = 40 * time.Second
+			o.maxTime = 60 * time.Second
+		}
+		if !set["compare"] {
+			*compare = ""
 		}
 		o.conc = []int{1, 8}
 	}
@@ -118,6 +132,24 @@ func parseFlags(args []string) (*options, error) {
 		return nil, errors.New("--upstreams must be at least 1")
 	}
 	return o, nil
+}
+
+// defaultNPM is where .ci/setup installs the npm test tools:
+// $SWITCHBOARD_NPM if set, else $SWITCHBOARD_CACHE/npm, else
+// ~/.cache/switchboard/npm.
+func defaultNPM() string {
+	if d := os.Getenv("SWITCHBOARD_NPM"); d != "" {
+		return d
+	}
+	cache := os.Getenv("SWITCHBOARD_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		cache = filepath.Join(home, ".cache", "switchboard")
+	}
+	return filepath.Join(cache, "npm")
 }
 
 // parseEnv reads comma-separated KEY=VALUE pairs ("" is none).
@@ -200,9 +232,13 @@ func progress(format string, a ...any) {
 // what was measured so far even when it fails or is interrupted.
 func measure(ctx context.Context, o *options, work string) (*results, error) {
 	res := &results{opts: o, machine: readMachine(), runs: map[cellKey][]runResult{}, peak: map[string]mem{}}
-	switchboard, fixture, err := build(ctx, o, work)
+	b, err := build(ctx, o, work)
 	if err != nil {
 		return nil, err
+	}
+	res.sizes = b.sizes()
+	if b.peerErr != nil {
+		res.notes = append(res.notes, fmt.Sprintf("the peer did not build, so its rows are missing: %s", firstLine(b.peerErr.Error())))
 	}
 	began := time.Now()
 	deadline := began.Add(o.maxTime)
@@ -211,7 +247,13 @@ func measure(ctx context.Context, o *options, work string) (*results, error) {
 		res.machine.loadEnd = loadAvg()
 	}()
 
-	e := newEnv(o, switchboard, fixture, work)
+	e := newEnv(o, b, work)
+	if err := e.findEverything(); err != nil {
+		res.notes = append(res.notes, fmt.Sprintf("@modelcontextprotocol/server-everything not found (%v; run .ci/setup, or pass --npm): the rows with the stdio upstream it stands for are skipped, and so are the targets measured on them.", err))
+		progress("server-everything not found (%v): skipping its rows", err)
+	} else {
+		res.everything = e.everythingVersion
+	}
 	if err := e.startFixtureHTTP(ctx); err != nil {
 		return nil, fmt.Errorf("echo server over HTTP: %w", err)
 	}
@@ -239,19 +281,21 @@ func measure(ctx context.Context, o *options, work string) (*results, error) {
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		for _, sc := range res.scenarios {
-			if sc.sb != nil {
-				if m, err := readMem(sc.pid); err == nil {
-					res.peak[sc.id] = m
-				}
+	err = res.load(ctx, e, deadline)
+	// The peak is read before any profiling adds calls of its own.
+	for _, sc := range res.scenarios {
+		if sc.kind != direct {
+			if m, err := readMem(sc.pid); err == nil {
+				res.peak[sc.id] = m
 			}
 		}
-	}()
-
-	err = res.load(ctx, e, deadline)
+	}
 	if errors.Is(err, context.Canceled) {
 		res.notes = append(res.notes, "interrupted; the tables hold what was measured before.")
+		return res, err
+	}
+	if err == nil && o.perf != "" {
+		res.perf, err = recordProfiles(ctx, e, res.scenarios, o)
 	}
 	return res, err
 }
@@ -291,40 +335,91 @@ func (r *results) load(ctx context.Context, e *env, deadline time.Time) error {
 	return nil
 }
 
-// build compiles switchboard and the echo server (without -race), or reuses
-// them from --bin.
-func build(ctx context.Context, o *options, work string) (switchboard, fixture string, err error) {
+// binaries are the programs the benchmark runs. peer is empty when it did
+// not build (peerErr says why).
+type binaries struct {
+	switchboard, fixture, peer string
+	peerErr                    error
+}
+
+// binSize is the size of one built binary.
+type binSize struct {
+	name  string
+	bytes int64
+}
+
+func (b binaries) sizes() []binSize {
+	var out []binSize
+	for _, f := range [][2]string{{"switchboard", b.switchboard}, {"peer", b.peer}} {
+		if f[1] == "" {
+			continue
+		}
+		if st, err := os.Stat(f[1]); err == nil {
+			out = append(out, binSize{f[0], st.Size()})
+		}
+	}
+	return out
+}
+
+// build compiles switchboard, the echo server and the peer (without -race,
+// with go build's defaults), or reuses them from --bin. The peer is its own
+// module and is built in its directory with GOWORK=off; if it does not
+// build, the run goes on without it.
+func build(ctx context.Context, o *options, work string) (binaries, error) {
 	dir := o.bin
 	if dir == "" {
 		dir = filepath.Join(work, "bin")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", err
+		return binaries{}, err
 	}
 	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		return "", "", fmt.Errorf("run from inside the switchboard module: go env GOMOD: %v", err)
+		return binaries{}, fmt.Errorf("run from inside the switchboard module: go env GOMOD: %v", err)
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	switchboard, fixture = filepath.Join(dir, "switchboard"), filepath.Join(dir, "fixture")
-	for _, b := range [][2]string{{switchboard, "./cmd/switchboard"}, {fixture, "./e2e/fixture"}} {
-		if _, err := os.Stat(b[0]); err == nil && o.bin != "" {
-			progress("reusing %s", b[0])
+	b := binaries{
+		switchboard: filepath.Join(dir, "switchboard"),
+		fixture:     filepath.Join(dir, "fixture"),
+		peer:        filepath.Join(dir, "peer"),
+	}
+	for _, t := range []struct{ out, pkg, dir string }{
+		{b.switchboard, "./cmd/switchboard", root},
+		{b.fixture, "./e2e/fixture", root},
+		{b.peer, ".", filepath.Join(root, "e2e", "bench", "peer")},
+	} {
+		if _, err := os.Stat(t.out); err == nil && o.bin != "" {
+			progress("reusing %s", t.out)
 			continue
 		}
-		progress("building %s", b[1])
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", b[0], b[1])
-		cmd.Dir = root
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		name := t.pkg
+		if t.out == b.peer {
+			name = "./e2e/bench/peer"
+		}
+		progress("building %s", name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", t.out, t.pkg)
+		cmd.Dir = t.dir
+		out := &tailBuffer{max: 8 << 10}
+		cmd.Stdout, cmd.Stderr = out, out
+		if t.out == b.peer {
+			cmd.Env = append(os.Environ(), "GOWORK=off")
+		}
 		if err := cmd.Run(); err != nil {
-			return "", "", fmt.Errorf("go build %s: %w", b[1], err)
+			err = fmt.Errorf("go build %s: %w\n%s", name, err, out.String())
+			if t.out == b.peer {
+				progress("%v", err)
+				b.peer, b.peerErr = "", err
+				continue
+			}
+			return binaries{}, err
 		}
 	}
-	return switchboard, fixture, nil
+	return b, nil
 }
 
 // machine describes where the numbers come from.
 type machine struct {
+	source     string // commit the binaries were built from, and whether the tree differed
 	nproc      int
 	gomaxprocs int
 	goVersion  string
@@ -344,6 +439,7 @@ func readMachine() machine {
 		kernel:     "unknown",
 		loadStart:  loadAvg(),
 		date:       time.Now(),
+		source:     gitSource(),
 	}
 	if out, err := exec.Command("nproc").Output(); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil {
@@ -362,6 +458,35 @@ func readMachine() machine {
 		m.kernel = strings.TrimSpace(string(b))
 	}
 	return m
+}
+
+// gitSource names the commit the work tree is at and the files in it that
+// differ from that commit, other than the benchmark's own.
+func gitSource() string {
+	head, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	src := "commit " + strings.TrimSpace(string(head))
+	out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		return src
+	}
+	var changed []string
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if len(line) < 4 {
+			continue
+		}
+		f := strings.TrimSpace(line[3:])
+		if strings.HasPrefix(f, "e2e/bench/") || strings.HasPrefix(f, "docs/") {
+			continue
+		}
+		changed = append(changed, f)
+	}
+	if len(changed) > 0 {
+		src += fmt.Sprintf(" with uncommitted changes to %s", strings.Join(changed, ", "))
+	}
+	return src
 }
 
 func loadAvg() string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -114,10 +115,11 @@ func (r runResult) cpuPerCall() float64 {
 // argSeq makes every call's argument distinct across the whole run.
 var argSeq atomic.Int64
 
-// call runs one echo call and checks that the result carries its argument.
-func call(ctx context.Context, cs *mcp.ClientSession, tool string) error {
+// call runs one echo call of sc's tool and checks that the result carries
+// its argument.
+func call(ctx context.Context, cs *mcp.ClientSession, sc *scenario) error {
 	arg := "msg-" + strconv.FormatInt(argSeq.Add(1), 10)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": arg}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: sc.tool, Arguments: map[string]any{sc.argKey: arg}})
 	if err != nil {
 		return err
 	}
@@ -172,7 +174,7 @@ func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult
 				}
 			}
 			for range warm {
-				if err := call(ctx, cs, sc.tool); err != nil {
+				if err := call(ctx, cs, sc); err != nil {
 					note(err)
 				}
 			}
@@ -184,7 +186,7 @@ func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult
 					break
 				}
 				t := time.Now()
-				err := call(ctx, cs, sc.tool)
+				err := call(ctx, cs, sc)
 				l = append(l, time.Since(t))
 				if err != nil {
 					note(err)
@@ -252,6 +254,7 @@ type startupResult struct {
 	ready    []float64 // ms from exec to the ready file
 	floor    []float64 // ms for `switchboard version` to run and exit
 	floorRSS int64     // KiB, peak RSS of `switchboard version`
+	init     []float64 // ms for a new client to initialise a session with the HTTP upstream directly
 	err      string
 }
 
@@ -281,6 +284,14 @@ func measureStartup(ctx context.Context, e *env, n int) startupResult {
 	var r startupResult
 	measureFloor(ctx, e, n, &r)
 	for range n {
+		d, err := initOnce(ctx, e.fixtureURL)
+		if err != nil {
+			r.err = err.Error()
+			return r
+		}
+		r.init = append(r.init, d)
+	}
+	for range n {
 		for _, pin := range []bool{false, true} {
 			server := e.httpServer()
 			if pin {
@@ -301,6 +312,25 @@ func measureStartup(ctx context.Context, e *env, n int) startupResult {
 	return r
 }
 
+// initOnce times one initialize with the HTTP upstream from a new client
+// on a new connection, as a freshly started switchboard makes it.
+func initOnce(ctx context.Context, url string) (float64, error) {
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	c := mcp.NewClient(&mcp.Implementation{Name: "switchboard-bench", Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	cs, err := c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}},
+		&mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		return 0, err
+	}
+	d := ms(time.Since(t0))
+	_ = cs.Close()
+	return d, nil
+}
+
 // launchToList starts a switchboard and returns the ms from exec to the
 // first tools/list listing mcp_echo_echo, and from exec to the ready file.
 func (e *env) launchToList(ctx context.Context, cfg map[string]any) (float64, float64, error) {
@@ -309,7 +339,7 @@ func (e *env) launchToList(ctx context.Context, cfg map[string]any) (float64, fl
 		return 0, 0, err
 	}
 	defer s.stop(10 * time.Second)
-	cs, err := e.connectHTTP(ctx, s.url())
+	cs, err := e.connectHTTP(ctx, s.url(), protocolVersion)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -347,7 +377,7 @@ func measureUpstreams(ctx context.Context, e *env, n int) upstreamsResult {
 		return r
 	}
 	defer s.stop(10 * time.Second)
-	cs, err := e.connectHTTP(ctx, s.url())
+	cs, err := e.connectHTTP(ctx, s.url(), protocolVersion)
 	if err != nil {
 		r.err = err.Error()
 		return r
@@ -417,7 +447,7 @@ func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) ses
 // waitEcho waits, on a session of its own, until s lists the echo
 // upstream's tool.
 func waitEcho(ctx context.Context, e *env, s *sbProc) error {
-	probe, err := e.connectHTTP(ctx, s.url())
+	probe, err := e.connectHTTP(ctx, s.url(), protocolVersion)
 	if err != nil {
 		return err
 	}
@@ -447,7 +477,7 @@ func openSessions(ctx context.Context, e *env, s *sbProc, n int) ([]*mcp.ClientS
 				if i >= n || ctx.Err() != nil {
 					return
 				}
-				cs, err := e.connectHTTP(ctx, s.url())
+				cs, err := e.connectHTTP(ctx, s.url(), protocolVersion)
 				if err != nil {
 					failures.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())

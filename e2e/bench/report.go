@@ -17,13 +17,16 @@ type cellKey struct {
 type results struct {
 	opts        *options
 	machine     machine
+	everything  string // server-everything's version; "" if not found
+	sizes       []binSize
 	scenarios   []*scenario
 	runs        map[cellKey][]runResult
 	startup     startupResult
 	upstreams   upstreamsResult
 	sessions    sessionsResult
 	sessionsCmp []sessionsResult // the same with each --compare environment
-	peak        map[string]mem   // through scenarios, read at the end
+	peak        map[string]mem   // switchboard and peer scenarios, read after the load
+	perf        []perfResult
 	repsDone    int
 	notes       []string
 	took        time.Duration
@@ -69,6 +72,50 @@ func (r *results) summary(id string, c int) *summary {
 	return s
 }
 
+// cpu is a cell's CPU µs per call, NaN if not measured.
+func (r *results) cpu(id string, c int) float64 {
+	if s := r.summary(id, c); s != nil {
+		return s.cpu
+	}
+	return math.NaN()
+}
+
+// p50 is a cell's median latency in ms, NaN if not measured.
+func (r *results) p50(id string, c int) float64 {
+	if s := r.summary(id, c); s != nil {
+		return s.p50
+	}
+	return math.NaN()
+}
+
+// tail is a cell's p99 / p50, NaN if not measured.
+func (r *results) tail(id string, c int) float64 {
+	if s := r.summary(id, c); s != nil && s.p50 > 0 {
+		return s.p99 / s.p50
+	}
+	return math.NaN()
+}
+
+func (r *results) scenario(id string) *scenario {
+	for _, sc := range r.scenarios {
+		if sc.id == id {
+			return sc
+		}
+	}
+	return nil
+}
+
+func (r *results) hasConc(c int) bool {
+	for _, x := range r.opts.conc {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *results) topConc() int { return r.opts.conc[len(r.opts.conc)-1] }
+
 func num(x float64, format string) string {
 	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return "–"
@@ -83,107 +130,33 @@ func mib(kib int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(kib)/1024)
 }
 
-// target is one line of the issue's target table.
-type target struct {
-	what, goal string
-	measured   string
-	holds      string // "yes", "**no**" or "not measured"
-}
-
-func verdict(ok, measured bool) string {
-	switch {
-	case !measured:
-		return "not measured"
-	case ok:
-		return "yes"
-	}
-	return "**no**"
-}
-
-func (r *results) targets() []target {
-	var out []target
-	const sb, direct = "sb-stdio-policy", "direct-stdio"
-
-	// CPU per forwarded call, c ≥ 8: the worse of the measured concurrencies.
-	var parts []string
-	worst, seen := math.NaN(), false
-	for _, c := range r.opts.conc {
-		if s := r.summary(sb, c); c >= 8 && s != nil && !math.IsNaN(s.cpu) {
-			parts = append(parts, fmt.Sprintf("%.0f µs (c=%d)", s.cpu, c))
-			if !seen || s.cpu > worst {
-				worst, seen = s.cpu, true
-			}
-		}
-	}
-	out = append(out, target{"switchboard CPU per forwarded tools/call (stdio upstream, c ≥ 8)", "≤ 60 µs",
-		orDash(strings.Join(parts, ", ")), verdict(worst <= 60, seen)})
-
-	t := target{what: "added p50 latency per hop, c = 1, HTTP downstream → stdio upstream", goal: "≤ 0.15 ms", measured: "–"}
-	a, b := r.summary(sb, 1), r.summary(direct, 1)
-	t.holds = verdict(false, false)
-	if a != nil && b != nil {
-		d := a.p50 - b.p50
-		t.measured = fmt.Sprintf("%+.3f ms (%.3f − %.3f)", d, a.p50, b.p50)
-		t.holds = verdict(d <= 0.15, true)
-	}
-	out = append(out, t)
-
-	t = target{what: "calls/s through switchboard to a stdio upstream, c = 32", goal: "≥ 8000", measured: "–", holds: verdict(false, false)}
-	if s := r.summary(sb, 32); s != nil {
-		t.measured = num(s.rate, "%.0f")
-		t.holds = verdict(s.rate >= 8000, true)
-	}
-	out = append(out, t)
-
-	t = target{what: "p99 / p50 at c = 8 (switchboard → stdio, wrap+policy)", goal: "≤ 3", measured: "–", holds: verdict(false, false)}
-	if s := r.summary(sb, 8); s != nil {
-		t.measured = fmt.Sprintf("%.1f (%.3f / %.3f ms)", s.p99/s.p50, s.p99, s.p50)
-		t.holds = verdict(s.p99/s.p50 <= 3, true)
-	}
-	out = append(out, t)
-
-	t = target{what: fmt.Sprintf("RSS idle with %d upstreams (children excluded)", r.upstreams.n), goal: "≤ 15 MiB", measured: "–", holds: verdict(false, false)}
-	if r.upstreams.mem.rss > 0 {
-		t.measured = mib(r.upstreams.mem.rss)
-		t.holds = verdict(r.upstreams.mem.rss <= 15*1024, true)
-	}
-	out = append(out, t)
-
-	t = target{what: fmt.Sprintf("RSS with %d concurrent downstream sessions", r.sessions.n), goal: "≤ 150 MiB", measured: "–", holds: verdict(false, false)}
-	if r.sessions.held.rss > 0 {
-		t.measured = mib(r.sessions.held.rss)
-		t.holds = verdict(r.sessions.held.rss <= 150*1024 && r.sessions.err == "", true)
-	}
-	if r.sessions.n == 0 {
-		t.what = "RSS with 1000 concurrent downstream sessions"
-	}
-	out = append(out, t)
-
-	t = target{what: "tools/list answered after launch, HTTP upstream", goal: "≤ 30 ms", measured: "–", holds: verdict(false, false)}
-	if m := median(r.startup.toList); !math.IsNaN(m) {
-		t.measured = fmt.Sprintf("%.1f ms (median of %d)", m, len(r.startup.toList))
-		t.holds = verdict(m <= 30, true)
-	}
-	out = append(out, t)
-	return out
-}
-
-func orDash(s string) string {
-	if s == "" {
+func mb(bytes int64) string {
+	if bytes <= 0 {
 		return "–"
 	}
-	return s
+	return fmt.Sprintf("%.1f MB", float64(bytes)/1e6)
+}
+
+// ratio formats a / b, or "–" when either is missing.
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
 }
 
 // markdown renders the whole report.
 func (r *results) markdown() string {
 	var b strings.Builder
 	r.header(&b)
+	r.targetTable(&b)
 	r.callTable(&b)
+	r.perCall(&b)
+	r.stateless(&b)
 	r.memoryTable(&b)
 	r.startupAndScale(&b)
-	r.ratios(&b)
-	r.targetTable(&b)
+	r.comparison(&b)
+	r.profiles(&b)
 	return b.String()
 }
 
@@ -199,10 +172,196 @@ func (r *results) header(b *strings.Builder) {
 	if len(r.opts.sbEnv) > 0 {
 		p("; switchboard environment %s", strings.Join(r.opts.sbEnv, " "))
 	}
-	p(".\n\n")
+	p(".")
+	if m.source != "" {
+		p(" Built from %s.", m.source)
+	}
+	p("\n\n")
+	up := "not found"
+	if r.everything != "" {
+		up = "@modelcontextprotocol/server-everything " + r.everything + " on Node 22"
+	}
+	p("Upstreams: stdio: %s (tool `echo {message}`); HTTP: the go-sdk echo fixture (`e2e/fixture`, tool `echo {text}`), which also serves the 2026-07-28 comparison over stdio. ", up)
+	p("The peer is `e2e/bench/peer`: a bare forwarder on mark3labs/mcp-go, standing in for TBXark/mcp-proxy.\n\n")
 	for _, n := range r.notes {
 		p("**Note:** %s\n\n", n)
 	}
+}
+
+// target is one row of issue 20's target table.
+type target struct {
+	what, goal   string
+	sb, sbRatio  string // switchboard's value and its same-run ratio
+	peer, vsPeer string // the peer's value and switchboard / peer
+	holds        string // "yes", "**no**" or "not measured"
+}
+
+func verdict(ok, measured bool) string {
+	switch {
+	case !measured:
+		return "not measured"
+	case ok:
+		return "yes"
+	}
+	return "**no**"
+}
+
+func (r *results) targets() []target {
+	var out []target
+	for _, c := range []int{8, 32} {
+		t := target{what: fmt.Sprintf("switchboard CPU per forwarded call, stdio upstream (server-everything), c = %d, wrap+policy", c),
+			goal: "≤ 60 µs and ≤ 0.5× the upstream's own", sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
+		if !r.hasConc(c) {
+			t.holds = fmt.Sprintf("not measured (c = %d not run)", c)
+			out = append(out, t)
+			continue
+		}
+		sb, up, pe := r.cpu(idSBStdio, c), r.cpu(idDirectStdio, c), r.cpu(idPeerStdio, c)
+		t.sb, t.peer = num(sb, "%.0f µs"), num(pe, "%.0f µs")
+		if !math.IsNaN(up) {
+			t.sbRatio = fmt.Sprintf("%s the upstream's %.0f µs", ratio(sb, up), up)
+		}
+		t.vsPeer = ratio(sb, pe)
+		t.holds = verdict(sb <= 60 && sb/up <= 0.5, !math.IsNaN(sb) && !math.IsNaN(up))
+		out = append(out, t)
+	}
+
+	t := target{what: "switchboard CPU per forwarded call, HTTP upstream (go-sdk echo), c = 8, wrap+policy", goal: "≤ 150 µs",
+		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–"}
+	sb, up, pe := r.cpu(idSBHTTP, 8), r.cpu(idDirectHTTP, 8), r.cpu(idPeerHTTP, 8)
+	t.sb, t.peer, t.vsPeer = num(sb, "%.0f µs"), num(pe, "%.0f µs"), ratio(sb, pe)
+	if !math.IsNaN(up) {
+		t.sbRatio = fmt.Sprintf("%s the upstream's %.0f µs", ratio(sb, up), up)
+	}
+	t.holds = verdict(sb <= 150, !math.IsNaN(sb))
+	out = append(out, t)
+
+	t = target{what: "added p50 at c = 1, HTTP downstream → stdio upstream (server-everything), over a direct call", goal: "≤ 0.15 ms",
+		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–"}
+	d := r.p50(idDirectStdio, 1)
+	sbAdd, peAdd := r.p50(idSBStdio, 1)-d, r.p50(idPeerStdio, 1)-d
+	t.sb, t.peer = num(sbAdd, "%+.3f ms"), num(peAdd, "%+.3f ms")
+	if !math.IsNaN(sbAdd) {
+		t.sbRatio = fmt.Sprintf("p50 %.3f ms = %s direct's %.3f ms", r.p50(idSBStdio, 1), ratio(r.p50(idSBStdio, 1), d), d)
+	}
+	t.vsPeer = ratio(sbAdd, peAdd)
+	t.holds = verdict(sbAdd <= 0.15, !math.IsNaN(sbAdd))
+	out = append(out, t)
+
+	t = target{what: "p99 / p50 at c = 8, switchboard → server-everything", goal: "≤ 3", sb: "–", sbRatio: "–", peer: "–", vsPeer: "–"}
+	tl := r.tail(idSBStdio, 8)
+	t.sb, t.peer = num(tl, "%.1f"), num(r.tail(idPeerStdio, 8), "%.1f")
+	if s := r.summary(idSBStdio, 8); s != nil {
+		t.sbRatio = fmt.Sprintf("%.3f / %.3f ms; direct's %s", s.p99, s.p50, num(r.tail(idDirectStdio, 8), "%.1f"))
+	}
+	t.vsPeer = ratio(tl, r.tail(idPeerStdio, 8))
+	t.holds = verdict(tl <= 3, !math.IsNaN(tl))
+	out = append(out, t)
+
+	t = target{what: fmt.Sprintf("RSS idle with %d upstreams (children excluded)", r.upstreams.n), goal: "≤ 20 MiB",
+		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
+	if u := r.upstreams.mem; u.rss > 0 {
+		t.sb = mib(u.rss)
+		t.sbRatio = fmt.Sprintf("%s anonymous + %s file-backed", mib(u.anon), mib(u.file))
+		t.holds = verdict(u.rss <= 20*1024, true)
+	}
+	out = append(out, t)
+
+	top := r.topConc()
+	t = target{what: fmt.Sprintf("RSS peak (VmHWM) at c = %d, switchboard → server-everything", top), goal: "≤ 25 MiB (at c = 32)",
+		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
+	if m := r.peak[idSBStdio]; m.hwm > 0 {
+		t.sb, t.sbRatio = mib(m.hwm), "idle "+mib(r.idle(idSBStdio))
+		t.holds = verdict(m.hwm <= 25*1024, true)
+		if top < 32 {
+			t.holds = "not measured (c = 32 not run)"
+		}
+	}
+	if m := r.peak[idPeerStdio]; m.hwm > 0 {
+		t.peer = mib(m.hwm)
+		t.vsPeer = ratio(float64(r.peak[idSBStdio].hwm), float64(m.hwm))
+	}
+	out = append(out, t)
+
+	t = target{what: "RSS holding 1000 idle sessions", goal: "≤ 60 MiB", sb: "–", sbRatio: "–", peer: "– (keeps no sessions)", vsPeer: "–", holds: verdict(false, false)}
+	if s := r.sessions; s.held.rss > 0 {
+		t.sb = mib(s.held.rss)
+		t.sbRatio = fmt.Sprintf("%d sessions, ≈ %.1f KiB each over idle %s", s.n, float64(s.held.rss-s.idle.rss)/float64(s.n), mib(s.idle.rss))
+		t.holds = verdict(s.held.rss <= 60*1024 && s.err == "" && s.n >= 1000, true)
+	} else if s.skipped != "" {
+		t.holds = "not measured (--sessions 0 or --quick)"
+	}
+	out = append(out, t)
+
+	t = target{what: "binary size (linux/amd64, default `go build`)", goal: "≤ 25 MB", sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
+	var sbSize, peSize int64
+	for _, s := range r.sizes {
+		switch s.name {
+		case "switchboard":
+			sbSize = s.bytes
+		case "peer":
+			peSize = s.bytes
+		}
+	}
+	t.sb, t.peer, t.vsPeer = mb(sbSize), mb(peSize), ratio(float64(sbSize), float64(peSize))
+	if sbSize > 0 {
+		t.sbRatio = fmt.Sprintf("%.1f MiB", float64(sbSize)/(1<<20))
+	}
+	t.holds = verdict(sbSize <= 25e6, sbSize > 0)
+	out = append(out, t)
+
+	t = target{what: "first complete tools/list after launch, HTTP upstream, over the exec + initialize floor", goal: "≤ 30 ms",
+		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
+	st := r.startup
+	if list, fl, in := median(st.toList), median(st.floor), median(st.init); !math.IsNaN(list) && !math.IsNaN(fl) && !math.IsNaN(in) {
+		over := list - fl - in
+		t.sb = fmt.Sprintf("%+.1f ms", over)
+		t.sbRatio = fmt.Sprintf("%.1f ms to the list − (exec %.1f + initialize %.1f)", list, fl, in)
+		t.holds = verdict(over <= 30, true)
+	}
+	out = append(out, t)
+
+	t = target{what: "2026-07-28 stateless client → switchboard → echo (stdio), CPU per call against the 2025-11-25 session path", goal: "≤ 1× the legacy path",
+		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
+	var parts, vals []string
+	ok, seen := true, false
+	for _, c := range r.opts.conc {
+		a, l := r.cpu(idStateless, c), r.cpu(idLegacy, c)
+		if math.IsNaN(a) || math.IsNaN(l) {
+			continue
+		}
+		seen = true
+		ok = ok && a <= l
+		parts = append(parts, fmt.Sprintf("%s (c=%d)", ratio(a, l), c))
+		vals = append(vals, fmt.Sprintf("%.0f / %.0f µs", a, l))
+	}
+	if seen {
+		t.sb, t.sbRatio = strings.Join(vals, ", "), strings.Join(parts, ", ")
+		t.holds = verdict(ok, true)
+	}
+	out = append(out, t)
+	return out
+}
+
+func (r *results) idle(id string) int64 {
+	if sc := r.scenario(id); sc != nil {
+		return sc.idleRSS
+	}
+	return 0
+}
+
+// targetTable renders issue 20's targets, switchboard's measured value and
+// same-run ratio, and the peer's value where the row applies to it.
+func (r *results) targetTable(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## Targets (issue 20)\n\n")
+	p("| metric | target | switchboard | same-run ratio | peer | switchboard / peer | holds |\n|---|---|---|---|---|---|---|\n")
+	for _, t := range r.targets() {
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", t.what, t.goal, t.sb, t.sbRatio, t.peer, t.vsPeer, t.holds)
+	}
+	p("\n\"The upstream's own\" CPU per call is the upstream process's (Node for server-everything, the go-sdk echo fixture over HTTP) in the direct rows at the same c. ")
+	p("Added p50 is the median through minus the median direct. p99 / p50 is the ratio of the medians over repetitions. ")
+	p("The stateless row gives 2026-07-28 / 2025-11-25 CPU µs per call.\n\n")
 }
 
 // callTable renders the tool call measurements, one row per scenario and
@@ -226,30 +385,74 @@ func (r *results) callTable(b *strings.Builder) {
 				num(s.p50, "%.3f"), num(s.p90, "%.3f"), num(s.p99, "%.3f"), num(s.cpu, "%.0f"), errs, s.reps)
 		}
 	}
-	p("\nCPU µs/call is user + system time of one process over the timed calls divided by the calls: switchboard for the switchboard rows, the echo server for the direct rows. ")
+	p("\nCPU µs/call is user + system time of one process over the timed calls divided by the calls: switchboard or the peer for the rows through them (their stdio children excluded), the upstream for the direct rows. ")
 	p("c is the number of concurrent workers: one session each over HTTP, one shared session over stdio.\n\n")
 }
 
-// memoryTable renders the memory of each switchboard scenario and the
-// protocol it spoke upstream.
-func (r *results) memoryTable(b *strings.Builder) {
+// perCall renders, for each upstream and concurrency, the CPU per call of
+// the upstream itself, switchboard and the peer, and the latency each adds.
+func (r *results) perCall(b *strings.Builder) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## Switchboard memory and upstream protocol\n\n")
-	p("| scenario | upstream protocol | RSS idle | RSS peak (VmHWM) |\n|---|---|---:|---:|\n")
-	for _, sc := range r.scenarios {
-		if !sc.through {
-			continue
+	p("## Switchboard and the peer side by side\n\n")
+	p("| upstream | c | upstream's own CPU µs | switchboard CPU µs | peer CPU µs | switchboard / upstream | peer / upstream | switchboard / peer | added p50, switchboard | added p50, peer |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, g := range []struct{ d, s, pe, label string }{
+		{idDirectStdio, idSBStdio, idPeerStdio, "server-everything (stdio)"},
+		{idDirectHTTP, idSBHTTP, idPeerHTTP, "echo (HTTP)"},
+	} {
+		for _, c := range r.opts.conc {
+			up, sb, pe := r.cpu(g.d, c), r.cpu(g.s, c), r.cpu(g.pe, c)
+			if math.IsNaN(up) && math.IsNaN(sb) {
+				continue
+			}
+			d := r.p50(g.d, c)
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label, c, num(up, "%.0f"), num(sb, "%.0f"), num(pe, "%.0f"),
+				ratio(sb, up), ratio(pe, up), ratio(sb, pe), num(r.p50(g.s, c)-d, "%+.3f ms"), num(r.p50(g.pe, c)-d, "%+.3f ms"))
 		}
-		p("| %s | %s | %s | %s |\n", sc.name, orDash(sc.protocol), mib(sc.idleRSS), mib(r.peak[sc.id].hwm))
 	}
 	p("\n")
 }
 
-// startupAndScale renders start-up time, and memory with many upstreams
-// and with many sessions.
+// stateless renders the 2026-07-28 path against the 2025-11-25 one.
+func (r *results) stateless(b *strings.Builder) {
+	if r.scenario(idStateless) == nil {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## The 2026-07-28 stateless path against the 2025-11-25 session path\n\n")
+	p("Both switchboard → echo fixture over stdio, wrap+policy, each its own process; the load client leaves the protocol version to the go-sdk (2026-07-28: one POST per request, no session) or pins 2025-11-25.\n\n")
+	p("| c | CPU µs/call 2026 | CPU µs/call 2025 | ratio | p50 ms 2026 | p50 ms 2025 | calls/s 2026 | calls/s 2025 |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range r.opts.conc {
+		a, l := r.summary(idStateless, c), r.summary(idLegacy, c)
+		if a == nil || l == nil {
+			continue
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", c, num(a.cpu, "%.0f"), num(l.cpu, "%.0f"), ratio(a.cpu, l.cpu),
+			num(a.p50, "%.3f"), num(l.p50, "%.3f"), num(a.rate, "%.0f"), num(l.rate, "%.0f"))
+	}
+	p("\n")
+}
+
+// memoryTable renders the memory of each switchboard and peer scenario and
+// the protocols spoken on either side.
+func (r *results) memoryTable(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## Memory and protocols\n\n")
+	p("| scenario | client protocol | upstream protocol | RSS idle | RSS peak (VmHWM) |\n|---|---|---|---:|---:|\n")
+	for _, sc := range r.scenarios {
+		if sc.kind == direct {
+			continue
+		}
+		p("| %s | %s | %s | %s | %s |\n", sc.name, orDash(sc.downstream), orDash(sc.protocol), mib(sc.idleRSS), mib(r.peak[sc.id].hwm))
+	}
+	p("\nRSS is the proxy process's own, children excluded; the peak is read after the last load step.\n\n")
+}
+
+// startupAndScale renders start-up time, memory with many upstreams and
+// with many sessions, and the binary sizes.
 func (r *results) startupAndScale(b *strings.Builder) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## Start-up, many upstreams, many sessions\n\n")
+	p("## Start-up, many upstreams, many sessions, binaries\n\n")
 	if st := r.startup; len(st.toList) > 0 {
 		lo, hi := minMax(st.toList)
 		p("- Start-up to the first tools/list listing an HTTP upstream's tool: median **%.1f ms** (%.1f–%.1f, %d launches); the ready file appeared after a median %.1f ms.\n",
@@ -261,14 +464,15 @@ func (r *results) startupAndScale(b *strings.Builder) {
 			protocolVersion, median(st.pinned), lo, hi)
 	}
 	if st := r.startup; len(st.floor) > 0 {
-		p("- Floor: `switchboard version` (exec, runtime and package initialisation, nothing else) runs in a median %.1f ms and peaks at %s RSS.\n",
+		p("- Floor: `switchboard version` (exec, runtime and package initialisation, nothing else) runs in a median %.1f ms and peaks at %s RSS; ",
 			median(st.floor), mib(st.floorRSS))
+		p("a new client initialises a session with the HTTP upstream directly, on a new connection, in a median %.1f ms.\n", median(st.init))
 	}
 	if r.startup.err != "" {
 		p("- Start-up measurement failed: %s\n", firstLine(r.startup.err))
 	}
 	if u := r.upstreams; u.mem.rss > 0 {
-		p("- RSS idle with %d stdio upstreams, children excluded: **%s** (VmHWM %s): %s anonymous (heap, stacks), %s file-backed (pages of the mapped binary).\n",
+		p("- RSS idle with %d stdio upstreams (echo fixtures), children excluded: **%s** (VmHWM %s): %s anonymous (heap, stacks), %s file-backed (pages of the mapped binary).\n",
 			u.n, mib(u.mem.rss), mib(u.mem.hwm), mib(u.mem.anon), mib(u.mem.file))
 	}
 	if r.upstreams.err != "" {
@@ -284,97 +488,17 @@ func (r *results) startupAndScale(b *strings.Builder) {
 	if r.sessions.err != "" {
 		p("- Session measurement: %s\n", firstLine(r.sessions.err))
 	}
+	for _, s := range r.sizes {
+		p("- Binary `%s`: %s (%d bytes).\n", s.name, mb(s.bytes), s.bytes)
+	}
 	p("\n")
-}
-
-// targetTable renders the targets and whether the measurements meet them.
-func (r *results) targetTable(b *strings.Builder) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## Targets\n\n| target | goal | measured | holds |\n|---|---|---|---|\n")
-	for _, t := range r.targets() {
-		p("| %s | %s | %s | %s |\n", t.what, t.goal, t.measured, t.holds)
-	}
-}
-
-// ratios renders the comparisons against the direct connection.
-func (r *results) ratios(b *strings.Builder) {
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	ups := []string{"stdio", "http"}
-	p("## Ratios against the direct connection\n\n")
-	p("| | stdio upstream | HTTP upstream |\n|---|---:|---:|\n")
-	for _, v := range []struct{ suffix, label string }{{"policy", "wrap+policy"}, {"plain", "plain"}} {
-		row := []string{}
-		for _, up := range ups {
-			a, d := r.summary("sb-"+up+"-"+v.suffix, 1), r.summary("direct-"+up, 1)
-			if a == nil || d == nil {
-				row = append(row, "–")
-				continue
-			}
-			row = append(row, fmt.Sprintf("%+.3f ms", a.p50-d.p50))
-		}
-		p("| added p50 per hop, c = 1, %s | %s |\n", v.label, strings.Join(row, " | "))
-	}
-	top := r.opts.conc[len(r.opts.conc)-1]
-	for _, v := range []struct{ suffix, label string }{{"policy", "wrap+policy"}, {"plain", "plain"}} {
-		row := []string{}
-		for _, up := range ups {
-			a, d := r.summary("sb-"+up+"-"+v.suffix, top), r.summary("direct-"+up, top)
-			if a == nil || d == nil {
-				row = append(row, "–")
-				continue
-			}
-			row = append(row, fmt.Sprintf("%.2f (%.0f / %.0f)", a.rate/d.rate, a.rate, d.rate))
-		}
-		p("| through / direct calls/s, c = %d, %s | %s |\n", top, v.label, strings.Join(row, " | "))
-	}
-	for _, v := range []struct{ prefix, label string }{{"direct-", "direct"}, {"sb-%s-policy", "through, wrap+policy"}, {"sb-%s-plain", "through, plain"}} {
-		row := []string{}
-		for _, up := range ups {
-			id := v.prefix + up
-			if strings.Contains(v.prefix, "%s") {
-				id = fmt.Sprintf(v.prefix, up)
-			}
-			s := r.summary(id, 8)
-			if s == nil {
-				row = append(row, "–")
-				continue
-			}
-			row = append(row, fmt.Sprintf("%.1f", s.p99/s.p50))
-		}
-		p("| p99 / p50, c = 8, %s | %s |\n", v.label, strings.Join(row, " | "))
-	}
-	for _, c := range r.opts.conc {
-		for _, v := range []struct{ suffix, label string }{{"policy", "wrap+policy"}, {"plain", "plain"}} {
-			row := []string{}
-			for _, up := range ups {
-				s, d := r.summary("sb-"+up+"-"+v.suffix, c), r.summary("direct-"+up, c)
-				if s == nil {
-					row = append(row, "–")
-					continue
-				}
-				cell := num(s.cpu, "%.0f µs")
-				if d != nil && !math.IsNaN(d.cpu) && d.cpu > 0 {
-					cell += fmt.Sprintf(" (%.1f× the echo server's)", s.cpu/d.cpu)
-				}
-				row = append(row, cell)
-			}
-			p("| switchboard CPU per call, c = %d, %s | %s |\n", c, v.label, strings.Join(row, " | "))
-		}
-	}
-	p("\nAdded p50 is the through median minus the direct median. p99 / p50 here is the ratio of the medians; the target row below uses the same.\n\n")
-	r.comparison(b)
 }
 
 // comparison renders, for each --compare environment, the same-run
 // comparison of switchboard with serve's defaults against it.
 func (r *results) comparison(b *strings.Builder) {
 	for i := range r.opts.compare {
-		var cmp *scenario
-		for _, sc := range r.scenarios {
-			if sc.id == compareID(i) {
-				cmp = sc
-			}
-		}
+		cmp := r.scenario(compareID(i))
 		if cmp == nil {
 			continue
 		}
@@ -394,11 +518,11 @@ func (r *results) compareOne(b *strings.Builder, cmp *scenario, sessions session
 		def = strings.Join(r.opts.sbEnv, " ")
 	}
 	p("## Switchboard with %s, same run\n\n", with)
-	p("switchboard → stdio, wrap+policy, two processes side by side: one with %s, one with %s added.\n\n", def, with)
+	p("switchboard → server-everything, wrap+policy, two processes side by side: one with %s, one with %s added.\n\n", def, with)
 	p("| c | CPU µs/call | | p50 ms | | p99 ms | | calls/s | |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	p("| | %s | %s | %s | %s | %s | %s | %s | %s |\n", def, with, def, with, def, with, def, with)
 	for _, c := range r.opts.conc {
-		a, x := r.summary("sb-stdio-policy", c), r.summary(cmp.id, c)
+		a, x := r.summary(idSBStdio, c), r.summary(cmp.id, c)
 		if a == nil || x == nil {
 			continue
 		}
@@ -406,20 +530,35 @@ func (r *results) compareOne(b *strings.Builder, cmp *scenario, sessions session
 			num(a.p50, "%.3f"), num(x.p50, "%.3f"), num(a.p99, "%.3f"), num(x.p99, "%.3f"), num(a.rate, "%.0f"), num(x.rate, "%.0f"))
 	}
 	p("\nIdle RSS: %s with %s, %s with %s. Peak (VmHWM): %s and %s.",
-		mib(r.scenarioIdle("sb-stdio-policy")), def, mib(cmp.idleRSS), with, mib(r.peak["sb-stdio-policy"].hwm), mib(r.peak[cmp.id].hwm))
+		mib(r.idle(idSBStdio)), def, mib(cmp.idleRSS), with, mib(r.peak[idSBStdio].hwm), mib(r.peak[cmp.id].hwm))
 	if a, x := r.sessions, sessions; a.held.rss > 0 && x.held.rss > 0 {
 		p(" Holding %d idle sessions: %s with %s, %s with %s.", a.n, mib(a.held.rss), def, mib(x.held.rss), with)
 	}
 	p("\n\n")
 }
 
-func (r *results) scenarioIdle(id string) int64 {
-	for _, sc := range r.scenarios {
-		if sc.id == id {
-			return sc.idleRSS
-		}
+// profiles renders what perf recorded, if --perf was given.
+func (r *results) profiles(b *strings.Builder) {
+	if len(r.perf) == 0 {
+		return
 	}
-	return 0
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## Profiles (perf record -g, c = 8)\n\n")
+	for _, pr := range r.perf {
+		if pr.err != "" {
+			p("- %s: %s\n\n", pr.name, pr.err)
+			continue
+		}
+		p("### %s\n\n`%s`: %d calls recorded, %s µs CPU per call while recording. Self time by symbol (`perf report --no-children --sort dso,symbol`, entries ≥ 1 %%):\n\n```\n%s\n```\n\n",
+			pr.name, pr.file, pr.calls, num(pr.cpu, "%.0f"), strings.TrimRight(pr.top, "\n"))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
 }
 
 func joinInts(xs []int) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,16 +20,23 @@ import (
 )
 
 // protocolVersion is offered by every client session the benchmark opens,
-// direct or through switchboard, so both sides of a comparison speak the same
-// protocol.
+// direct, through switchboard or through the peer, so both sides of a
+// comparison speak the same protocol; only the stateless scenario leaves
+// the version to the SDK (latestVersion).
 const protocolVersion = "2025-11-25"
 
+// latestVersion asks the go-sdk client for its default, 2026-07-28, which
+// switchboard serves statelessly: one POST per request, no session.
+const latestVersion = ""
+
 // env is what every measurement shares: the binaries, a scratch directory,
-// the HTTP client and the long-running HTTP echo server.
+// the HTTP client, the long-running HTTP echo server and where
+// server-everything is.
 type env struct {
 	opts        *options
 	switchboard string // binary
 	fixture     string // binary
+	peer        string // binary; "" when it did not build
 	dir         string
 	client      *http.Client
 	fixtureURL  string // the streamable HTTP echo server, .../mcp
@@ -36,9 +44,12 @@ type env struct {
 	sbEnv       []string // extra environment for switchboard processes
 	seq         int      // names config and ready files
 	mu          sync.Mutex
+
+	node, everything  string // Node 22 and server-everything's entry; "" if not found
+	everythingVersion string
 }
 
-func newEnv(o *options, switchboard, fixture, dir string) *env {
+func newEnv(o *options, b binaries, dir string) *env {
 	// One pool for all sessions. Its idle limit is above the largest number
 	// of concurrent POSTs, so connections are reused instead of being closed
 	// and redialled between calls (http.DefaultTransport keeps 2 per host).
@@ -50,13 +61,42 @@ func newEnv(o *options, switchboard, fixture, dir string) *env {
 	}
 	return &env{
 		opts:        o,
-		switchboard: switchboard,
-		fixture:     fixture,
+		switchboard: b.switchboard,
+		fixture:     b.fixture,
+		peer:        b.peer,
 		dir:         dir,
 		client:      &http.Client{Transport: tr},
 		sbEnv:       o.sbEnv,
 	}
 }
+
+// findEverything looks for the cached Node 22 binary and
+// server-everything's entry point under --npm, as .ci/setup installs them.
+func (e *env) findEverything() error {
+	if e.opts.npm == "" {
+		return errors.New("no npm directory")
+	}
+	mods := filepath.Join(e.opts.npm, "node_modules")
+	node := filepath.Join(mods, ".bin", "node")
+	pkg := filepath.Join(mods, "@modelcontextprotocol", "server-everything")
+	script := filepath.Join(pkg, "dist", "index.js")
+	for _, f := range []string{node, script} {
+		if _, err := os.Stat(f); err != nil {
+			return err
+		}
+	}
+	var meta struct {
+		Version string `json:"version"`
+	}
+	if b, err := os.ReadFile(filepath.Join(pkg, "package.json")); err == nil {
+		_ = json.Unmarshal(b, &meta)
+	}
+	e.node, e.everything, e.everythingVersion = node, script, meta.Version
+	return nil
+}
+
+// everythingArgv is the command line of server-everything over stdio.
+func (e *env) everythingArgv() []string { return []string{e.node, e.everything, "stdio"} }
 
 func (e *env) nextName(prefix string) string {
 	e.mu.Lock()
@@ -116,6 +156,11 @@ func sbConfig(servers map[string]any, policy bool) map[string]any {
 
 func (e *env) stdioServer(name string) map[string]any {
 	return map[string]any{"command": e.fixture, "args": []string{"--name", name}}
+}
+
+func (e *env) everythingServer() map[string]any {
+	argv := e.everythingArgv()
+	return map[string]any{"command": argv[0], "args": argv[1:]}
 }
 
 func (e *env) httpServer() map[string]any {
@@ -196,20 +241,21 @@ type sbStatus struct {
 	} `json:"views"`
 }
 
-// connectHTTP opens one streamable HTTP session (initialize included).
-func (e *env) connectHTTP(ctx context.Context, url string) (*mcp.ClientSession, error) {
+// connectHTTP opens one streamable HTTP session (initialize included),
+// offering version (latestVersion: the SDK's default).
+func (e *env) connectHTTP(ctx context.Context, url, version string) (*mcp.ClientSession, error) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "switchboard-bench", Version: "1"}, nil)
 	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: e.client}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return c.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	return c.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
-// connectStdio starts the echo server as a child over stdio and returns the
-// session and the child's PID. The SDK owns the child; closing the session
-// stops it, and cleanup kills it if that does not happen in time.
-func (e *env) connectStdio(ctx context.Context) (*mcp.ClientSession, int, error) {
-	cmd := exec.Command(e.fixture, "--name", "echo")
+// connectStdio starts argv as a child over stdio and returns the session
+// and the child's PID. The SDK owns the child; closing the session stops
+// it, and cleanup kills it if that does not happen in time.
+func (e *env) connectStdio(ctx context.Context, argv []string) (*mcp.ClientSession, int, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = childAttr()
 	c := mcp.NewClient(&mcp.Implementation{Name: "switchboard-bench", Version: "1"}, nil)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -276,25 +322,39 @@ func containsAll(have, want []string) bool {
 	return true
 }
 
-// scenario is one way of reaching the echo tool. Direct scenarios talk to
-// the echo server; through scenarios talk to a switchboard in front of it.
+// How a scenario reaches its upstream.
+const (
+	direct      = "direct"      // the client talks to the upstream itself
+	switchboard = "switchboard" // through switchboard, wrap+policy
+	peer        = "peer"        // through the mcp-go peer
+)
+
+// The upstreams, as scenario groups.
+const (
+	everything = "everything" // server-everything over stdio (Node 22)
+	httpEcho   = "http"       // the go-sdk echo fixture over streamable HTTP
+	stdioEcho  = "stdio-echo" // the go-sdk echo fixture over stdio (the 2026-07-28 comparison)
+)
+
+// scenario is one way of reaching one upstream's echo tool.
 type scenario struct {
 	id       string // short key
 	name     string // for tables
-	upstream string // "stdio" or "http": how the echo server is reached
-	through  bool
-	policy   bool // through only: wrapping and policy on
+	upstream string // everything, httpEcho or stdioEcho
+	kind     string // direct, switchboard or peer
 	tool     string
-	env      []string // through only: added to switchboard's environment
+	argKey   string   // the echo tool's argument
+	version  string   // offered by the load client; latestVersion for the SDK's default
+	env      []string // switchboard only: added to its environment
 
 	shared *mcp.ClientSession // stdio direct: one session for all workers
 	url    string             // HTTP: one new session per worker
-	pid    int                // process whose CPU is measured: switchboard, or the echo server when direct
-	sb     *sbProc
+	pid    int                // process whose CPU is measured: switchboard, the peer, or the upstream when direct
 
-	// Through only, read after start-up.
-	protocol string // negotiated with the upstream, from /status
-	idleRSS  int64  // KiB, once the upstream is ready and before any load
+	// Read after start-up.
+	protocol   string // negotiated with the upstream (switchboard's /status, the peer's ready file)
+	downstream string // negotiated by the load client
+	idleRSS    int64  // KiB, once the upstream is ready and before any load
 }
 
 // dial returns n sessions for n workers and a function that closes those
@@ -321,7 +381,7 @@ func (e *env) dial(ctx context.Context, sc *scenario, n int) ([]*mcp.ClientSessi
 		wg.Wait()
 	}
 	for i := range out {
-		cs, err := e.connectHTTP(ctx, sc.url)
+		cs, err := e.connectHTTP(ctx, sc.url, sc.version)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("%s: connect: %w", sc.id, err)
@@ -331,44 +391,76 @@ func (e *env) dial(ctx context.Context, sc *scenario, n int) ([]*mcp.ClientSessi
 	return out, closeAll, nil
 }
 
-// setupScenarios starts what the load scenarios need, in table order:
-// for each upstream transport, direct, then through with policy on, then off.
+// setupScenarios starts what the load scenarios need, in table order: for
+// server-everything over stdio (when found) and the echo fixture over
+// HTTP, direct, through switchboard and through the peer (when it built);
+// then switchboard → the echo fixture over stdio with a 2025-11-25 client
+// and with a 2026-07-28 one; then the --compare processes.
 func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 	var out []*scenario
-	for _, up := range []string{"stdio", "http"} {
-		direct := &scenario{id: "direct-" + up, name: "direct → " + up, upstream: up, tool: "echo"}
-		if up == "stdio" {
-			cs, pid, err := e.connectStdio(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("direct stdio: %w", err)
-			}
-			direct.shared, direct.pid = cs, pid
-		} else {
-			direct.url, direct.pid = e.fixtureURL, e.fixtureProc.pid()
-		}
-		out = append(out, direct)
-		for _, policy := range []bool{true, false} {
-			sc := &scenario{upstream: up, through: true, policy: policy, tool: "mcp_echo_echo"}
-			sc.id, sc.name = "sb-"+up+"-plain", "switchboard → "+up+", plain"
-			if policy {
-				sc.id, sc.name = "sb-"+up+"-policy", "switchboard → "+up+", wrap+policy"
-			}
-			server := e.stdioServer("echo")
-			if up == "http" {
-				server = e.httpServer()
-			}
-			if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"echo": server}, policy)); err != nil {
-				return nil, fmt.Errorf("%s: %w", sc.id, err)
-			}
-			out = append(out, sc)
-		}
-		if up != "stdio" {
+	for _, up := range []string{everything, httpEcho} {
+		if up == everything && e.node == "" {
 			continue
 		}
+		label := map[string]string{everything: "server-everything (stdio)", httpEcho: "echo (HTTP)"}[up]
+		tool, arg := "echo", "text"
+		if up == everything {
+			arg = "message"
+		}
+		d := &scenario{id: "direct-" + up, name: "direct → " + label, upstream: up, kind: direct, tool: tool, argKey: arg, version: protocolVersion}
+		if up == everything {
+			cs, pid, err := e.connectStdio(ctx, e.everythingArgv())
+			if err != nil {
+				return nil, fmt.Errorf("direct server-everything: %w", err)
+			}
+			d.shared, d.pid = cs, pid
+			d.downstream = cs.InitializeResult().ProtocolVersion
+		} else {
+			d.url, d.pid = e.fixtureURL, e.fixtureProc.pid()
+		}
+		out = append(out, d)
+
+		server := e.httpServer()
+		if up == everything {
+			server = e.everythingServer()
+		}
+		sc := &scenario{id: "sb-" + up, name: "switchboard → " + label + ", wrap+policy", upstream: up, kind: switchboard,
+			tool: "mcp_" + upstreamKey(up) + "_" + tool, argKey: arg, version: protocolVersion}
+		if err := e.startThrough(ctx, sc, sbConfig(map[string]any{upstreamKey(up): server}, true)); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.id, err)
+		}
+		out = append(out, sc)
+
+		if e.peer != "" {
+			pc := &scenario{id: "peer-" + up, name: "peer → " + label, upstream: up, kind: peer, tool: tool, argKey: arg, version: protocolVersion}
+			// The version switchboard negotiates with both upstreams; see
+			// the peer's doc comment for why it is asked for explicitly.
+			argv := []string{"--protocol", protocolVersion}
+			if up == everything {
+				argv = append(append(argv, "--"), e.everythingArgv()...)
+			} else {
+				argv = append(argv, "--url", e.fixtureURL)
+			}
+			if err := e.startPeerScenario(ctx, pc, argv...); err != nil {
+				return nil, fmt.Errorf("%s: %w", pc.id, err)
+			}
+			out = append(out, pc)
+		}
+	}
+	for _, v := range []struct{ version, label string }{{protocolVersion, "2025-11-25"}, {latestVersion, "2026-07-28"}} {
+		sc := &scenario{id: "sb-stdio-echo-" + v.label, name: v.label + " client → switchboard → echo (stdio), wrap+policy",
+			upstream: stdioEcho, kind: switchboard, tool: "mcp_echo_echo", argKey: "text", version: v.version}
+		if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true)); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.id, err)
+		}
+		out = append(out, sc)
+	}
+	if e.node != "" {
 		for i, extra := range e.opts.compare {
-			sc := &scenario{id: compareID(i), name: "switchboard → stdio, wrap+policy, " + strings.Join(extra, " "),
-				upstream: up, through: true, policy: true, tool: "mcp_echo_echo", env: extra}
-			if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true)); err != nil {
+			// Short enough for the plot's legend; it is wrap+policy too.
+			sc := &scenario{id: compareID(i), name: "switchboard, " + strings.Join(extra, " ") + " → server-everything (stdio)",
+				upstream: everything, kind: switchboard, tool: "mcp_everything_echo", argKey: "message", version: protocolVersion, env: extra}
+			if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"everything": e.everythingServer()}, true)); err != nil {
 				return nil, fmt.Errorf("%s: %w", sc.id, err)
 			}
 			out = append(out, sc)
@@ -377,38 +469,113 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 	return out, nil
 }
 
-// compareID names the scenario that runs with --compare's i-th environment.
-func compareID(i int) string { return fmt.Sprintf("sb-stdio-policy-cmp%d", i+1) }
+// upstreamKey is the server key switchboard's config gives an upstream.
+func upstreamKey(up string) string {
+	if up == everything {
+		return "everything"
+	}
+	return "echo"
+}
 
-// startThrough starts the switchboard of a through scenario, waits for the
-// echo tool, and records the negotiated protocol and the idle RSS.
+// Scenario IDs the report reads.
+const (
+	idDirectStdio = "direct-" + everything
+	idSBStdio     = "sb-" + everything
+	idPeerStdio   = "peer-" + everything
+	idDirectHTTP  = "direct-" + httpEcho
+	idSBHTTP      = "sb-" + httpEcho
+	idPeerHTTP    = "peer-" + httpEcho
+	idLegacy      = "sb-stdio-echo-2025-11-25"
+	idStateless   = "sb-stdio-echo-2026-07-28"
+)
+
+// compareID names the scenario that runs with --compare's i-th environment.
+func compareID(i int) string { return fmt.Sprintf("sb-everything-cmp%d", i+1) }
+
+// startThrough starts the switchboard of a through scenario, waits for its
+// tool, and records the protocols negotiated on both sides and the idle RSS.
 func (e *env) startThrough(ctx context.Context, sc *scenario, cfg map[string]any) error {
 	s, err := e.startSwitchboard(ctx, cfg, sc.env...)
 	if err != nil {
 		return err
 	}
-	sc.sb, sc.pid, sc.url = s, s.pid(), s.url()
-	cs, err := e.connectHTTP(ctx, sc.url)
-	if err != nil {
+	sc.pid, sc.url = s.pid(), s.url()
+	if err := e.probe(ctx, sc, s.proc); err != nil {
 		return err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	err = waitTools(wctx, cs, []string{sc.tool}, 5*time.Millisecond)
-	_ = cs.Close()
-	if err != nil {
-		return fmt.Errorf("%w\n%s", err, s.output.String())
 	}
 	if st, err := e.status(ctx, s); err == nil {
 		for _, srv := range st.Servers {
-			if srv.Name == "echo" {
-				sc.protocol = srv.Protocol
-			}
+			sc.protocol = srv.Protocol
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
 	if m, err := readMem(s.pid()); err == nil {
 		sc.idleRSS = m.rss
+	}
+	return nil
+}
+
+// startPeerScenario starts the peer in front of an upstream (args are the
+// peer's: --url URL, or -- COMMAND...), waits for its tool, and records
+// the protocols and the idle RSS.
+func (e *env) startPeerScenario(ctx context.Context, sc *scenario, args ...string) error {
+	ready := e.nextName("peer") + ".ready"
+	p, err := startProc(nil, e.peer, append([]string{"--listen", "127.0.0.1:0", "--ready-file", ready}, args...)...)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	text, err := waitLines(wctx, ready, p, 2)
+	if err != nil {
+		p.stop(5 * time.Second)
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	sc.pid, sc.url = p.pid(), "http://"+strings.TrimSpace(lines[0])+"/mcp"
+	sc.protocol = strings.TrimPrefix(strings.TrimSpace(lines[1]), "protocol ")
+	if err := e.probe(ctx, sc, p); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond)
+	if m, err := readMem(p.pid()); err == nil {
+		sc.idleRSS = m.rss
+	}
+	return nil
+}
+
+// waitLines polls for a file holding at least n complete lines.
+func waitLines(ctx context.Context, path string, p *proc, n int) (string, error) {
+	for {
+		text, err := waitFile(ctx, path, p, 5*time.Millisecond)
+		if err != nil || strings.Count(text, "\n") >= n {
+			return text, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for %s: %w", filepath.Base(path), ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// probe opens one session the way the load does, waits until the
+// scenario's tool is listed, makes one checked call and records the
+// protocol the client negotiated.
+func (e *env) probe(ctx context.Context, sc *scenario, p *proc) error {
+	cs, err := e.connectHTTP(ctx, sc.url, sc.version)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, p.output.String())
+	}
+	defer cs.Close()
+	sc.downstream = cs.InitializeResult().ProtocolVersion
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := waitTools(wctx, cs, []string{sc.tool}, 5*time.Millisecond); err != nil {
+		return fmt.Errorf("%w\n%s", err, p.output.String())
+	}
+	if err := call(wctx, cs, sc); err != nil {
+		return fmt.Errorf("first call: %w\n%s", err, p.output.String())
 	}
 	return nil
 }
