@@ -177,11 +177,11 @@ func (r *results) header(b *strings.Builder) {
 		p(" Built from %s.", m.source)
 	}
 	p("\n\n")
-	up := "not found"
+	up := "server-everything not found (see the note)"
 	if r.everything != "" {
-		up = "@modelcontextprotocol/server-everything " + r.everything + " on Node 22"
+		up = "@modelcontextprotocol/server-everything " + r.everything + " on Node 22 (tool `echo {message}`)"
 	}
-	p("Upstreams: stdio: %s (tool `echo {message}`); HTTP: the go-sdk echo fixture (`e2e/fixture`, tool `echo {text}`), which also serves the 2026-07-28 comparison over stdio. ", up)
+	p("Upstreams: stdio: %s; HTTP: the go-sdk echo fixture (`e2e/fixture`, tool `echo {text}`), which also serves the 2026-07-28 comparison over stdio. ", up)
 	p("The peer is `e2e/bench/peer`: a bare forwarder on mark3labs/mcp-go, standing in for TBXark/mcp-proxy.\n\n")
 	for _, n := range r.notes {
 		p("**Note:** %s\n\n", n)

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// perfResult is one process profiled under load.
+type perfResult struct {
+	name  string // scenario name
+	file  string // perf.data
+	calls int
+	cpu   float64 // µs per call while recording
+	top   string  // perf report's top self-time entries
+	err   string
+}
+
+// recordProfiles runs `perf record -g -p PID` on switchboard → server-
+// everything, on the peer in front of the same upstream, and on the two
+// switchboards of the stateless comparison, each while o.perfCalls calls
+// are made at c = 8, after every measurement, so the profiler's own cost
+// is in no table. Switchboard's profile goes to o.perf, the others' to
+// o.perf + ".peer", ".2026" and ".2025".
+func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *options) ([]perfResult, error) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		return []perfResult{{name: "perf", err: "perf is not installed; no profile recorded"}}, nil
+	}
+	var out []perfResult
+	suffix := map[string]string{idSBStdio: "", idPeerStdio: ".peer", idStateless: ".2026", idLegacy: ".2025"}
+	for _, id := range []string{idSBStdio, idPeerStdio, idStateless, idLegacy} {
+		var sc *scenario
+		for _, s := range scenarios {
+			if s.id == id {
+				sc = s
+			}
+		}
+		if sc == nil {
+			continue
+		}
+		file := o.perf + suffix[id]
+		progress("perf record on %s, %d calls at c = 8", sc.name, o.perfCalls)
+		pr := profileOne(ctx, e, sc, file, o.perfCalls)
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		out = append(out, pr)
+	}
+	if len(out) == 0 {
+		out = append(out, perfResult{name: "perf", err: "no server-everything scenario ran; nothing profiled"})
+	}
+	return out, nil
+}
+
+func profileOne(ctx context.Context, e *env, sc *scenario, file string, calls int) perfResult {
+	pr := perfResult{name: sc.name, file: file}
+	rec := exec.Command("perf", "record", "-g", "-q", "-o", file, "-p", fmt.Sprint(sc.pid))
+	rec.SysProcAttr = childAttr()
+	out := &tailBuffer{max: 8 << 10}
+	rec.Stdout, rec.Stderr = out, out
+	if err := rec.Start(); err != nil {
+		pr.err = fmt.Sprintf("perf record: %v", err)
+		return pr
+	}
+	done := make(chan error, 1)
+	go func() { done <- rec.Wait() }()
+	stop := func() error {
+		_ = syscall.Kill(rec.Process.Pid, syscall.SIGINT)
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(rec.Process.Pid, syscall.SIGKILL)
+			return <-done
+		}
+	}
+	// Let perf attach before the calls start.
+	time.Sleep(500 * time.Millisecond)
+	run, err := runLoad(ctx, e, sc, 8, calls)
+	stopErr := stop()
+	if err != nil {
+		pr.err = fmt.Sprintf("load: %v", err)
+		return pr
+	}
+	if st, serr := os.Stat(file); serr != nil || st.Size() == 0 {
+		pr.err = fmt.Sprintf("perf record wrote nothing (%v): %s", stopErr, strings.TrimSpace(out.String()))
+		return pr
+	}
+	pr.calls, pr.cpu = run.calls, run.cpuPerCall()
+	rep := exec.CommandContext(ctx, "perf", "report", "-i", file, "--no-children", "--sort", "dso,symbol",
+		"-g", "none", "--stdio", "-q", "--percent-limit", "1")
+	b, err := rep.Output()
+	if err != nil {
+		pr.err = fmt.Sprintf("perf report: %v", err)
+		return pr
+	}
+	// Keep the entry lines, not the call graphs under them.
+	var top []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !strings.HasSuffix(f[0], "%") {
+			continue
+		}
+		for len(f) > 1 && f[len(f)-1] == "-" {
+			f = f[:len(f)-1]
+		}
+		top = append(top, strings.Join(f, " "))
+	}
+	pr.top = strings.Join(top, "\n")
+	return pr
+}
