@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
@@ -57,16 +58,52 @@ type parkedCalls struct {
 	calls map[string]*parkedCall
 
 	// The calls' goroutines are the parkedCalls': close cancels them all
-	// and waits for them.
+	// and waits for them. A goroutine that ran a call waits for the next
+	// one while fewer than maxIdleRunners wait (see runner).
 	wg     sync.WaitGroup
+	jobs   chan func() // calls for idle runners (unbuffered)
+	idle   atomic.Int32
 	done   context.Context
 	finish context.CancelFunc
+}
+
+// maxIdleRunners bounds the goroutines kept waiting for the next call.
+const maxIdleRunners = 16
+
+// run runs f on an idle runner, or on a new one.
+func (pc *parkedCalls) run(f func()) {
+	select {
+	case pc.jobs <- f:
+	default:
+		pc.wg.Go(func() { pc.runner(f) })
+	}
+}
+
+// runner runs f, then the calls handed to it while it waits, until more
+// than maxIdleRunners wait or the parkedCalls close. A goroutine that stays
+// keeps the stack its last call grew: on a fresh one, a forwarded call
+// grows and copies its stack every time.
+func (pc *parkedCalls) runner(f func()) {
+	for {
+		f()
+		if pc.idle.Add(1) > maxIdleRunners {
+			pc.idle.Add(-1)
+			return
+		}
+		select {
+		case f = <-pc.jobs:
+			pc.idle.Add(-1)
+		case <-pc.done.Done():
+			pc.idle.Add(-1)
+			return
+		}
+	}
 }
 
 func newParkedCalls() *parkedCalls {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}}
+	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}, jobs: make(chan func())}
 	pc.key.Store(&key)
 	pc.done, pc.finish = context.WithCancel(context.Background())
 	return pc
@@ -337,7 +374,7 @@ func bindingOf(r *session.Request, method string) string {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
 	}
-	_ = json.Unmarshal(r.Params, &named)
+	_, _ = sjson.Parse(r.Params, &named, 0) // one pass; a call's arguments are skipped
 	return strings.Join([]string{pr.view, pr.tokenID, method, named.Name, named.URI}, "\x00")
 }
 
@@ -360,7 +397,7 @@ func (pc *parkedCalls) start(ctx context.Context, r *session.Request, bind strin
 	c.cancel = cancel
 	stop := context.AfterFunc(pc.done, cancel)
 	detached := r.Detach(&c.relay, c.ask)
-	pc.wg.Go(func() {
+	pc.run(func() {
 		defer stop()
 		defer cancel()
 		c.res, c.err = next(cctx, detached)

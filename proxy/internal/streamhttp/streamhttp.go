@@ -394,9 +394,19 @@ func checkName(h http.Header, req *jsonrpc.Request) string {
 	if got == "" {
 		return fmt.Sprintf("missing required Mcp-Name header for method %q", req.Method)
 	}
-	var p map[string]json.RawMessage
+	// Only the two fields are read: a call's arguments are skipped, not
+	// copied.
+	var p struct {
+		Name json.RawMessage `json:"name"`
+		URI  json.RawMessage `json:"uri"`
+	}
+	_, err := sjson.Parse(req.Params, &p, 0)
+	named := p.Name
+	if field == "uri" {
+		named = p.URI
+	}
 	var want string
-	if sjson.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p[field], &want) != nil {
+	if err != nil || json.Unmarshal(named, &want) != nil {
 		return fmt.Sprintf("params of %q name no %s for the Mcp-Name header to match", req.Method, field)
 	}
 	if got != want {
@@ -446,12 +456,14 @@ func metaProtocolVersion(params json.RawMessage) string {
 		return ""
 	}
 	var p struct {
-		Meta map[string]any `json:"_meta"`
+		Meta struct {
+			Version any `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
 	}
 	if _, err := sjson.Parse(params, &p, 0); err != nil {
 		return ""
 	}
-	v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	v, _ := p.Meta.Version.(string)
 	return v
 }
 
