@@ -131,8 +131,8 @@ func (pc *parkedCalls) useKey(secret string) {
 
 // parkedCall is one call running for a 2026-07-28 client.
 type parkedCall struct {
-	id     string
-	bind   string         // what the state is bound to: caller and call
+	pc     *parkedCalls
+	from   *binding       // the request that started it, for its binding
 	asks   chan *inputAsk // the call's requests to the client
 	done   chan struct{}  // closed when the call ended
 	res    any            // its answer, once done
@@ -140,7 +140,11 @@ type parkedCall struct {
 	cancel context.CancelFunc
 	relay  relay // the stream of the request currently waiting
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// id and bind are set when the call first asks for input (register):
+	// a call that never does is in no list and needs neither.
+	id      string
+	bind    string               // what the state is bound to: caller and call
 	pending map[string]*inputAsk // handed to the client, by input key
 	next    int                  // numbers input keys
 	round   int                  // rounds of questions so far; each has its own state
@@ -183,21 +187,21 @@ func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
 		if err != nil {
 			return nil, err
 		}
-		bind := bindingOf(r, method)
+		bind := &binding{r: r, method: method}
 		var pc *parkedCall
 		switch {
 		case rt.State == "":
 			// Answers without a state go to the server as they are: a
 			// 2026-07-28 server may take them, a legacy one ignores them.
-			pc, err = p.parked.start(ctx, r, bind, next)
+			pc = p.parked.start(ctx, r, bind, next)
 		case strings.HasPrefix(rt.State, upstreamPrefix):
-			up, ok := p.parked.openUpstream(rt.State, bind)
+			up, ok := p.parked.openUpstream(rt.State, bind.String())
 			if !ok {
 				return nil, badState
 			}
-			pc, err = p.parked.start(ctx, withRetry(r, up, nil), bind, next)
+			pc = p.parked.start(ctx, withRetry(r, up, nil), bind, next)
 		default:
-			pc, err = p.parked.resume(rt, bind)
+			pc, err = p.parked.resume(rt, bind.String())
 		}
 		if err != nil {
 			return nil, err
@@ -315,13 +319,13 @@ const (
 
 // sealUpstream seals the state of an upstream's input_required result, so
 // that only the caller it went to can continue it, unaltered.
-func (pc *parkedCalls) sealUpstream(res any, bind string) {
+func (pc *parkedCalls) sealUpstream(res any, bind *binding) {
 	_, state, ok := inputsOf(res)
 	if !ok {
 		return
 	}
 	head := upstreamPrefix + base64.RawURLEncoding.EncodeToString([]byte(state))
-	sealed := head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind))
+	sealed := head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind.String()))
 	switch v := res.(type) {
 	case *mcp.CallToolResult:
 		v.RequestState = sealed
@@ -366,6 +370,21 @@ func retryParams(params json.RawMessage) (retry, error) {
 	return rt, nil
 }
 
+// binding is what a call's state is bound to, worked out when first
+// needed: most calls never ask for input. Not for concurrent use.
+type binding struct {
+	r      *session.Request
+	method string
+	v      string
+}
+
+func (b *binding) String() string {
+	if b.v == "" {
+		b.v = bindingOf(b.r, b.method)
+	}
+	return b.v
+}
+
 // bindingOf is what a call's state is bound to: the caller (view and
 // token) and the call (method and what it names).
 func bindingOf(r *session.Request, method string) string {
@@ -380,16 +399,8 @@ func bindingOf(r *session.Request, method string) string {
 
 // start runs a new call for r, parked from the start: it outlives r's
 // answer if it asks for input.
-func (pc *parkedCalls) start(ctx context.Context, r *session.Request, bind string, next session.Handler) (*parkedCall, error) {
-	id := rand.Text()
-	c := &parkedCall{id: id, bind: bind, asks: make(chan *inputAsk, 8), done: make(chan struct{}), pending: map[string]*inputAsk{}}
-	pc.mu.Lock()
-	if len(pc.calls) >= maxParked {
-		pc.mu.Unlock()
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many calls waiting for input (limit %d); retry later", maxParked)}
-	}
-	pc.calls[id] = c
-	pc.mu.Unlock()
+func (pc *parkedCalls) start(ctx context.Context, r *session.Request, from *binding, next session.Handler) *parkedCall {
+	c := &parkedCall{pc: pc, from: from, asks: make(chan *inputAsk, 8), done: make(chan struct{}), pending: map[string]*inputAsk{}}
 	c.relay.cur.Store(r)
 	// The call keeps the request's values (the principal, the trace), not
 	// its end: it ends with its own cancel.
@@ -401,17 +412,45 @@ func (pc *parkedCalls) start(ctx context.Context, r *session.Request, bind strin
 		defer stop()
 		defer cancel()
 		c.res, c.err = next(cctx, detached)
-		pc.mu.Lock()
-		delete(pc.calls, id)
-		pc.mu.Unlock()
+		c.mu.Lock()
+		id := c.id
+		c.mu.Unlock()
+		if id != "" {
+			pc.mu.Lock()
+			delete(pc.calls, id)
+			pc.mu.Unlock()
+		}
 		close(c.done)
 	})
-	return c, nil
+	return c
+}
+
+// register gives the call its ID and puts it in the list of calls a
+// retry can continue, when it first asks for input.
+func (c *parkedCall) register() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id != "" {
+		return nil
+	}
+	pc := c.pc
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if len(pc.calls) >= maxParked {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many calls waiting for input (limit %d); retry later", maxParked)}
+	}
+	// Not from.String(): the request's goroutine may be using from.
+	c.id, c.bind = rand.Text(), bindingOf(c.from.r, c.from.method)
+	pc.calls[c.id] = c
+	return nil
 }
 
 // ask is the call's way to the client: its request goes out with the next
 // input_required answer, and it waits for the retry that answers it.
 func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if err := c.register(); err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", method, err)

@@ -24,7 +24,7 @@ func TestRequestStateSeal(t *testing.T) {
 		}},
 		{"upstream", func() string {
 			res := inputRequiredResult("the server's state")
-			pc.sealUpstream(res, "bind")
+			pc.sealUpstream(res, &binding{v: "bind"})
 			return res.RequestState
 		}(), func(s, b string) bool {
 			state, ok := pc.openUpstream(s, b)
