@@ -337,6 +337,7 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		return incoming{}, false
 	}
 	in := incoming{msgs: msgs}
+	var lone peeked // the params of a lone request, read once for both checks
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok {
@@ -345,7 +346,12 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		if req.Method == methodInitialize {
 			in.init = true
 		}
-		modern, ok := checkNewProtocol(w, req, header, version)
+		pk := &peeked{params: req.Params}
+		if len(msgs) == 1 {
+			pk = &lone
+			pk.params = req.Params
+		}
+		modern, ok := checkNewProtocol(w, req, pk, header, version)
 		if !ok {
 			return incoming{}, false
 		}
@@ -366,7 +372,7 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 				writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
 				return incoming{}, false
 			}
-			if msg := checkName(r.Header, req); msg != "" {
+			if msg := checkName(r.Header, req, &lone); msg != "" {
 				writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: msg})
 				return incoming{}, false
 			}
@@ -383,9 +389,34 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 // request is about, and the param that holds it.
 var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 
+// peeked is what the transport reads of a request's params, in one pass
+// when it reads any: the protocol version _meta names (SEP-2575) and what
+// the request is about (SEP-2243). A call's arguments are skipped, not
+// copied.
+type peeked struct {
+	params json.RawMessage
+	read   bool
+	err    error
+	p      struct {
+		Meta struct {
+			Version any `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+		Name json.RawMessage `json:"name"`
+		URI  json.RawMessage `json:"uri"`
+	}
+}
+
+func (pk *peeked) get() error {
+	if !pk.read {
+		pk.read = true
+		_, pk.err = sjson.Parse(pk.params, &pk.p, 0)
+	}
+	return pk.err
+}
+
 // checkName applies SEP-2243's Mcp-Name to a 2026-07-28 request: it is
 // what params name, byte for byte. It returns what is wrong ("": nothing).
-func checkName(h http.Header, req *jsonrpc.Request) string {
+func checkName(h http.Header, req *jsonrpc.Request, pk *peeked) string {
 	field, ok := namedMethods[req.Method]
 	if !ok {
 		return ""
@@ -394,16 +425,10 @@ func checkName(h http.Header, req *jsonrpc.Request) string {
 	if got == "" {
 		return fmt.Sprintf("missing required Mcp-Name header for method %q", req.Method)
 	}
-	// Only the two fields are read: a call's arguments are skipped, not
-	// copied.
-	var p struct {
-		Name json.RawMessage `json:"name"`
-		URI  json.RawMessage `json:"uri"`
-	}
-	_, err := sjson.Parse(req.Params, &p, 0)
-	named := p.Name
+	err := pk.get()
+	named := pk.p.Name
 	if field == "uri" {
-		named = p.URI
+		named = pk.p.URI
 	}
 	var want string
 	if err != nil || json.Unmarshal(named, &want) != nil {
@@ -418,11 +443,11 @@ func checkName(h http.Header, req *jsonrpc.Request) string {
 // checkNewProtocol applies SEP-2575 to one request: a request of protocol
 // 2026-07-28 or later (modern) names a version this server serves, in the
 // header and in _meta alike. It writes the refusal itself (ok false).
-func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, version string) (modern, ok bool) {
+func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, pk *peeked, header, version string) (modern, ok bool) {
 	if !req.IsCall() {
 		return false, true // _meta's version is for requests only
 	}
-	metaVersion := metaProtocolVersion(req.Params)
+	metaVersion := metaProtocolVersion(pk)
 	if version < v20260728 && metaVersion < v20260728 {
 		return false, true // legacy, whatever _meta says of it
 	}
@@ -451,19 +476,11 @@ func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, header, versi
 
 // metaProtocolVersion is params._meta's protocol version, if it is a string.
 // Params are decoded only when the key is in them at all.
-func metaProtocolVersion(params json.RawMessage) string {
-	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+func metaProtocolVersion(pk *peeked) string {
+	if !bytes.Contains(pk.params, []byte(mcp.MetaKeyProtocolVersion)) || pk.get() != nil {
 		return ""
 	}
-	var p struct {
-		Meta struct {
-			Version any `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-	}
-	if _, err := sjson.Parse(params, &p, 0); err != nil {
-		return ""
-	}
-	v, _ := p.Meta.Version.(string)
+	v, _ := pk.p.Meta.Version.(string)
 	return v
 }
 
