@@ -16,19 +16,7 @@ const haproxyVersion = "2.6.12-1+deb12u3"
 // haproxy locates the HAProxy wrapper .ci/tools/haproxy.sh installs.
 func haproxy(t *testing.T) string {
 	t.Helper()
-	cache := os.Getenv("SWITCHBOARD_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "switchboard")
-	}
-	p := filepath.Join(cache, "haproxy-"+haproxyVersion, "haproxy")
-	if _, err := os.Stat(p); err != nil {
-		if full {
-			t.Fatalf("HAProxy is not installed (%s); run .ci/setup", p)
-		}
-		t.Skip("HAProxy is not installed; run .ci/setup (or set SWITCHBOARD_FULL=1 to make this a failure)")
-	}
-	return p
+	return cachedTool(t, "HAProxy", filepath.Join("haproxy-"+haproxyVersion, "haproxy"))
 }
 
 // servedByHeader is the response header HAProxy sets to the name of the

@@ -418,13 +418,31 @@ func npmDirs() []string {
 	if d := os.Getenv("SWITCHBOARD_NPM"); d != "" {
 		dirs = append(dirs, d)
 	}
-	cache := os.Getenv("SWITCHBOARD_CACHE")
-	if cache == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			cache = filepath.Join(home, ".cache", "switchboard")
-		}
+	return append(dirs, filepath.Join(cacheDir(), "npm"))
+}
+
+// cacheDir is where .ci/setup caches the heavy test components.
+func cacheDir() string {
+	if cache := os.Getenv("SWITCHBOARD_CACHE"); cache != "" {
+		return cache
 	}
-	return append(dirs, filepath.Join(cache, "npm"))
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "switchboard")
+}
+
+// cachedTool is the path of a component .ci/setup put under the cache (rel
+// inside it), named what for messages. Without it the test is skipped, or
+// fails under SWITCHBOARD_FULL.
+func cachedTool(t *testing.T, what, rel string) string {
+	t.Helper()
+	p := filepath.Join(cacheDir(), rel)
+	if _, err := os.Stat(p); err != nil {
+		if full {
+			t.Fatalf("%s is not installed (%s); run .ci/setup", what, p)
+		}
+		t.Skipf("%s is not installed; run .ci/setup (or set SWITCHBOARD_FULL=1 to make this a failure)", what)
+	}
+	return p
 }
 
 // npmDir is the directory whose node_modules holds the npm test servers.

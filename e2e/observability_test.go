@@ -209,19 +209,7 @@ func (o *otlpSink) byName(name string) *spanSeen {
 // otelcol locates the collector built by .ci/tools/otelcol.sh.
 func otelcol(t *testing.T) string {
 	t.Helper()
-	cache := os.Getenv("SWITCHBOARD_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "switchboard")
-	}
-	p := filepath.Join(cache, "otelcol-0.162.0", "otelcol-switchboard")
-	if _, err := os.Stat(p); err != nil {
-		if full {
-			t.Fatalf("the OpenTelemetry Collector is not built (%s); run .ci/setup", p)
-		}
-		t.Skip("the OpenTelemetry Collector is not built; run .ci/setup (or set SWITCHBOARD_FULL=1 to make this a failure)")
-	}
-	return p
+	return cachedTool(t, "the OpenTelemetry Collector", filepath.Join("otelcol-0.162.0", "otelcol-switchboard"))
 }
 
 // TestTraceThroughCollector: one tools/call from a client with a trace

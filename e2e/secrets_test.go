@@ -26,18 +26,9 @@ func startDevVault(t *testing.T) *devVault {
 	t.Helper()
 	bin := os.Getenv("SWITCHBOARD_VAULT")
 	if bin == "" {
-		cache := os.Getenv("SWITCHBOARD_CACHE")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache", "switchboard")
-		}
-		bin = filepath.Join(cache, "vault-1.21.0", "vault")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if full {
-			t.Fatalf("vault is not built (%s); run .ci/setup", bin)
-		}
-		t.Skip("vault is not built; run .ci/setup (or set SWITCHBOARD_FULL=1 to make this a failure)")
+		bin = cachedTool(t, "vault", filepath.Join("vault-1.21.0", "vault"))
+	} else if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("SWITCHBOARD_VAULT=%s: %v", bin, err)
 	}
 	v := &devVault{token: "root-" + fmt.Sprint(time.Now().UnixNano())}
 	for attempt := 0; attempt < 3; attempt++ {

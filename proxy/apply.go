@@ -24,11 +24,11 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	if err != nil {
 		return &ConfigError{err}
 	}
-	stateKey, err := p.resolveStateKey(ctx, c)
+	stateKey, err := p.resolveKey(ctx, "requestStateKey", c.RequestStateKey)
 	if err != nil {
 		return &ConfigError{err}
 	}
-	sessionKey, err := p.resolveSessionKey(ctx, c)
+	sessionKey, err := p.resolveKey(ctx, "sessionKey", c.SessionKey)
 	if err != nil {
 		return &ConfigError{err}
 	}

@@ -190,20 +190,21 @@ func (p *Proxy) checkHost(next http.Handler) http.Handler {
 	})
 }
 
-// minStateKey is the fewest bytes requestStateKey may resolve to.
-const minStateKey = 32
+// minKey is the fewest bytes requestStateKey and sessionKey may resolve to.
+const minKey = 32
 
-// resolveStateKey resolves requestStateKey ("": unset).
-func (p *Proxy) resolveStateKey(ctx context.Context, c *config.Config) (string, error) {
-	if c.RequestStateKey == "" {
+// resolveKey resolves the key field names, whose value is ref ("":
+// unset); the key is redacted from then on.
+func (p *Proxy) resolveKey(ctx context.Context, field, ref string) (string, error) {
+	if ref == "" {
 		return "", nil
 	}
-	v, err := p.resolver.Expand(ctx, c.RequestStateKey)
+	v, err := p.resolver.Expand(ctx, ref)
 	if err != nil {
-		return "", fmt.Errorf("requestStateKey: %w", err)
+		return "", fmt.Errorf("%s: %w", field, err)
 	}
-	if len(v) < minStateKey {
-		return "", fmt.Errorf("requestStateKey: resolved to %d bytes; at least %d are needed (e.g. openssl rand -base64 48)", len(v), minStateKey)
+	if len(v) < minKey {
+		return "", fmt.Errorf("%s: resolved to %d bytes; at least %d are needed (e.g. openssl rand -base64 48)", field, len(v), minKey)
 	}
 	p.redactor.Add(v)
 	return v, nil

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sessionid"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
@@ -63,22 +61,6 @@ func (c *continuity) useKey(secret string) {
 		return
 	}
 	c.sealer.Store(c.own.Rekey([]byte(secret)))
-}
-
-// resolveSessionKey resolves sessionKey ("": unset).
-func (p *Proxy) resolveSessionKey(ctx context.Context, c *config.Config) (string, error) {
-	if c.SessionKey == "" {
-		return "", nil
-	}
-	v, err := p.resolver.Expand(ctx, c.SessionKey)
-	if err != nil {
-		return "", fmt.Errorf("sessionKey: %w", err)
-	}
-	if len(v) < minStateKey {
-		return "", fmt.Errorf("sessionKey: resolved to %d bytes; at least %d are needed (e.g. openssl rand -base64 48)", len(v), minStateKey)
-	}
-	p.redactor.Add(v)
-	return v, nil
 }
 
 // mintSessionID names the session an initialize request opens: what it

@@ -3,7 +3,11 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -125,4 +129,36 @@ func flip(c byte) string {
 		return "B"
 	}
 	return "A"
+}
+
+// TestKeysAndReplicaRefused: a key shorter than 32 bytes and a replica
+// name that is no DNS label stop the start, saying which.
+func TestKeysAndReplicaRefused(t *testing.T) {
+	for _, c := range []struct {
+		top     map[string]any
+		replica string
+		want    string
+	}{
+		{map[string]any{"sessionKey": "short"}, "r1", "sessionKey: resolved to 5 bytes; at least 32"},
+		{map[string]any{"requestStateKey": "short"}, "r1", "requestStateKey: resolved to 5 bytes; at least 32"},
+		{nil, "Not_A_Label", `replica name "Not_A_Label"`},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "switchboard.json")
+		if err := os.WriteFile(path, []byte(pipelineConfig(nil, nil, c.top)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		o := Options{ConfigPath: path, Replica: c.replica, Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
+			Stderr: io.Discard, Getenv: func(string) string { return "" }}
+		p, cfg, err := New(o)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = p.Serve(ctx, cfg)
+			cancel()
+		}
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v / %q: %v, want a config error saying %q", c.top, c.replica, err, c.want)
+		}
+	}
 }
