@@ -79,8 +79,8 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *con
 const maxEnded = 1 << 16
 
 // endedIDs are the IDs of sessions that ended here, which must stay ended
-// (404) rather than be resumed: a digest of each, the
-// oldest forgotten first.
+// (404) rather than be resumed: a digest of each, the oldest forgotten
+// first.
 type endedIDs struct {
 	mu    sync.Mutex
 	set   map[[16]byte]struct{}
@@ -118,20 +118,4 @@ func (e *endedIDs) has(id string) bool {
 	defer e.mu.Unlock()
 	_, ok := e.set[endedKey(id)]
 	return ok
-}
-
-func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
-	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
-		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
-		return
-	}
-	c := h.session(w, r)
-	if c == nil {
-		return
-	}
-	if last := r.Header.Get(lastEventIDHeader); last != "" {
-		c.resume(w, r, last)
-		return
-	}
-	c.get(w, r)
 }

@@ -239,6 +239,22 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
+		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+		return
+	}
+	c := h.session(w, r)
+	if c == nil {
+		return
+	}
+	if last := r.Header.Get(lastEventIDHeader); last != "" {
+		c.resume(w, r, last)
+		return
+	}
+	c.get(w, r)
+}
+
 // incoming is one decoded POST body, checked.
 type incoming struct {
 	msgs  []jsonrpc.Message
