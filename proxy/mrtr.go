@@ -547,12 +547,13 @@ func (pc *parkedCalls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawM
 			Params json.RawMessage `json:"params,omitempty"`
 		}{a.method, a.params})
 	}
+	id, bind := c.id, c.bind // set by register before the call's first question
 	c.mu.Unlock()
 	return json.Marshal(struct {
 		ResultType    string                     `json:"resultType"`
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
-	}{"input_required", reqs, pc.seal(c.id, round, c.bind)})
+	}{"input_required", reqs, pc.seal(id, round, bind)})
 }
 
 // inputKind names an input key after what it asks.
