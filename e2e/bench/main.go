@@ -68,7 +68,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.upstreams, "upstreams", 10, "stdio upstreams for the idle-memory measurement")
 	compare := fs.String("compare", "GOMAXPROCS=1", "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → server-everything, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
 	fs.StringVar(&o.npm, "npm", defaultNPM(), "`directory` whose node_modules holds Node 22 and @modelcontextprotocol/server-everything (.ci/setup installs them)")
-	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards)")
+	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {

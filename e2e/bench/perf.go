@@ -21,18 +21,19 @@ type perfResult struct {
 }
 
 // recordProfiles runs `perf record -g -p PID` on switchboard → server-
-// everything, on the peer in front of the same upstream, and on the two
-// switchboards of the stateless comparison, each while o.perfCalls calls
-// are made at c = 8, after every measurement, so the profiler's own cost
-// is in no table. Switchboard's profile goes to o.perf, the others' to
-// o.perf + ".peer", ".2026" and ".2025".
+// everything, on the peer in front of the same upstream, on the two
+// switchboards of the stateless comparison, and on switchboard and the
+// peer in front of the HTTP echo, each while o.perfCalls calls are made at
+// c = 8, after every measurement, so the profiler's own cost is in no
+// table. Switchboard's profile goes to o.perf, the others' to o.perf +
+// ".peer", ".2026", ".2025", ".http" and ".peer-http".
 func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *options) ([]perfResult, error) {
 	if _, err := exec.LookPath("perf"); err != nil {
 		return []perfResult{{name: "perf", err: "perf is not installed; no profile recorded"}}, nil
 	}
 	var out []perfResult
-	suffix := map[string]string{idSBStdio: "", idPeerStdio: ".peer", idStateless: ".2026", idLegacy: ".2025"}
-	for _, id := range []string{idSBStdio, idPeerStdio, idStateless, idLegacy} {
+	suffix := map[string]string{idSBStdio: "", idPeerStdio: ".peer", idStateless: ".2026", idLegacy: ".2025", idSBHTTP: ".http", idPeerHTTP: ".peer-http"}
+	for _, id := range []string{idSBStdio, idPeerStdio, idStateless, idLegacy, idSBHTTP, idPeerHTTP} {
 		var sc *scenario
 		for _, s := range scenarios {
 			if s.id == id {
