@@ -178,10 +178,9 @@ func randomHex(t *testing.T, n int) string {
 // that instant may fail (the long ones must, promptly): the 2026-07-28
 // clients' next calls go to the other replicas, and the legacy clients
 // keep their sessions (same ID, no new initialize), which the surviving
-// replicas resume from the sealed ID alone. A
-// tampered ID, an ID sealed under another key and a made-up one are
-// refused with 404, and an ID shows neither the client's name nor its
-// protocol version.
+// replicas resume from the sealed ID alone. A tampered ID, an ID sealed
+// under another key and a made-up one are refused with 404, and an ID
+// shows neither the client's name nor its protocol version.
 func TestReplicasBehindL7Proxy(t *testing.T) {
 	t.Parallel()
 	hap := haproxy(t)

@@ -3,7 +3,6 @@ package streamhttp
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,7 +18,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
@@ -399,105 +397,6 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		return incoming{}, false
 	}
 	return in, true
-}
-
-// namedMethods are the methods whose Mcp-Name header names what the
-// request is about, and the param that holds it.
-var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-
-// peeked is what the transport reads of a request's params, in one pass
-// when it reads any: the protocol version _meta names (SEP-2575) and what
-// the request is about (SEP-2243). A call's arguments are skipped, not
-// copied.
-type peeked struct {
-	params json.RawMessage
-	read   bool
-	err    error
-	p      struct {
-		Meta struct {
-			Version any `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-		Name json.RawMessage `json:"name"`
-		URI  json.RawMessage `json:"uri"`
-	}
-}
-
-func (pk *peeked) get() error {
-	if !pk.read {
-		pk.read = true
-		_, pk.err = sjson.Parse(pk.params, &pk.p, 0)
-	}
-	return pk.err
-}
-
-// checkName applies SEP-2243's Mcp-Name to a 2026-07-28 request: it is
-// what params name, byte for byte. It returns what is wrong ("": nothing).
-func checkName(h http.Header, req *jsonrpc.Request, pk *peeked) string {
-	field, ok := namedMethods[req.Method]
-	if !ok {
-		return ""
-	}
-	got := h.Get(nameHeader)
-	if got == "" {
-		return fmt.Sprintf("missing required Mcp-Name header for method %q", req.Method)
-	}
-	err := pk.get()
-	named := pk.p.Name
-	if field == "uri" {
-		named = pk.p.URI
-	}
-	var want string
-	if err != nil || json.Unmarshal(named, &want) != nil {
-		return fmt.Sprintf("params of %q name no %s for the Mcp-Name header to match", req.Method, field)
-	}
-	if got != want {
-		return fmt.Sprintf("header mismatch: Mcp-Name header value '%s' does not match body value '%s'", got, want)
-	}
-	return ""
-}
-
-// checkNewProtocol applies SEP-2575 to one request: a request of protocol
-// 2026-07-28 or later (modern) names a version this server serves, in the
-// header and in _meta alike. It writes the refusal itself (ok false).
-func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, pk *peeked, header, version string) (modern, ok bool) {
-	if !req.IsCall() {
-		return false, true // _meta's version is for requests only
-	}
-	metaVersion := metaProtocolVersion(pk)
-	if version < v20260728 && metaVersion < v20260728 {
-		return false, true // legacy, whatever _meta says of it
-	}
-	switch {
-	case header == "":
-		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
-			Message: fmt.Sprintf("%s header is required for requests carrying %q", protocolVersionHeader, mcp.MetaKeyProtocolVersion)})
-	case metaVersion == "":
-		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("missing or invalid _meta field %q", mcp.MetaKeyProtocolVersion)})
-	case header != metaVersion:
-		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
-			Message: fmt.Sprintf("%s header %q does not match request %s %q", protocolVersionHeader, header, mcp.MetaKeyProtocolVersion, metaVersion)})
-	case !slices.Contains(session.ModernVersions, metaVersion):
-		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: session.AllVersions, Requested: metaVersion})
-		writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
-			Code:    mcp.CodeUnsupportedProtocolVersion,
-			Message: fmt.Sprintf("protocol version %q is not supported by this server", metaVersion),
-			Data:    data,
-		})
-	default:
-		return true, true
-	}
-	return false, false
-}
-
-// metaProtocolVersion is params._meta's protocol version, if it is a string.
-// Params are decoded only when the key is in them at all.
-func metaProtocolVersion(pk *peeked) string {
-	if !bytes.Contains(pk.params, []byte(mcp.MetaKeyProtocolVersion)) || pk.get() != nil {
-		return ""
-	}
-	v, _ := pk.p.Meta.Version.(string)
-	return v
 }
 
 // supported are the SDK's protocol versions; legacy those a stateful server
