@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -342,4 +343,35 @@ func elicitOnce(t *testing.T, addr, path, tool, extra string) (int, string, inpu
 	data, _ := strings.CutPrefix(strings.TrimSpace(body), "event: message\ndata: ")
 	_ = json.Unmarshal([]byte(data), &m)
 	return status, body, m.Result
+}
+
+// TestShutdownEndsCallsWaitingForInput: a 2026-07-28 call answered with
+// input_required runs on, on its POST's goroutine, until the client's
+// retry. Once shutdown refuses new requests no retry can come, so the call
+// ends at once instead of holding the drain for all of shutdownTimeout.
+func TestShutdownEndsCallsWaitingForInput(t *testing.T) {
+	t.Parallel()
+	const shutdown = 30 * time.Second
+	s := startSwitchboard(t, map[string]any{
+		"shutdownTimeout": shutdown.Milliseconds(),
+		"servers":         map[string]any{"f": map[string]any{"command": fixture, "args": []string{"--name", "f"}}},
+	})
+	eventually(t, 20*time.Second, "the fixture's tools", func() bool {
+		_, _, body := postRaw(t, s.addr, "/mcp", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+elicitMeta+`}}`)
+		return strings.Contains(body, "mcp_f_elicit_rounds")
+	})
+	status, body, first := elicitOnce(t, s.addr, "/mcp", "mcp_f_elicit_rounds", "")
+	if status != http.StatusOK || first.ResultType != "input_required" {
+		t.Fatalf("elicit_rounds: %d %s, want input_required", status, body)
+	}
+	start := time.Now()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := s.wait(t, shutdown+10*time.Second); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	if took := time.Since(start); took > shutdown/2 {
+		t.Errorf("shutdown took %s with a call waiting for input; want it ended at once, not held to shutdownTimeout (%s)", took, shutdown)
+	}
 }

@@ -54,15 +54,12 @@ type parkedCalls struct {
 	own []byte                 // HMAC key of requestState made by this process
 	key atomic.Pointer[[]byte] // the one in use: own, or requestStateKey's
 
-	mu    sync.Mutex
-	calls map[string]*parkedCall
+	mu       sync.Mutex
+	calls    map[string]*parkedCall
+	stopping bool // no request can bring a retry any more (stopAsking)
 
-	// The calls' goroutines are the parkedCalls': close cancels them all
-	// and waits for them. A goroutine that ran a call waits for the next
-	// one while fewer than maxIdleRunners wait (see runner).
-	wg     sync.WaitGroup
-	jobs   chan func() // calls for idle runners (unbuffered)
-	idle   atomic.Int32
+	// A call runs on the goroutine of the request that started it, which
+	// its transport waits for; done ends every call (close).
 	done   context.Context
 	finish context.CancelFunc
 }
@@ -70,17 +67,33 @@ type parkedCalls struct {
 func newParkedCalls() *parkedCalls {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}, jobs: make(chan func())}
+	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}}
 	pc.key.Store(&key)
 	pc.done, pc.finish = context.WithCancel(context.Background())
 	return pc
 }
 
-// close cancels the calls still running and waits for them. It is safe to
-// call again and concurrently.
-func (pc *parkedCalls) close() {
-	pc.finish()
-	pc.wg.Wait()
+// close cancels the calls still running. It is safe to call again and
+// concurrently.
+func (pc *parkedCalls) close() { pc.finish() }
+
+// stopAsking is for a shutdown that refuses new requests: no retry can
+// continue a call any more. The calls that wait for one are cancelled,
+// and a call that asks from now on is refused (its upstream is told).
+// Those a retry is waiting on run on.
+func (pc *parkedCalls) stopAsking() {
+	pc.mu.Lock()
+	pc.stopping = true
+	var idle []*parkedCall
+	for _, c := range pc.calls {
+		if c.waiters.Load() == 0 {
+			idle = append(idle, c)
+		}
+	}
+	pc.mu.Unlock()
+	for _, c := range idle {
+		c.cancel()
+	}
 }
 
 // useKey keys requestStates with secret (requestStateKey, resolved; ""
@@ -99,19 +112,24 @@ func (pc *parkedCalls) useKey(secret string) {
 // parkedCall is one call running for a 2026-07-28 client.
 type parkedCall struct {
 	pc     *parkedCalls
-	from   *binding       // the request that started it, for its binding
-	asks   chan *inputAsk // the call's requests to the client
-	done   chan struct{}  // closed when the call ended
-	res    any            // its answer, once done
-	err    error          // (or error)
+	from   *binding // the request that started it, for its binding
 	cancel context.CancelFunc
 	relay  relay // the stream of the request currently waiting
+	// waiters counts the retries waiting for the call (wait).
+	waiters atomic.Int32
 
 	mu sync.Mutex
-	// id and bind are set when the call first asks for input (register):
-	// a call that never does is in no list and needs neither.
+	// first is the request that started the call while it waits for its
+	// answer: the call's result, or its first question.
+	first *session.Request
+	// id and what follows are set when the call first asks for input
+	// (register): a call that never does is in no list and needs none.
 	id      string
 	bind    string               // what the state is bound to: caller and call
+	asks    chan *inputAsk       // its requests to the client, after the first
+	done    chan struct{}        // closed when the call ended
+	res     any                  // its answer, once done
+	err     error                // (or error)
 	pending map[string]*inputAsk // handed to the client, by input key
 	next    int                  // numbers input keys
 	round   int                  // rounds of questions so far; each has its own state
@@ -155,25 +173,25 @@ func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
 			return nil, err
 		}
 		bind := &binding{r: r, method: method}
-		var pc *parkedCall
+		var res any
 		switch {
 		case rt.State == "":
 			// Answers without a state go to the server as they are: a
 			// 2026-07-28 server may take them, a legacy one ignores them.
-			pc = p.parked.start(ctx, r, bind, next)
+			res, err = p.parked.call(ctx, r, bind, next)
 		case strings.HasPrefix(rt.State, upstreamPrefix):
 			up, ok := p.parked.openUpstream(rt.State, bind.String())
 			if !ok {
 				return nil, badState
 			}
-			pc = p.parked.start(ctx, withRetry(r, up, nil), bind, next)
+			res, err = p.parked.call(ctx, withRetry(r, up, nil), bind, next)
 		default:
-			pc, err = p.parked.resume(rt, bind.String())
+			var pc *parkedCall
+			if pc, err = p.parked.resume(rt, bind.String()); err != nil {
+				return nil, err
+			}
+			res, err = p.parked.wait(ctx, pc, r)
 		}
-		if err != nil {
-			return nil, err
-		}
-		res, err := p.parked.wait(ctx, pc, r)
 		if err == nil {
 			p.parked.sealUpstream(res, bind)
 		}
@@ -364,32 +382,62 @@ func bindingOf(r *session.Request, method string) string {
 	return strings.Join([]string{pr.view, pr.tokenID, method, named.Name, named.URI}, "\x00")
 }
 
-// start runs a new call for r, parked from the start: it outlives r's
-// answer if it asks for input.
-func (pc *parkedCalls) start(ctx context.Context, r *session.Request, from *binding, next session.Handler) *parkedCall {
-	c := &parkedCall{pc: pc, from: from, asks: make(chan *inputAsk, 8), done: make(chan struct{}), pending: map[string]*inputAsk{}}
+// call runs a new call for r on r's goroutine, and answers r with its
+// result. If the call asks for input first, r is answered then, with
+// input_required (ask), and the call goes on here until a retry takes its
+// result: the handler then returns session.ErrAnswered. Most calls never
+// ask, and pay no hand-off to another goroutine.
+func (pc *parkedCalls) call(ctx context.Context, r *session.Request, from *binding, next session.Handler) (any, error) {
+	c := &parkedCall{pc: pc, from: from, first: r}
 	c.relay.cur.Store(r)
 	// The call keeps the request's values (the principal, the trace), not
-	// its end: it ends with its own cancel.
+	// its end: it ends with its own cancel, once r was answered early.
+	// Before that, a client that leaves (a 2026-07-28 client cancels by
+	// closing the request's stream) cancels it.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	stop := context.AfterFunc(pc.done, cancel)
-	detached := r.Detach(&c.relay, c.ask)
-	pc.run(func() {
-		defer stop()
-		defer cancel()
-		c.res, c.err = next(cctx, detached)
-		c.mu.Lock()
-		id := c.id
-		c.mu.Unlock()
-		if id != "" {
-			pc.mu.Lock()
-			delete(pc.calls, id)
-			pc.mu.Unlock()
-		}
-		close(c.done)
-	})
-	return c
+	stops := [...]func() bool{
+		context.AfterFunc(ctx, func() {
+			if c.takeFirst() != nil {
+				cancel()
+			}
+		}),
+		context.AfterFunc(pc.done, cancel),
+		// A session's close waits for its handlers: a call answered early
+		// ends with it (a stdio session's; a stateless one closes after).
+		context.AfterFunc(r.Session.Context(), cancel),
+	}
+	res, err := next(cctx, r.Detach(&c.relay, c.ask))
+	for _, stop := range stops {
+		stop()
+	}
+	cancel()
+	first := c.takeFirst()
+	c.mu.Lock()
+	id, done := c.id, c.done
+	c.res, c.err = res, err
+	c.mu.Unlock()
+	if id != "" {
+		pc.mu.Lock()
+		delete(pc.calls, id)
+		pc.mu.Unlock()
+		close(done)
+	}
+	if first == nil {
+		return nil, session.ErrAnswered // a retry waits for the result
+	}
+	return res, err
+}
+
+// takeFirst returns the request that started the call and is still
+// waiting for its answer, which is now the taker's to give (nil: it has
+// its answer, or is being given it).
+func (c *parkedCall) takeFirst() *session.Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.first
+	c.first = nil
+	return r
 }
 
 // register gives the call its ID and puts it in the list of calls a
@@ -397,23 +445,28 @@ func (pc *parkedCalls) start(ctx context.Context, r *session.Request, from *bind
 func (c *parkedCall) register() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.id != "" {
-		return nil
-	}
 	pc := c.pc
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
+	if pc.stopping {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "switchboard is shutting down: the client cannot be asked for input"}
+	}
+	if c.id != "" {
+		return nil
+	}
 	if len(pc.calls) >= maxParked {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("too many calls waiting for input (limit %d); retry later", maxParked)}
 	}
 	// Not from.String(): the request's goroutine may be using from.
 	c.id, c.bind = rand.Text(), bindingOf(c.from.r, c.from.method)
+	c.asks, c.done, c.pending = make(chan *inputAsk, 8), make(chan struct{}), map[string]*inputAsk{}
 	pc.calls[c.id] = c
 	return nil
 }
 
 // ask is the call's way to the client: its request goes out with the next
-// input_required answer, and it waits for the retry that answers it.
+// input_required answer, and it waits for the retry that answers it. The
+// first question answers the request that started the call, from here.
 func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	if err := c.register(); err != nil {
 		return nil, err
@@ -423,10 +476,15 @@ func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.R
 		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	a := &inputAsk{method: method, params: raw, reply: make(chan json.RawMessage, 1)}
-	select {
-	case c.asks <- a:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if first := c.takeFirst(); first != nil {
+		res, err := c.pc.inputRequired(c, []*inputAsk{a})
+		first.AnswerEarly(res, err)
+	} else {
+		select {
+		case c.asks <- a:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	select {
 	case raw := <-a.reply:
@@ -465,6 +523,8 @@ func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
 // wait answers r for the call: with its result, or with input_required
 // naming what it asks (those of a round not answered yet first).
 func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Request) (any, error) {
+	c.waiters.Add(1)
+	defer c.waiters.Add(-1)
 	c.relay.cur.Store(r)
 	c.mu.Lock()
 	unanswered := len(c.pending) > 0

@@ -316,6 +316,9 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
+	// No retry gets in from here: the calls of 2026-07-28 requests that
+	// wait for one (their POSTs counted below) end now.
+	p.parked.stopAsking()
 	p.inflight.drain(sctx)
 	// Requests that outlive their POST (legacy SSE answers on its stream)
 	// get the same deadline; then every session ends.
@@ -436,7 +439,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 		}()
 	}
 	wg.Wait()
-	// Calls waiting for a 2026-07-28 client's input end with their
+	// Calls still waiting for a 2026-07-28 client's input end with their
 	// upstreams, or now.
 	p.parked.close()
 	_ = p.resolver.Close()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -203,7 +204,8 @@ func (s *Session) begin(ctx context.Context, m *jsonrpc.Request, out Stream) (co
 // the answer goes out: a client may reuse it as soon as it has the answer.
 func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, out Stream) {
 	defer s.wg.Done()
-	r := &Request{Session: s, ID: m.ID, Method: m.Method, Params: m.Params, Extra: m.Extra, out: out}
+	r := &Request{Session: s, ID: m.ID, Method: m.Method, Params: m.Params, Extra: m.Extra, out: out,
+		ans: &answer{out: out, release: release}}
 	var (
 		res any
 		err error
@@ -214,20 +216,43 @@ func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, o
 		r.era = e
 		res, err = s.dispatch(ctx, r)
 	}
+	if !r.answer(res, err) && !errors.Is(err, ErrAnswered) {
+		s.log.Debug("a result after the request's early answer dropped", "method", m.Method, "error", err)
+	}
+}
+
+// answer is how a request is answered once: when its handler returns, or
+// before (Request.AnswerEarly).
+type answer struct {
+	done    atomic.Bool
+	out     Stream // the request's own stream (a detached copy writes elsewhere)
+	release func() // ends the request's context and frees its slot
+}
+
+// answer writes r's answer unless it went out already, and reports
+// whether it wrote it. The ID is free again, and the request's context
+// ends, before the answer goes out.
+func (r *Request) answer(res any, err error) bool {
+	a := r.ans
+	if !a.done.CompareAndSwap(false, true) {
+		return false
+	}
+	s := r.Session
 	s.mu.Lock()
-	delete(s.inflight, m.ID)
+	delete(s.inflight, r.ID)
 	s.answering++
 	s.mu.Unlock()
-	release()
+	a.release()
 	// The answer is written even when the request was cancelled, with a
 	// context that is not done, as JSON-RPC implementations do.
-	s.reply(out, r, res, err)
+	s.reply(a.out, r, res, err)
 	// Drain counts the request until its answer is out: a session closed
 	// after Drain must not cut an answer being written.
 	s.mu.Lock()
 	s.answering--
 	s.idleLocked()
 	s.mu.Unlock()
+	return true
 }
 
 // idleLocked wakes Drain when no request is in flight or being answered;

@@ -182,6 +182,11 @@ func (s *Session) Principal() any { return s.opt.Principal }
 // Done is closed when the session closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
+// Context ends when the session closes, before Close waits for the
+// handlers still running: work that outlives its request's answer
+// (AnswerEarly) ends with it.
+func (s *Session) Context() context.Context { return s.ctx }
+
 // Ended is closed once Close finished: what was in flight is answered.
 func (s *Session) Ended() <-chan struct{} { return s.closedAll }
 
@@ -449,6 +454,7 @@ type Request struct {
 	out   Stream
 	era   *era // a 2026-07-28 request's own state; nil: the session's
 	ask   AskFunc
+	ans   *answer // shared with the request's detached copies
 }
 
 // AskFunc sends a request to the client and returns its answer.
@@ -462,6 +468,32 @@ func (r *Request) Detach(out Stream, ask AskFunc) *Request {
 	cp := *r
 	cp.out, cp.ask = out, ask
 	return &cp
+}
+
+// ErrAnswered is what a handler returns once its request was answered
+// early (AnswerEarly): nothing more is written for it.
+var ErrAnswered = errors.New("session: the request was answered before its handler returned")
+
+// Lingerer is a Stream that must know when the handler of a request it
+// answers goes on after the answer (AnswerEarly): over HTTP/1 the
+// connection is held until the handler returns.
+type Lingerer interface {
+	Linger()
+}
+
+// AnswerEarly answers r now, on its own stream, while its handler goes on
+// (a 2026-07-28 call that asked for input runs on until the client's retry
+// brings the answers); the handler then returns ErrAnswered. The request
+// is out of flight from here: its ID is free and its context ends. It
+// reports false if r was answered already. Safe from any goroutine.
+func (r *Request) AnswerEarly(res any, err error) bool {
+	if r.ans == nil || r.ans.done.Load() {
+		return false // answered, or not a request a session runs
+	}
+	if l, ok := r.ans.out.(Lingerer); ok {
+		l.Linger()
+	}
+	return r.answer(res, err)
 }
 
 // Pause closes the request's stream for the client to take up later

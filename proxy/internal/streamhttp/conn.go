@@ -65,6 +65,7 @@ type stream struct {
 	broken chan struct{}       // the GET stream: closed when a write failed
 	ending atomic.Bool         // release began: a write in progress gives up
 	modern bool                // answers a 2026-07-28 request (see errorStatus)
+	http1  bool                // its connection serves one request at a time
 
 	// A resumable stream (resume.go): its ID ("": not resumable), the
 	// number of its last event, what was written while nobody read.
@@ -78,7 +79,10 @@ type stream struct {
 	paused   chan struct{} // closed by Pause; nil once closed or not resumable
 }
 
-var _ session.Stream = (*stream)(nil)
+var (
+	_ session.Stream   = (*stream)(nil)
+	_ session.Lingerer = (*stream)(nil)
+)
 
 // serve delivers one checked POST body to the session and, when it holds
 // calls, streams their answers back.
@@ -99,7 +103,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s := &stream{w: w, rc: http.NewResponseController(w), calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern}
+	s := &stream{w: w, rc: http.NewResponseController(w), calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2}
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
 		s.id = strconv.FormatInt(c.streams.Add(1), 36)
 		s.paused = make(chan struct{})
@@ -191,6 +195,20 @@ func (s *stream) release() {
 	_ = s.rc.SetWriteDeadline(time.Time{})
 	s.w = nil
 	s.mu.Unlock()
+}
+
+// Linger implements session.Lingerer: the POST's request is answered
+// while it goes on, on the goroutine serving the POST (a 2026-07-28 call
+// that asked for input). An HTTP/1 connection serves nothing else until
+// then, so the answer tells the client not to reuse it, when its headers
+// are still to go. (When they went out, the client holds this response
+// until its end anyway: its next request takes another connection.)
+func (s *stream) Linger() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.http1 && s.w != nil && !s.wrote {
+		s.w.Header().Set("Connection", "close")
+	}
 }
 
 // Write implements session.Stream: one SSE event, flushed, within

@@ -99,7 +99,7 @@ func (f *fixture) opened() int {
 	return len(f.sessions)
 }
 
-var toolNames = []string{"echo", "progress", "roots", "wait", "empty", "pause", "notify_wait"}
+var toolNames = []string{"echo", "progress", "roots", "wait", "empty", "pause", "notify_wait", "early"}
 
 func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
@@ -177,6 +177,21 @@ func (f *fixture) callTool(ctx context.Context, r *session.Request) (any, error)
 		}
 		<-f.resume
 		return textResult("after the wait"), nil
+	case "early":
+		// As a 2026-07-28 call that asks for input: answered (after a
+		// progress notification if asked for), it goes on until the test
+		// lets it end.
+		if tok := p.GetProgressToken(); tok != nil {
+			if err := r.Notify(ctx, "notifications/progress", &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1}); err != nil {
+				return nil, err
+			}
+		}
+		r.AnswerEarly(textResult("answered early"), nil)
+		select {
+		case <-f.resume:
+		case <-time.After(15 * time.Second): // a failed test's cleanup waits for it
+		}
+		return nil, session.ErrAnswered
 	case "pause":
 		// As an upstream that closed its stream to be polled: the stream
 		// closes, the answer comes once the test lets it.
