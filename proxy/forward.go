@@ -205,7 +205,7 @@ func forwardableMeta(m mcp.Meta) mcp.Meta {
 	}
 	var out mcp.Meta
 	for k, v := range m {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+		if k == "progressToken" || strings.HasPrefix(k, metaPrefix) {
 			continue
 		}
 		if out == nil {

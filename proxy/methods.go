@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/sanitize"
+	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
 
 // instructions is what initialize tells every client.
@@ -227,20 +228,59 @@ func decodeParams(r *session.Request, dst any) error {
 // call's path: the segmentio decoder reads the params in one pass, without
 // encoding/json's reflection (about 3 µs of a forwarded call at c = 8;
 // 7565e0a decoded them so too). Strings and raw values are copied and
-// field names match as json.Unmarshal copies and matches them.
+// field names match as json.Unmarshal copies and matches them. _meta's
+// io.modelcontextprotocol/* keys are left out undecoded: the session read
+// them (a 2026-07-28 client's version, capabilities and info), and no
+// upstream gets them (forwardableMeta).
 func decodeCallParams(r *session.Request, dst *mcp.CallToolParamsRaw) error {
 	if len(r.Params) == 0 || string(r.Params) == "null" {
 		return nil
 	}
-	rest, err := sjson.Parse(r.Params, dst, 0)
-	if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+	var p callParams
+	rest, err := sjson.Parse(r.Params, &p, 0)
+	if err == nil && wire.Trailing(rest) {
 		err = errors.New("invalid character after top-level value")
+	}
+	if err == nil {
+		*dst = mcp.CallToolParamsRaw{Name: p.Name, Arguments: p.Arguments, InputResponses: p.InputResponses, RequestState: p.RequestState}
+		dst.Meta, err = p.meta()
 	}
 	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: invalid params: %v", r.Method, err)}
 	}
 	return nil
 }
+
+// callParams is mcp.CallToolParamsRaw with _meta's values raw.
+type callParams struct {
+	Meta           map[string]json.RawMessage `json:"_meta"`
+	Name           string                     `json:"name"`
+	Arguments      json.RawMessage            `json:"arguments"`
+	InputResponses mcp.InputResponseMap       `json:"inputResponses"`
+	RequestState   string                     `json:"requestState"`
+}
+
+// meta decodes the _meta values a call keeps (see decodeCallParams).
+func (p *callParams) meta() (mcp.Meta, error) {
+	if p.Meta == nil {
+		return nil, nil
+	}
+	m := mcp.Meta{}
+	for k, raw := range p.Meta {
+		if strings.HasPrefix(k, metaPrefix) {
+			continue
+		}
+		var v any
+		if err := sjson.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// metaPrefix starts the _meta keys the protocol reserves for itself.
+const metaPrefix = "io.modelcontextprotocol/"
 
 // listTools answers tools/list. It starts the view's lazy servers that
 // have not started yet (lazyList "start" waits for them, bounded by their

@@ -122,6 +122,8 @@ type parkedCall struct {
 	// first is the request that started the call while it waits for its
 	// answer: the call's result, or its first question.
 	first *session.Request
+	stops []func() bool // of what park registered
+	ended bool          // the call returned
 	// id and what follows are set when the call first asks for input
 	// (register): a call that never does is in no list and needs none.
 	id      string
@@ -396,27 +398,23 @@ func (pc *parkedCalls) call(ctx context.Context, r *session.Request, from *bindi
 	// closing the request's stream) cancels it.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	stops := [...]func() bool{
-		context.AfterFunc(ctx, func() {
-			if c.takeFirst() != nil {
-				cancel()
-			}
-		}),
-		context.AfterFunc(pc.done, cancel),
-		// A session's close waits for its handlers: a call answered early
-		// ends with it (a stdio session's; a stateless one closes after).
-		context.AfterFunc(r.Session.Context(), cancel),
-	}
+	stop := context.AfterFunc(ctx, func() {
+		if c.takeFirst() != nil {
+			cancel()
+		}
+	})
 	res, err := next(cctx, r.Detach(&c.relay, c.ask))
-	for _, stop := range stops {
-		stop()
-	}
+	stop()
 	cancel()
 	first := c.takeFirst()
 	c.mu.Lock()
-	id, done := c.id, c.done
+	c.ended = true
+	id, done, stops := c.id, c.done, c.stops
 	c.res, c.err = res, err
 	c.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 	if id != "" {
 		pc.mu.Lock()
 		delete(pc.calls, id)
@@ -427,6 +425,26 @@ func (pc *parkedCalls) call(ctx context.Context, r *session.Request, from *bindi
 		return nil, session.ErrAnswered // a retry waits for the result
 	}
 	return res, err
+}
+
+// park makes a call answered early (r is the request that started it)
+// end with the parkedCalls and with r's session: a stdio session's close
+// waits for its handlers, and a stateless session closes after its call
+// anyway. A call that never asks registers with neither: pc.done is
+// every call's, so that would lock one mutex on every call.
+func (c *parkedCall) park(r *session.Request) {
+	stops := []func() bool{context.AfterFunc(c.pc.done, c.cancel), context.AfterFunc(r.Session.Context(), c.cancel)}
+	c.mu.Lock()
+	ended := c.ended
+	if !ended {
+		c.stops = stops
+	}
+	c.mu.Unlock()
+	if ended {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }
 
 // takeFirst returns the request that started the call and is still
@@ -477,6 +495,7 @@ func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.R
 	}
 	a := &inputAsk{method: method, params: raw, reply: make(chan json.RawMessage, 1)}
 	if first := c.takeFirst(); first != nil {
+		c.park(first)
 		res, err := c.pc.inputRequired(c, []*inputAsk{a})
 		first.AnswerEarly(res, err)
 	} else {

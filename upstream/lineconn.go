@@ -84,7 +84,7 @@ type textBlock struct {
 // SDK then decodes or refuses in its own words.
 func decodeTextResult(raw []byte) *mcp.CallToolResult {
 	var w textResult
-	if rest, err := sjson.Parse(raw, &w, wire.ParseFlags); err != nil || len(bytes.TrimSpace(rest)) > 0 {
+	if rest, err := sjson.Parse(raw, &w, wire.ParseFlags); err != nil || wire.Trailing(rest) {
 		return nil
 	}
 	if len(w.InputRequests) > 0 || len(w.ResultType) > 0 {

@@ -183,7 +183,7 @@ func plain(s string) bool {
 // stdio line, a streamable HTTP body and an SSE event's data are all one
 // such value.
 func Decode(data []byte) (msgs []jsonrpc.Message, batch bool, err error) {
-	data = bytes.TrimSpace(data)
+	data = bytes.Trim(data, jsonSpace)
 	if len(data) == 0 {
 		return nil, false, errors.New("empty message")
 	}
@@ -208,13 +208,21 @@ func Encode(msg jsonrpc.Message) ([]byte, error) {
 	return jsonrpc.EncodeMessage(msg)
 }
 
+// jsonSpace is JSON's white space: bytes.TrimSpace would also take
+// Unicode's (a vertical tab, U+0085), which no JSON decoder accepts.
+const jsonSpace = " \t\r\n"
+
+// Trailing reports whether what a decoder left after a value is more than
+// JSON's white space.
+func Trailing(rest []byte) bool { return len(bytes.TrimLeft(rest, jsonSpace)) > 0 }
+
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
 	var w wireMsg
 	rest, err := sjson.Parse(data, &w, ParseFlags)
 	if err != nil {
 		return nil, err
 	}
-	if len(bytes.TrimSpace(rest)) > 0 {
+	if Trailing(rest) {
 		return nil, errors.New("trailing data after the message")
 	}
 	if w.Version != "2.0" {

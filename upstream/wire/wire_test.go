@@ -65,6 +65,31 @@ func sameMessage(a, b jsonrpc.Message) bool {
 	return false
 }
 
+// TestDecodeWhiteSpace: JSON's white space around a message is taken, and
+// what only Unicode calls white space is refused as json.Unmarshal refuses
+// it (the SDK's decoder reads one value and ignores whatever follows).
+func TestDecodeWhiteSpace(t *testing.T) {
+	const msg = `{"jsonrpc":"2.0","id":9,"result":{}}`
+	for _, tc := range []struct {
+		line string
+		ok   bool
+	}{
+		{" \r\n\t" + msg + "\r\n\t ", true},
+		{msg + "\v", false},
+		{"\v" + msg, false},
+		{msg + "\u0085", false},
+		{msg + "\f", false},
+	} {
+		var v any
+		if jsonOK := json.Unmarshal([]byte(tc.line), &v) == nil; jsonOK != tc.ok {
+			t.Fatalf("%q: json.Unmarshal accepts it: %v", tc.line, jsonOK)
+		}
+		if _, _, err := Decode([]byte(tc.line)); (err == nil) != tc.ok {
+			t.Errorf("%q: Decode error %v, want accepted %v", tc.line, err, tc.ok)
+		}
+	}
+}
+
 func TestDecodeLineBatch(t *testing.T) {
 	msgs, err := decodeOne([]byte(`[` + lineSamples[0] + `,` + lineSamples[1] + `]`))
 	if err != nil || len(msgs) != 2 {
