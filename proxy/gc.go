@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"time"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -97,5 +98,62 @@ func releaseStartupMemory(ctx context.Context, hs []*upstream.Handle) {
 	waitFirstAttempts(ctx, hs)
 	if ctx.Err() == nil {
 		debug.FreeOSMemory()
+	}
+}
+
+// An idle process keeps what its last burst of work left (sessions opened,
+// calls made) until the collector runs, which at DefaultGOGC may be never
+// while it stays idle (Go forces a collection every two minutes), and the
+// runtime hands freed pages back to the OS slowly. releaseWhenIdle
+// collects and returns them once allocation has all but stopped after a
+// burst.
+const (
+	idleTick       = 500 * time.Millisecond
+	idleQuietTicks = 2        // ticks in a row with at most idleAllocs allocated
+	idleAllocs     = 64 << 10 // per tick: the sweeps and timers of an idle process
+	idleBurst      = 8 << 20  // allocated since the last release, for another
+)
+
+// idleReleaser decides, one tick at a time, when to release.
+type idleReleaser struct {
+	allocs  func() uint64 // bytes allocated so far
+	release func()
+	last    uint64 // allocs at the last release
+	prev    uint64 // allocs at the previous tick
+	quiet   int    // ticks in a row with little allocated
+}
+
+func (r *idleReleaser) tick() {
+	now := r.allocs()
+	if now-r.prev <= idleAllocs {
+		r.quiet++
+	} else {
+		r.quiet = 0
+	}
+	r.prev = now
+	if r.quiet >= idleQuietTicks && now-r.last >= idleBurst {
+		r.release()
+		r.last, r.quiet = now, 0
+	}
+}
+
+// releaseWhenIdle runs an idleReleaser until ctx ends.
+func releaseWhenIdle(ctx context.Context) {
+	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	allocs := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	r := &idleReleaser{allocs: allocs, release: debug.FreeOSMemory}
+	r.last, r.prev = allocs(), allocs()
+	t := time.NewTicker(idleTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.tick()
+		}
 	}
 }

@@ -74,3 +74,43 @@ func gcPercent() int {
 	metrics.Read(sample)
 	return int(sample[0].Value.Uint64())
 }
+
+// TestIdleReleaser: a release comes once allocation stops after a burst,
+// once per burst; never while allocation goes on, nor after a small burst.
+func TestIdleReleaser(t *testing.T) {
+	var allocs uint64
+	releases := 0
+	r := &idleReleaser{allocs: func() uint64 { return allocs }, release: func() { releases++ }}
+	step := func(n uint64, ticks int) {
+		for range ticks {
+			allocs += n
+			r.tick()
+		}
+	}
+	step(1<<20, 20) // 20 MiB, busy all along
+	if releases != 0 {
+		t.Fatalf("%d releases while busy", releases)
+	}
+	step(0, idleQuietTicks)
+	if releases != 1 {
+		t.Fatalf("%d releases after going quiet, want 1", releases)
+	}
+	step(idleAllocs, 10) // an idle process's own trickle
+	if releases != 1 {
+		t.Fatalf("%d releases while idle after the release, want still 1", releases)
+	}
+	step(1<<20, idleBurst>>20-1) // a burst under idleBurst
+	step(0, 10)
+	if releases != 1 {
+		t.Fatalf("%d releases after a small burst, want still 1", releases)
+	}
+	step(1<<20, 2) // together over idleBurst since the last release
+	step(0, idleQuietTicks-1)
+	if releases != 1 {
+		t.Fatal("released before idleQuietTicks quiet ticks")
+	}
+	step(0, 1)
+	if releases != 2 {
+		t.Fatalf("%d releases after the second burst, want 2", releases)
+	}
+}

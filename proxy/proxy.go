@@ -282,6 +282,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.startReloading(rctx)
 	hs := p.handleList()
 	p.bg.Go(func() { releaseStartupMemory(rctx, hs) })
+	p.bg.Go(func() { releaseWhenIdle(rctx) })
 
 	read := c.ReadTimeout()
 	adminSrv := &http.Server{Handler: admin.Handler(adminBackend{p}), ReadHeaderTimeout: read, ReadTimeout: read, IdleTimeout: idleConnTimeout}

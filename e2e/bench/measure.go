@@ -409,6 +409,11 @@ type sessionsResult struct {
 	skipped  string
 }
 
+// settle is how long the sessions measurement leaves switchboard idle
+// before reading its memory: a burst of work is followed by an idle
+// release once allocation stops for a second (proxy/gc.go).
+const settle = 3 * time.Second
+
 // measureSessions starts a switchboard with one stdio upstream, waits until
 // it lists the upstream's tool, and reads its memory while idle and while
 // it holds n downstream sessions.
@@ -424,7 +429,7 @@ func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) ses
 		r.err = err.Error()
 		return r
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(settle)
 	r.idle, _ = readMem(s.pid())
 
 	t0 := time.Now()
@@ -434,7 +439,7 @@ func measureSessions(ctx context.Context, e *env, n int, extraEnv ...string) ses
 	if failures > 0 {
 		r.err = fmt.Sprintf("%d of %d sessions failed: %v", failures, n, firstErr)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(settle)
 	r.held, _ = readMem(s.pid())
 	if st, err := e.status(ctx, s); err == nil {
 		for _, v := range st.Views {
