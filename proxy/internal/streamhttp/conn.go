@@ -29,7 +29,7 @@ type conn struct {
 	sess *session.Session
 
 	mu         sync.Mutex
-	standalone *stream
+	standalone session.Stream // a *rawStream or a GET's *stream; nil: none
 
 	used atomic.Int64 // when a request of the session last began or ended (unix ns)
 	busy atomic.Int32 // its requests and streams in progress
@@ -346,17 +346,26 @@ func encodeEvent(msg jsonrpc.Message, id string) ([]byte, error) {
 }
 
 // get serves the standalone stream until the client goes away or the
-// session ends.
+// session ends: on the connection taken from net/http where it can be
+// (rawstream.go), else held by net/http until then.
 func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 	c.enter()
-	defer c.leave()
-	s := &stream{w: w, rc: http.NewResponseController(w), broken: make(chan struct{})}
 	c.mu.Lock()
 	if c.standalone != nil {
 		c.mu.Unlock()
+		c.leave()
 		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
 		return
 	}
+	if rs, head := c.takeOver(w, r); rs != nil {
+		c.standalone = rs
+		rs.mu.Lock()
+		c.mu.Unlock()
+		rs.serve(head) // the stream's end leaves
+		return
+	}
+	defer c.leave()
+	s := &stream{w: w, rc: http.NewResponseController(w), broken: make(chan struct{})}
 	c.standalone = s
 	// Headers and a comment go out at once: a standalone stream may stay
 	// silent for long, and proxies hold back headers without a body.

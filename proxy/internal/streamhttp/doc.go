@@ -14,6 +14,11 @@
 // requests that a stateful server owes. Two departures, both towards
 // JSON-RPC: a body that is not JSON-RPC is answered with a JSON-RPC parse
 // error (HTTP 400) instead of plain text, and an unknown method is answered
-// with method-not-found on the call's stream. No event store: streams are
-// not resumable. Every write to a client has a deadline.
+// with method-not-found on the call's stream. A 2025-11-25 POST stream
+// that its client leaves is kept for a GET to take up (resume.go); the
+// standalone stream is not resumable. Every write to a client has a deadline. Over HTTP/1 the
+// standalone GET stream takes its connection over from net/http
+// (rawstream.go): the same bytes on the wire, without the goroutine and
+// buffers net/http keeps for a response in progress, and the connection
+// closes with the stream.
 package streamhttp

@@ -457,6 +457,7 @@ func (h *Handler) register(c *conn) *conn {
 			delete(h.sessions, c.id)
 		}
 		h.mu.Unlock()
+		c.endStandalone()
 	})
 	return c
 }
