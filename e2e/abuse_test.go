@@ -250,14 +250,24 @@ func TestAbuseAbandonedPerClientSessions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	call := request(2, "tools/call", map[string]any{"name": "mcp_pc_echo", "arguments": map[string]any{"text": "mine"}})
+	// All at once: one after the other, the last sessions would idle out
+	// while the first ones' children start.
+	var wg sync.WaitGroup
 	for i, sid := range o.openMany(t, n, 4) {
-		if status, _, _, err := o.post(ctx, sid, notification("notifications/initialized", nil)); err != nil || status != http.StatusAccepted {
-			t.Fatalf("session %d: notifications/initialized: %d %v", i, status, err)
-		}
-		status, _, answer, err := o.post(ctx, sid, call)
-		if err != nil || status != http.StatusOK || !bytes.Contains(answer, []byte("mine")) || bytes.Contains(answer, []byte(`"isError":true`)) {
-			t.Fatalf("session %d: tools/call: %d %v: %s", i, status, err, answer)
-		}
+		wg.Go(func() {
+			if status, _, _, err := o.post(ctx, sid, notification("notifications/initialized", nil)); err != nil || status != http.StatusAccepted {
+				t.Errorf("session %d: notifications/initialized: %d %v", i, status, err)
+				return
+			}
+			status, _, answer, err := o.post(ctx, sid, call)
+			if err != nil || status != http.StatusOK || !bytes.Contains(answer, []byte("mine")) || bytes.Contains(answer, []byte(`"isError":true`)) {
+				t.Errorf("session %d: tools/call: %d %v: %s", i, status, err, answer)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
 	}
 	children := len(marked(mark)) - shared
 	start := time.Now()

@@ -108,6 +108,9 @@ func FuzzDecodeCallParams(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"name":"x","_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}},"trace":"t","io.modelcontextprotocol/x":[}}`))
 	f.Add([]byte(`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","k":{"a":[1,2.5e3,null]}}}`))
+	f.Add([]byte(`{"name":"x","_meta":{"k":1,"k":{"x":[]},"io.modelcontextprotocol\u002fv":{},"\u006b2":[[],{}]}}`))
+	f.Add([]byte(`{"name":"x","_meta":[1]}`))
+	f.Add([]byte(`{"name":"x","_meta":null,"_META":{"a":"b"}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var got, want mcp.CallToolParamsRaw
 		gerr := decodeCallParams(&session.Request{Method: "tools/call", Params: raw}, &got)

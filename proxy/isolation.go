@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,6 +26,10 @@ type clientHandles struct {
 	mu      sync.Mutex
 	handles map[clientKey]*upstream.Handle
 	owner   map[*upstream.Handle]*session.Session
+	// n counts handles, for closeClients to pass by without the lock when
+	// there are none: every session's end, a 2026-07-28 request's too,
+	// looks for its own.
+	n atomic.Int32
 }
 
 // handleFor returns the handle a request from ss uses for entry e: the
@@ -58,6 +63,7 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *session.Session) *upstream.Handle 
 	}
 	c.handles[k] = h
 	c.owner[h] = ss
+	c.n.Store(int32(len(c.handles)))
 	c.mu.Unlock()
 	h.Start()
 	p.log.Info("per-client upstream started", "upstream", spec.Name)
@@ -74,6 +80,9 @@ func (p *Proxy) sessionOf(h *upstream.Handle) *session.Session {
 // closeClients stops the per-client instances whose key matches.
 func (p *Proxy) closeClients(match func(clientKey) bool) {
 	c := &p.clients
+	if c.n.Load() == 0 {
+		return
+	}
 	c.mu.Lock()
 	var hs []*upstream.Handle
 	for k, h := range c.handles {
@@ -83,6 +92,7 @@ func (p *Proxy) closeClients(match func(clientKey) bool) {
 			delete(c.owner, h)
 		}
 	}
+	c.n.Store(int32(len(c.handles)))
 	c.mu.Unlock()
 	if len(hs) == 0 {
 		return

@@ -251,30 +251,58 @@ func decodeCallParams(r *session.Request, dst *mcp.CallToolParamsRaw) error {
 	return nil
 }
 
-// callParams is mcp.CallToolParamsRaw with _meta's values raw.
+// callParams is mcp.CallToolParamsRaw with _meta raw.
 type callParams struct {
-	Meta           map[string]json.RawMessage `json:"_meta"`
-	Name           string                     `json:"name"`
-	Arguments      json.RawMessage            `json:"arguments"`
-	InputResponses mcp.InputResponseMap       `json:"inputResponses"`
-	RequestState   string                     `json:"requestState"`
+	Meta           json.RawMessage      `json:"_meta"`
+	Name           string               `json:"name"`
+	Arguments      json.RawMessage      `json:"arguments"`
+	InputResponses mcp.InputResponseMap `json:"inputResponses"`
+	RequestState   string               `json:"requestState"`
 }
 
-// meta decodes the _meta values a call keeps (see decodeCallParams).
+// meta decodes the _meta values a call keeps (see decodeCallParams): a
+// tokenizer walks the object's keys without allocating, and only the
+// values kept are decoded. As encoding/json into a map: null is none, a
+// key given twice keeps its last value, and anything but an object is an
+// error.
 func (p *callParams) meta() (mcp.Meta, error) {
-	if p.Meta == nil {
+	if len(p.Meta) == 0 || string(p.Meta) == "null" {
 		return nil, nil
 	}
+	raw := p.Meta
+	tk := sjson.NewTokenizer(raw)
+	if !tk.Next() || tk.Delim != '{' {
+		return nil, errors.New("_meta: not an object")
+	}
 	m := mcp.Meta{}
-	for k, raw := range p.Meta {
-		if strings.HasPrefix(k, metaPrefix) {
+	for tk.Next() {
+		if !tk.IsKey || tk.Depth != 1 {
+			continue
+		}
+		key := string(tk.String())
+		tk.Next() // the colon
+		if !tk.Next() {
+			break
+		}
+		start := len(raw) - tk.Remaining() - len(tk.Value)
+		if open := tk.Delim; open == '{' || open == '[' {
+			for depth := tk.Depth; tk.Next(); {
+				if tk.Depth == depth && (tk.Delim == '}' || tk.Delim == ']') {
+					break
+				}
+			}
+		}
+		if strings.HasPrefix(key, metaPrefix) {
 			continue
 		}
 		var v any
-		if err := sjson.Unmarshal(raw, &v); err != nil {
+		if err := sjson.Unmarshal(raw[start:len(raw)-tk.Remaining()], &v); err != nil {
 			return nil, err
 		}
-		m[k] = v
+		m[key] = v
+	}
+	if tk.Err != nil {
+		return nil, tk.Err
 	}
 	return m, nil
 }
