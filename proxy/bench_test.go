@@ -102,7 +102,7 @@ func pipeTransports() (client, server mcp.Transport) {
 // streamable HTTP endpoint on 127.0.0.1 ("http").
 func benchProxy(b *testing.B, config string, wantTool, down string) *mcp.ClientSession {
 	b.Helper()
-	http := down == "http"
+	http := strings.HasPrefix(down, "http")
 
 	dir := b.TempDir()
 	path := filepath.Join(dir, "switchboard.json")
@@ -136,7 +136,7 @@ func benchProxy(b *testing.B, config string, wantTool, down string) *mcp.ClientS
 	}
 
 	var copts *mcp.ClientSessionOptions
-	if down == "stdio-2025" {
+	if strings.HasSuffix(down, "-2025") {
 		copts = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, copts)
@@ -224,9 +224,10 @@ func BenchmarkDirectCall(b *testing.B) {
 }
 
 // BenchmarkForwardCall is one tools/call through switchboard, from a
-// stdio or a streamable HTTP downstream.
+// stdio or a streamable HTTP downstream, at the go-sdk client's default
+// protocol (2026-07-28) or pinned to 2025-11-25.
 func BenchmarkForwardCall(b *testing.B) {
-	for _, down := range []string{"stdio", "stdio-2025", "http"} {
+	for _, down := range []string{"stdio", "stdio-2025", "http", "http-2025"} {
 		for _, c := range []struct{ name, config string }{
 			{"plain", benchConfig(false, 0)},
 			{"wrap+policy", benchConfig(true, 0)},
