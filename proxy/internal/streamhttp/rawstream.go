@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -32,8 +33,8 @@ type rawStream struct {
 	c  *conn
 	nc net.Conn
 
-	mu    sync.Mutex // one write at a time; ended
-	ended bool
+	mu    sync.Mutex // one write at a time
+	ended atomic.Bool
 	once  sync.Once
 }
 
@@ -43,8 +44,8 @@ var _ session.Stream = (*rawStream)(nil)
 // and returns the stream and what to write first; nil, having written
 // nothing, where the connection cannot be taken.
 func (c *conn) takeOver(w http.ResponseWriter, r *http.Request) (*rawStream, []byte) {
-	if r.ProtoMajor != 1 {
-		return nil, nil
+	if r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) {
+		return nil, nil // HTTP/2 multiplexes; HTTP/1.0 has no chunked bodies
 	}
 	sseHeaders(w.Header())
 	head := rawHead(w.Header())
@@ -117,7 +118,7 @@ func (rs *rawStream) Write(_ context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	rs.mu.Lock()
-	if rs.ended {
+	if rs.ended.Load() {
 		rs.mu.Unlock()
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
 	}
@@ -137,20 +138,22 @@ func (rs *rawStream) writeLocked(b []byte) error {
 	return err
 }
 
-// endTimeout bounds the last chunk's write when the session ends.
-const endTimeout = time.Second
+// endTimeout bounds the last chunk's write when the session ends: a
+// session's close, and so a shutdown, must not wait on a client that does
+// not read.
+const endTimeout = 100 * time.Millisecond
 
 // end ends the stream once: the body's end written (polite, when the
-// session ended it), the connection closed, and c without it.
+// session ended it and no write is stuck), the connection closed (which
+// ends a stuck write), and c without it.
 func (rs *rawStream) end(polite bool) {
 	rs.once.Do(func() {
-		rs.mu.Lock()
-		rs.ended = true
-		if polite {
+		rs.ended.Store(true)
+		if polite && rs.mu.TryLock() {
 			_ = rs.nc.SetWriteDeadline(time.Now().Add(endTimeout))
 			_, _ = rs.nc.Write([]byte(lastChunk))
+			rs.mu.Unlock()
 		}
-		rs.mu.Unlock()
 		if err := rs.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			rs.c.h.log.Debug("standalone stream close", "error", err)
 		}
