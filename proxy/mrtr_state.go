@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+)
+
+// The requestStates of multi-round-trip requests (mrtr.go): what a state
+// is bound to, sealing and opening a parked call's and an upstream's, and
+// the retry fields that carry them back.
+
+// b64 decodes requestState parts strictly: an encoding is refused unless
+// it is the one switchboard wrote, so no two states open to one.
+var b64 = base64.RawURLEncoding.Strict()
+
+// useKey keys requestStates with secret (requestStateKey, resolved; ""
+// the process's own key). A state issued under another key no longer
+// opens.
+func (pc *parkedCalls) useKey(secret string) {
+	if secret == "" {
+		pc.key.Store(&pc.own)
+		return
+	}
+	sum := sha256.Sum256([]byte(secret))
+	key := sum[:]
+	pc.key.Store(&key)
+}
+
+// badState refuses a requestState switchboard did not issue for the
+// request.
+var badState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one switchboard issued for this request"}
+
+// upstreamPrefix starts a sealed upstream state; parkedPrefix a parked
+// call's.
+const (
+	upstreamPrefix = "u."
+	parkedPrefix   = "p."
+)
+
+// sealUpstream seals the state of an upstream's input_required result, so
+// that only the caller it went to can continue it, unaltered.
+func (pc *parkedCalls) sealUpstream(res any, bind *binding) {
+	_, state, ok := inputsOf(res)
+	if !ok {
+		return
+	}
+	head := upstreamPrefix + base64.RawURLEncoding.EncodeToString([]byte(state))
+	sealed := head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind.String()))
+	switch v := res.(type) {
+	case *mcp.CallToolResult:
+		v.RequestState = sealed
+	case *mcp.GetPromptResult:
+		v.RequestState = sealed
+	case *mcp.ReadResourceResult:
+		v.RequestState = sealed
+	}
+}
+
+// openUpstream checks a sealed upstream state and returns the upstream's.
+func (pc *parkedCalls) openUpstream(sealed, bind string) (string, bool) {
+	i := strings.LastIndexByte(sealed, '.')
+	if i < len(upstreamPrefix) {
+		return "", false
+	}
+	head, sig := sealed[:i], sealed[i+1:]
+	got, err := b64.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
+		return "", false
+	}
+	state, err := b64.DecodeString(head[len(upstreamPrefix):])
+	return string(state), err == nil
+}
+
+// retry is what a retried request carries: its state and its answers.
+type retry struct {
+	State     string                     `json:"requestState"`
+	Responses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// retryParams reads a request's retry fields; params are decoded only when
+// they may hold them.
+func retryParams(params json.RawMessage) (retry, error) {
+	var rt retry
+	if !bytes.Contains(params, []byte(`"requestState"`)) && !bytes.Contains(params, []byte(`"inputResponses"`)) {
+		return rt, nil
+	}
+	if err := json.Unmarshal(params, &rt); err != nil {
+		return rt, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState or inputResponses: " + err.Error()}
+	}
+	return rt, nil
+}
+
+// binding is what a call's state is bound to, worked out when first
+// needed: most calls never ask for input. Not for concurrent use.
+type binding struct {
+	r      *session.Request
+	method string
+	v      string
+}
+
+func (b *binding) String() string {
+	if b.v == "" {
+		b.v = bindingOf(b.r, b.method)
+	}
+	return b.v
+}
+
+// bindingOf is what a call's state is bound to: the caller (view and
+// token) and the call (method and what it names).
+func bindingOf(r *session.Request, method string) string {
+	pr, _ := r.Session.Principal().(principal)
+	var named struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	_, _ = sjson.Parse(r.Params, &named, 0) // one pass; a call's arguments are skipped
+	return strings.Join([]string{pr.view, pr.tokenID, method, named.Name, named.URI}, "\x00")
+}
+
+// seal is a call's requestState for a round: the call's ID, the round and
+// an HMAC over them and what the call is bound to.
+func (pc *parkedCalls) seal(id string, round int, bind string) string {
+	head := parkedPrefix + id + "." + strconv.Itoa(round)
+	return head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind))
+}
+
+// open checks a requestState and returns the call ID and round it holds.
+func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
+	i := strings.LastIndexByte(state, '.')
+	if i < 0 {
+		return "", 0, false
+	}
+	head, sig := state[:i], state[i+1:]
+	got, err := b64.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
+		return "", 0, false
+	}
+	id, r, _ := strings.Cut(strings.TrimPrefix(head, parkedPrefix), ".")
+	round, err := strconv.Atoi(r)
+	return id, round, err == nil && strings.HasPrefix(head, parkedPrefix)
+}
+
+func (pc *parkedCalls) mac(id, bind string) []byte {
+	m := hmac.New(sha256.New, *pc.key.Load())
+	m.Write([]byte(id))
+	m.Write([]byte{0})
+	m.Write([]byte(bind))
+	return m.Sum(nil)
+}
