@@ -33,9 +33,10 @@ type rawStream struct {
 	c  *conn
 	nc net.Conn
 
-	mu    sync.Mutex // one write at a time
-	ended atomic.Bool
-	once  sync.Once
+	mu     sync.Mutex // one write at a time; broken
+	broken bool       // a write failed: the body may have stopped mid-chunk
+	ended  atomic.Bool
+	once   sync.Once
 }
 
 var _ session.Stream = (*rawStream)(nil)
@@ -131,10 +132,17 @@ func (rs *rawStream) Write(_ context.Context, msg jsonrpc.Message) error {
 	return nil
 }
 
-// writeLocked writes b within writeTimeout; rs.mu held.
+// writeLocked writes b within writeTimeout, or at once once the stream
+// is ending; rs.mu held.
 func (rs *rawStream) writeLocked(b []byte) error {
 	_ = rs.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if rs.ended.Load() {
+		_ = rs.nc.SetWriteDeadline(time.Now())
+	}
 	_, err := rs.nc.Write(b)
+	if err != nil {
+		rs.broken = true
+	}
 	return err
 }
 
@@ -143,17 +151,20 @@ func (rs *rawStream) writeLocked(b []byte) error {
 // not read.
 const endTimeout = 100 * time.Millisecond
 
-// end ends the stream once: the body's end written (polite, when the
-// session ended it and no write is stuck), the connection closed (which
-// ends a stuck write), and c without it.
+// end ends the stream once: a write stuck on a client that does not read
+// cut short, the body's end written (polite: the session ended it) after
+// the write in progress, if none failed, then the connection closed and c
+// without the stream.
 func (rs *rawStream) end(polite bool) {
 	rs.once.Do(func() {
 		rs.ended.Store(true)
-		if polite && rs.mu.TryLock() {
+		_ = rs.nc.SetWriteDeadline(time.Now())
+		rs.mu.Lock()
+		if polite && !rs.broken {
 			_ = rs.nc.SetWriteDeadline(time.Now().Add(endTimeout))
 			_, _ = rs.nc.Write([]byte(lastChunk))
-			rs.mu.Unlock()
 		}
+		rs.mu.Unlock()
 		if err := rs.nc.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			rs.c.h.log.Debug("standalone stream close", "error", err)
 		}
