@@ -99,7 +99,7 @@ func pipeTransports() (client, server mcp.Transport) {
 // session once tool wantTool is listed. The downstream (down) is the proxy's stdio mode on in-process
 // pipes ("stdio", with the client's default protocol, 2026-07-28;
 // "stdio-2025", pinned to 2025-11-25 as most clients speak today), or its
-// streamable HTTP endpoint on 127.0.0.1 ("http").
+// streamable HTTP endpoint on 127.0.0.1 ("http" and "http-2025" alike).
 func benchProxy(b *testing.B, config string, wantTool, down string) *mcp.ClientSession {
 	b.Helper()
 	http := strings.HasPrefix(down, "http")

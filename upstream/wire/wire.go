@@ -209,7 +209,7 @@ func Encode(msg jsonrpc.Message) ([]byte, error) {
 }
 
 // jsonSpace is JSON's white space: bytes.TrimSpace would also take
-// Unicode's (a vertical tab, U+0085), which no JSON decoder accepts.
+// Unicode's (a vertical tab, U+0085), which json.Unmarshal refuses.
 const jsonSpace = " \t\r\n"
 
 // Trailing reports whether what a decoder left after a value is more than
