@@ -145,7 +145,8 @@ func releaseWhenIdle(ctx context.Context) {
 		return sample[0].Value.Uint64()
 	}
 	r := &idleReleaser{allocs: allocs, release: debug.FreeOSMemory}
-	r.last, r.prev = allocs(), allocs()
+	now := allocs()
+	r.last, r.prev = now, now
 	t := time.NewTicker(idleTick)
 	defer t.Stop()
 	for {

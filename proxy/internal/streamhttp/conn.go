@@ -362,6 +362,13 @@ func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 		rs.mu.Lock()
 		c.mu.Unlock()
 		rs.serve(head) // the stream's end leaves
+		// A session that closed before the stream was in place found no
+		// stream to end.
+		select {
+		case <-c.sess.Done():
+			rs.end(true)
+		default:
+		}
 		return
 	}
 	defer c.leave()

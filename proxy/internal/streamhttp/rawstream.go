@@ -48,10 +48,14 @@ func (c *conn) takeOver(w http.ResponseWriter, r *http.Request) (*rawStream, []b
 	if r.ProtoMajor != 1 || !r.ProtoAtLeast(1, 1) {
 		return nil, nil // HTTP/2 multiplexes; HTTP/1.0 has no chunked bodies
 	}
+	if !c.h.admit() {
+		return nil, nil // closing: net/http holds it until the session ends
+	}
 	sseHeaders(w.Header())
 	head := rawHead(w.Header())
 	nc, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
+		c.h.wg.Done()
 		return nil, nil
 	}
 	// Whatever net/http set for the request, the stream has its own.
@@ -60,12 +64,14 @@ func (c *conn) takeOver(w http.ResponseWriter, r *http.Request) (*rawStream, []b
 }
 
 // serve writes the stream's head and watches for the client to leave, on
-// a goroutine of its own; rs.mu held, and released.
+// a goroutine of its own that the Handler's Close waits for (takeOver
+// admitted it); rs.mu held, and released.
 func (rs *rawStream) serve(head []byte) {
 	err := rs.writeLocked(head)
 	rs.mu.Unlock()
 	if err != nil {
 		rs.end(false)
+		rs.c.h.wg.Done()
 		return
 	}
 	go rs.watch()
@@ -101,6 +107,7 @@ const lastChunk = "0\r\n\r\n"
 // watch reads until the client leaves (or the stream ends), then ends the
 // stream. A client sends nothing on a GET stream.
 func (rs *rawStream) watch() {
+	defer rs.c.h.wg.Done()
 	var b [64]byte
 	for {
 		if _, err := rs.nc.Read(b[:]); err != nil {

@@ -90,8 +90,23 @@ func (h *Handler) SetBodyTimeout(d time.Duration) { h.bodyTimeout.Store(int64(ma
 // any time; it applies from the next sweep.
 func (h *Handler) SetIdleTimeout(d time.Duration) { h.idle.Store(int64(max(d, 0))) }
 
-// Close ends every open session and waits for their bookkeeping; safe to
-// call again and concurrently.
+// admit counts one more goroutine for Close to wait for, unless Close
+// began: a goroutine started once Close may be waiting would be missed.
+func (h *Handler) admit() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	select {
+	case <-h.stop:
+		return false
+	default:
+		h.wg.Add(1)
+		return true
+	}
+}
+
+// Close ends every open session and waits for their bookkeeping and the
+// goroutines of their standalone streams; safe to call again and
+// concurrently.
 func (h *Handler) Close() {
 	h.closing.Do(func() { close(h.stop) })
 	h.mu.Lock()
