@@ -196,6 +196,8 @@ func TestModernWire(t *testing.T) {
 		{"/mcp", "server/discover", "", "", `"supportedVersions":["2026-07-28","2025-11-25"`},
 		{"/mcp", "resources/read", "fixture://static/hello", `"uri":"fixture://static/hello",`, `"contents":[`},
 		{"/mcp", "tools/call", "mcp_f_echo", `"name":"mcp_f_echo","arguments":{"text":"x"},`, `"content":[`},
+		// Text only: the result switchboard writes by hand, typed alike.
+		{"/mcp", "tools/call", "mcp_f_add", `"name":"mcp_f_add","arguments":{"a":1,"b":2},`, `"content":[{"type":"text","text":`},
 	} {
 		status, hdr, body := post(tc.path, tc.method, tc.name, tc.params)
 		typed := strings.Contains(body, `"result":{"resultType":"complete",`) && strings.Contains(body, `"io.modelcontextprotocol/serverInfo":{"name":"switchboard"`)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,12 +12,15 @@ import (
 // annotations, and no other field but isError. nil for any other result,
 // which MarshalJSON then writes. It spares the reflection of json.Marshal
 // and the copy of every text it makes (FuzzAppendTextResult compares the
-// bytes with MarshalJSON's).
-func appendTextResult(dst []byte, r *mcp.CallToolResult) []byte {
+// bytes with MarshalJSON's). With server (switchboard's Implementation,
+// encoded), it is a 2026-07-28 answer as the session would finish it
+// (modernResult, completeType): resultType "complete" first, then _meta
+// naming the server; the session passes it as it is.
+func appendTextResult(dst []byte, r *mcp.CallToolResult, server json.RawMessage) []byte {
 	if r.Meta != nil || r.StructuredContent != nil || r.InputRequests != nil || r.NeedsInput() || r.Content == nil {
 		return nil
 	}
-	size := 32
+	size := 96 + len(server)
 	for _, c := range r.Content {
 		t, ok := c.(*mcp.TextContent)
 		if !ok || t == nil || t.Meta != nil || t.Annotations != nil {
@@ -28,7 +32,12 @@ func appendTextResult(dst []byte, r *mcp.CallToolResult) []byte {
 	if cap(dst)-len(dst) < size {
 		dst = append(make([]byte, 0, len(dst)+size), dst...)
 	}
-	dst = append(dst, `{"content":[`...)
+	if server != nil {
+		dst = append(dst, `{"resultType":"complete","_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
+		dst = append(append(dst, server...), `},"content":[`...)
+	} else {
+		dst = append(dst, `{"content":[`...)
+	}
 	for i, c := range r.Content {
 		t := c.(*mcp.TextContent)
 		if i > 0 {

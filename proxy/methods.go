@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -279,8 +279,8 @@ func (p *callParams) meta() (mcp.Meta, error) {
 		if !tk.IsKey || tk.Depth != 1 {
 			continue
 		}
-		key := string(tk.String())
-		tk.Next() // the colon
+		key := tk.String() // a string only when kept: most keys are the protocol's
+		tk.Next()          // the colon
 		if !tk.Next() {
 			break
 		}
@@ -292,14 +292,14 @@ func (p *callParams) meta() (mcp.Meta, error) {
 				}
 			}
 		}
-		if strings.HasPrefix(key, metaPrefix) {
+		if bytes.HasPrefix(key, []byte(metaPrefix)) {
 			continue
 		}
 		var v any
 		if err := sjson.Unmarshal(raw[start:len(raw)-tk.Remaining()], &v); err != nil {
 			return nil, err
 		}
-		m[key] = v
+		m[string(key)] = v
 	}
 	if tk.Err != nil {
 		return nil, tk.Err
@@ -353,7 +353,11 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	if b := appendTextResult(nil, res); b != nil {
+	var server json.RawMessage
+	if r.Modern() {
+		server = p.serverInfoJSON
+	}
+	if b := appendTextResult(nil, res, server); b != nil {
 		return json.RawMessage(b), nil
 	}
 	return res, nil
@@ -535,7 +539,7 @@ func incomingTraceContext(r *session.Request) propagation.MapCarrier {
 		}
 		carrier[k] = v
 	}
-	if ex, ok := r.Extra.(*mcp.RequestExtra); ok && ex != nil && ex.Header != nil {
+	if ex, ok := r.Extra.(*session.Extra); ok && ex != nil && ex.Header != nil {
 		for _, k := range []string{"traceparent", "tracestate", "baggage"} {
 			if v := ex.Header.Get(k); v != "" {
 				set(k, v)

@@ -147,7 +147,7 @@ func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
 		if !r.Modern() {
 			return p.inputLoop(ctx, r, next)
 		}
-		rt, err := retryParams(r.Params)
+		rt, err := retryParams(r.Params, r.Peek())
 		if err != nil {
 			return nil, err
 		}

@@ -89,10 +89,12 @@ type retry struct {
 }
 
 // retryParams reads a request's retry fields; params are decoded only when
-// they may hold them.
-func retryParams(params json.RawMessage) (retry, error) {
+// they may hold them (pk, what the transport read of them, if not nil,
+// says whether they do).
+func retryParams(params json.RawMessage, pk *session.Peek) (retry, error) {
 	var rt retry
-	if !bytes.Contains(params, []byte(`"requestState"`)) && !bytes.Contains(params, []byte(`"inputResponses"`)) {
+	if pk != nil && pk.State == nil && pk.Responses == nil ||
+		!bytes.Contains(params, []byte(`"requestState"`)) && !bytes.Contains(params, []byte(`"inputResponses"`)) {
 		return rt, nil
 	}
 	if err := json.Unmarshal(params, &rt); err != nil {

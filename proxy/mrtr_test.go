@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -89,4 +90,28 @@ func inputRequiredResult(state string) *mcp.CallToolResult {
 		panic(err)
 	}
 	return &res
+}
+
+// TestRetryParamsPeeked: what the transport read of params (session.Peek)
+// spares the search for a retry's fields, and changes no answer.
+func TestRetryParamsPeeked(t *testing.T) {
+	for _, params := range []string{
+		`{"name":"t","arguments":{"x":1}}`,
+		`{"name":"t","requestState":"s1","inputResponses":{"k":{"action":"accept"}}}`,
+		`{"name":"t","inputResponses":{"k":{}}}`,
+		`{"name":"t","requestState":null}`,
+		`{"name":"t","arguments":{"requestState":"nested, not a retry"}}`,
+		`{"name":"t","RequestState":"s"}`,
+		`{"name":"t","requestState":7}`,
+	} {
+		var pk session.Peek
+		if err := session.PeekParams(json.RawMessage(params), &pk); err != nil {
+			t.Fatalf("%s: %v", params, err)
+		}
+		want, werr := retryParams(json.RawMessage(params), nil)
+		got, gerr := retryParams(json.RawMessage(params), &pk)
+		if got.State != want.State || len(got.Responses) != len(want.Responses) || (gerr == nil) != (werr == nil) {
+			t.Errorf("%s: peeked %+v, %v; read %+v, %v", params, got, gerr, want, werr)
+		}
+	}
 }

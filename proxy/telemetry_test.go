@@ -26,7 +26,7 @@ func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 	for name, req := range map[string]*session.Request{
-		"header": {Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_echo"}`), Extra: &mcp.RequestExtra{Header: http.Header{"Traceparent": {tp}}}},
+		"header": {Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_echo"}`), Extra: &session.Extra{Header: http.Header{"Traceparent": {tp}}}},
 		"_meta":  {Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_echo","_meta":{"traceparent":"` + tp + `"}}`)},
 	} {
 		var meta mcp.Meta

@@ -35,4 +35,20 @@ func TestClientCache(t *testing.T) {
 	if n := c.n.Load(); n != maxClientCache {
 		t.Errorf("%d clients kept, want %d", n, maxClientCache)
 	}
+	// The last client found answers without a lookup; another client is
+	// never taken for it, even when their bytes run together alike.
+	other := json.RawMessage(`{"name":"c0","version":"1"}`)
+	o1, oi1, _ := c.of(caps, other)
+	for range 3 {
+		if c2, i2, _ := c.of(caps, info); c2 != c1 || i2 != i1 {
+			t.Fatal("the first client's capabilities were decoded again, or another's returned")
+		}
+		if c2, i2, _ := c.of(caps, other); c2 != o1 || i2 != oi1 || i2.Name != "c0" {
+			t.Fatalf("client c0 got %+v", i2)
+		}
+	}
+	shifted, _, _ := c.of(json.RawMessage(`{}`), json.RawMessage(`{"name":"x","version":"1"}`))
+	if c.last.Load().is(json.RawMessage(`{}`), json.RawMessage(`{"name":"x","version":"2"}`)) || shifted == nil {
+		t.Error("a client with other info matched the last one")
+	}
 }

@@ -210,7 +210,7 @@ func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, o
 		res any
 		err error
 	)
-	if e, merr := modernOf(m.Params); merr != nil {
+	if e, merr := modernOf(m.Params, peekOf(m.Extra)); merr != nil {
 		err = merr
 	} else {
 		r.era = e

@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sjson "github.com/segmentio/encoding/json"
 )
 
 // The 2026-07-28 protocol (SEP-2575) has no session: a request names its
@@ -42,27 +41,22 @@ type era struct {
 
 // modernOf reads a request's _meta: nil for a legacy request (no protocol
 // version of 2026-07-28 or later in it), or the request's era, or an
-// error naming the _meta field that is missing or invalid. Params are
-// decoded only when the version's key is in them at all.
-func modernOf(params json.RawMessage) (*era, *jsonrpc.Error) {
-	if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
-		return nil, nil
-	}
-	var p struct {
-		Meta struct {
-			Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-			Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-			Info    json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
-			Level   json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
-		} `json:"_meta"`
-	}
-	// One pass, without reflection over what the request carries beside
-	// _meta (a call's arguments).
-	if sjson.Unmarshal(params, &p) != nil {
-		return nil, nil // not an object with _meta: the handler says what is wrong
+// error naming the _meta field that is missing or invalid. pk is what the
+// transport read of params already (nil: nothing); params are read only
+// when the version's key is in them at all.
+func modernOf(params json.RawMessage, pk *Peek) (*era, *jsonrpc.Error) {
+	if pk == nil {
+		if !bytes.Contains(params, []byte(mcp.MetaKeyProtocolVersion)) {
+			return nil, nil
+		}
+		pk = new(Peek)
+		if PeekParams(params, pk) != nil {
+			return nil, nil // not an object with _meta: the handler says what is wrong
+		}
 	}
 	var e era
-	if json.Unmarshal(p.Meta.Version, &e.version) != nil || e.version < Modern {
+	var ok bool
+	if e.version, ok = pk.Version(); !ok || e.version < Modern {
 		return nil, nil
 	}
 	if !slices.Contains(ModernVersions, e.version) {
@@ -71,11 +65,12 @@ func modernOf(params json.RawMessage) (*era, *jsonrpc.Error) {
 			Message: fmt.Sprintf("protocol version %q is not supported (supported: %v)", e.version, AllVersions), Data: data}
 	}
 	var jerr *jsonrpc.Error
-	if e.caps, e.info, jerr = clients.of(p.Meta.Caps, p.Meta.Info); jerr != nil {
+	if e.caps, e.info, jerr = clients.of(pk.Meta.Caps, pk.Meta.Info); jerr != nil {
 		return nil, jerr
 	}
-	if len(p.Meta.Level) > 0 {
-		if json.Unmarshal(p.Meta.Level, &e.level) != nil || LevelRank(e.level) == len(levels) {
+	if level := pk.Meta.Level; len(level) > 0 {
+		l, ok := String(level)
+		if e.level = mcp.LoggingLevel(l); !ok || LevelRank(e.level) == len(levels) {
 			return nil, invalid(mcp.MetaKeyLogLevel)
 		}
 	}
@@ -92,13 +87,22 @@ func invalid(key string) *jsonrpc.Error {
 // decoding them (two passes with reflection) was a tenth of such a
 // request's CPU. What it returns is shared: read only.
 type clientCache struct {
-	m sync.Map // string(caps) + "\x00" + string(info) → *clientDecoded
-	n atomic.Int32
+	m    sync.Map // key → *clientDecoded
+	n    atomic.Int32
+	last atomic.Pointer[clientDecoded] // the one found last: most processes serve one client
 }
 
 type clientDecoded struct {
+	key  string // string(caps) + "\x00" + string(info): JSON has no raw NUL
 	caps *mcp.ClientCapabilities
 	info *mcp.Implementation
+}
+
+// is reports whether d was decoded from rawCaps and rawInfo, without
+// building their key.
+func (d *clientDecoded) is(rawCaps, rawInfo json.RawMessage) bool {
+	n := len(rawCaps)
+	return len(d.key) == n+1+len(rawInfo) && d.key[:n] == string(rawCaps) && d.key[n] == 0 && d.key[n+1:] == string(rawInfo)
 }
 
 // Bounds of clientCache: entries, and the bytes of one key. Past them, a
@@ -112,12 +116,16 @@ var clients clientCache
 
 // of returns the capabilities and info a request's _meta carries, decoded.
 func (c *clientCache) of(rawCaps, rawInfo json.RawMessage) (*mcp.ClientCapabilities, *mcp.Implementation, *jsonrpc.Error) {
+	if d := c.last.Load(); d != nil && d.is(rawCaps, rawInfo) {
+		return d.caps, d.info, nil
+	}
 	cacheable := len(rawCaps)+len(rawInfo) < maxClientCacheKey
 	var key string
 	if cacheable {
 		key = string(rawCaps) + "\x00" + string(rawInfo)
 		if d, ok := c.m.Load(key); ok {
 			d := d.(*clientDecoded)
+			c.last.Store(d)
 			return d.caps, d.info, nil
 		}
 	}
@@ -132,8 +140,10 @@ func (c *clientCache) of(rawCaps, rawInfo json.RawMessage) (*mcp.ClientCapabilit
 		}
 	}
 	if cacheable && c.n.Load() < maxClientCache {
-		if _, loaded := c.m.LoadOrStore(key, &clientDecoded{caps, info}); !loaded {
+		d := &clientDecoded{key, caps, info}
+		if _, loaded := c.m.LoadOrStore(key, d); !loaded {
 			c.n.Add(1)
+			c.last.Store(d)
 		}
 	}
 	return caps, info, nil
@@ -217,7 +227,7 @@ func (s *Session) modernResult(res any) {
 		if m == nil {
 			m = map[string]any{}
 		}
-		m[mcp.MetaKeyServerInfo] = s.opt.ServerInfo
+		m[mcp.MetaKeyServerInfo] = serverInfoJSON(s.opt.ServerInfo)
 		r.SetMeta(m)
 	}
 	switch v := res.(type) {
@@ -242,9 +252,34 @@ func (s *Session) modernResult(res any) {
 	}
 }
 
+// encodedInfo is a server's Implementation and its encoding.
+type encodedInfo struct {
+	info *mcp.Implementation
+	raw  json.RawMessage
+}
+
+// lastInfo is the last server info encoded: every session of a process
+// has the same, and its encoding need not be worked out per answer.
+var lastInfo atomic.Pointer[encodedInfo]
+
+// serverInfoJSON is info encoded; it must not change once given.
+func serverInfoJSON(info *mcp.Implementation) json.RawMessage {
+	if e := lastInfo.Load(); e != nil && e.info == info {
+		return e.raw
+	}
+	raw, err := json.Marshal(info)
+	if err != nil {
+		return nil // a name, a version, a few strings: it always encodes
+	}
+	lastInfo.Store(&encodedInfo{info, raw})
+	return raw
+}
+
 // completeType marks an encoded 2026-07-28 result complete. switchboard's
 // results carry no resultType but an upstream's "input_required" (the
 // boundary keeps an upstream's "complete" out of them), so it goes first.
+// A result its handler wrote with the type first already (a forwarded
+// call's text, on the hot path) is left as it is: no copy.
 func completeType(raw json.RawMessage) json.RawMessage {
 	const key = `"resultType":"complete"`
 	if len(raw) < 2 || raw[0] != '{' || bytes.HasPrefix(raw, []byte(`{"resultType":`)) ||

@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
@@ -24,27 +23,29 @@ var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name"
 
 // peeked is what the transport reads of a request's params, in one pass
 // when it reads any: the protocol version _meta names (SEP-2575) and what
-// the request is about (SEP-2243). A call's arguments are skipped, not
-// copied.
+// the request is about (SEP-2243). The session is handed what was read
+// (session.Extra), and does not read it again.
 type peeked struct {
 	params json.RawMessage
 	read   bool
 	err    error
-	p      struct {
-		Meta struct {
-			Version any `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-		Name json.RawMessage `json:"name"`
-		URI  json.RawMessage `json:"uri"`
-	}
+	p      session.Peek
 }
 
 func (pk *peeked) get() error {
 	if !pk.read {
 		pk.read = true
-		_, pk.err = sjson.Parse(pk.params, &pk.p, 0)
+		pk.err = session.PeekParams(pk.params, &pk.p)
 	}
 	return pk.err
+}
+
+// peek is what was read for the session (nil: nothing, or not an object).
+func (pk *peeked) peek() *session.Peek {
+	if !pk.read || pk.err != nil {
+		return nil
+	}
+	return &pk.p
 }
 
 // checkName applies SEP-2243's Mcp-Name to a 2026-07-28 request: it is
@@ -63,8 +64,8 @@ func checkName(h http.Header, req *jsonrpc.Request, pk *peeked) string {
 	if field == "uri" {
 		named = pk.p.URI
 	}
-	var want string
-	if err != nil || json.Unmarshal(named, &want) != nil {
+	want, ok := session.String(named)
+	if err != nil || !ok {
 		return fmt.Sprintf("params of %q name no %s for the Mcp-Name header to match", req.Method, field)
 	}
 	if got != want {
@@ -80,7 +81,7 @@ func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, pk *peeked, h
 	if !req.IsCall() {
 		return false, true // _meta's version is for requests only
 	}
-	metaVersion := metaProtocolVersion(pk)
+	metaVersion := metaProtocolVersion(pk, header >= v20260728)
 	if version < v20260728 && metaVersion < v20260728 {
 		return false, true // legacy, whatever _meta says of it
 	}
@@ -108,11 +109,12 @@ func checkNewProtocol(w http.ResponseWriter, req *jsonrpc.Request, pk *peeked, h
 }
 
 // metaProtocolVersion is params._meta's protocol version, if it is a string.
-// Params are decoded only when the key is in them at all.
-func metaProtocolVersion(pk *peeked) string {
-	if !bytes.Contains(pk.params, []byte(mcp.MetaKeyProtocolVersion)) || pk.get() != nil {
+// Params are decoded only when the key is in them at all, or expected
+// (the header names 2026-07-28 or later: the session reads them anyway).
+func metaProtocolVersion(pk *peeked, expected bool) string {
+	if !expected && !bytes.Contains(pk.params, []byte(mcp.MetaKeyProtocolVersion)) || pk.get() != nil {
 		return ""
 	}
-	v, _ := pk.p.Meta.Version.(string)
+	v, _ := pk.p.Version()
 	return v
 }

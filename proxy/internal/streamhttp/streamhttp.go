@@ -375,17 +375,17 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		if req.Method == methodInitialize {
 			in.init = true
 		}
-		pk := &peeked{params: req.Params}
-		if len(msgs) == 1 {
-			pk = &lone
-			pk.params = req.Params
+		pk := &lone
+		if len(msgs) > 1 {
+			pk = &peeked{}
 		}
+		pk.params = req.Params
 		modern, ok := checkNewProtocol(w, req, pk, header, version)
 		if !ok {
 			return incoming{}, false
 		}
 		in.modern = in.modern || modern
-		req.Extra = &mcp.RequestExtra{Header: r.Header}
+		req.Extra = &session.Extra{Header: r.Header, Peek: pk.peek()}
 		if req.IsCall() {
 			in.calls = append(in.calls, req)
 		}
@@ -410,6 +410,11 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 	if in.modern && len(msgs) != 1 {
 		http.Error(w, fmt.Sprintf("protocol %s sends one message per POST", v20260728), http.StatusBadRequest)
 		return incoming{}, false
+	}
+	if len(msgs) == 1 {
+		if req, ok := msgs[0].(*jsonrpc.Request); ok {
+			req.Extra.(*session.Extra).Peek = lone.peek() // checkName may have read it since
+		}
 	}
 	return in, true
 }
