@@ -101,6 +101,7 @@ type runResult struct {
 	elapsed  time.Duration
 	lat      []time.Duration // sorted
 	cpu      time.Duration   // of the scenario's measured process; -1 if unread
+	client   time.Duration   // of this process, the load client; -1 if unread
 }
 
 func (r runResult) rate() float64 { return float64(r.calls) / r.elapsed.Seconds() }
@@ -110,6 +111,13 @@ func (r runResult) cpuPerCall() float64 {
 		return math.NaN()
 	}
 	return float64(r.cpu.Microseconds()) / float64(r.calls)
+}
+
+func (r runResult) clientPerCall() float64 {
+	if r.client < 0 || r.calls == 0 {
+		return math.NaN()
+	}
+	return float64(r.client.Microseconds()) / float64(r.calls)
 }
 
 // argSeq makes every call's argument distinct across the whole run.
@@ -143,11 +151,11 @@ func call(ctx context.Context, cs *mcp.ClientSession, sc *scenario) error {
 // scenario's process is read just before the timed calls start and just
 // after the last one ends.
 func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult, error) {
-	sessions, closeSessions, err := e.dial(ctx, sc, c)
+	callers, closeCallers, err := e.dial(ctx, sc, c)
 	if err != nil {
 		return runResult{}, err
 	}
-	defer closeSessions()
+	defer closeCallers()
 
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -166,7 +174,7 @@ func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			cs := sessions[w]
+			cl := callers[w]
 			note := func(err error) {
 				errs[w]++
 				if firstErr[w] == "" {
@@ -174,7 +182,7 @@ func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult
 				}
 			}
 			for range warm {
-				if err := call(ctx, cs, sc); err != nil {
+				if err := cl.call(ctx, sc); err != nil {
 					note(err)
 				}
 			}
@@ -186,7 +194,7 @@ func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult
 					break
 				}
 				t := time.Now()
-				err := call(ctx, cs, sc)
+				err := cl.call(ctx, sc)
 				l = append(l, time.Since(t))
 				if err != nil {
 					note(err)
@@ -197,12 +205,16 @@ func runLoad(ctx context.Context, e *env, sc *scenario, c, calls int) (runResult
 	}
 	ready.Wait()
 	cpu0, cpuErr := readCPU(sc.pid)
+	own0, ownErr := readCPU(os.Getpid())
 	t0 := time.Now()
 	close(start)
 	done.Wait()
-	r := runResult{elapsed: time.Since(t0), cpu: -1}
+	r := runResult{elapsed: time.Since(t0), cpu: -1, client: -1}
 	if cpu1, err := readCPU(sc.pid); err == nil && cpuErr == nil {
 		r.cpu = cpu1 - cpu0
+	}
+	if own1, err := readCPU(os.Getpid()); err == nil && ownErr == nil {
+		r.client = own1 - own0
 	}
 	for w := range c {
 		r.lat = append(r.lat, lat[w]...)

@@ -45,6 +45,7 @@ type summary struct {
 	rate                float64
 	p50, p90, p99       float64
 	cpu                 float64 // µs per call
+	client              float64 // the load client's CPU µs per call
 }
 
 func (r *results) summary(id string, c int) *summary {
@@ -53,7 +54,7 @@ func (r *results) summary(id string, c int) *summary {
 		return nil
 	}
 	s := &summary{reps: len(runs)}
-	var rate, p50, p90, p99, cpu []float64
+	var rate, p50, p90, p99, cpu, client []float64
 	for _, run := range runs {
 		s.calls += run.calls
 		s.errors += run.errors
@@ -67,9 +68,10 @@ func (r *results) summary(id string, c int) *summary {
 		a, b, c := ms(percentile(run.lat, .50)), ms(percentile(run.lat, .90)), ms(percentile(run.lat, .99))
 		p50, p90, p99 = append(p50, a), append(p90, b), append(p99, c)
 		cpu = append(cpu, run.cpuPerCall())
+		client = append(client, run.clientPerCall())
 	}
 	s.rate, s.p50, s.p90, s.p99 = median(rate), median(p50), median(p90), median(p99)
-	s.cpu = median(cpu)
+	s.cpu, s.client = median(cpu), median(client)
 	return s
 }
 
@@ -438,22 +440,27 @@ func (r *results) perCall(b *strings.Builder) {
 	p("\n")
 }
 
-// stateless renders the 2026-07-28 path against the 2025-11-25 one.
+// stateless renders the 2026-07-28 path against the 2025-11-25 one, with
+// either client.
 func (r *results) stateless(b *strings.Builder) {
 	if r.scenario(idStateless) == nil {
 		return
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## The 2026-07-28 stateless path against the 2025-11-25 session path\n\n")
-	p("Both switchboard → echo fixture over stdio, wrap+policy, each its own process; the load client leaves the protocol version to the go-sdk (2026-07-28: one POST per request, no session) or pins 2025-11-25.\n\n")
-	p("| c | CPU µs/call 2026 | CPU µs/call 2025 | ratio | p50 ms 2026 | p50 ms 2025 | calls/s 2026 | calls/s 2025 |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, c := range r.opts.conc {
-		a, l := r.summary(idStateless, c), r.summary(idLegacy, c)
-		if a == nil || l == nil {
-			continue
+	p("Both switchboard → echo fixture over stdio, wrap+policy, each its own process. The go-sdk load client leaves the protocol version to the SDK (2026-07-28: one POST per request, no session) or pins 2025-11-25. ")
+	p("The wire client (e2e/bench/wire.go) sends the same requests as the go-sdk client, written by hand, and reads each answer as bytes: its cost is small and alike for both versions. ")
+	p("\"client\" is the load client's own CPU per call (this process); on this machine's cores the client's work competes with switchboard's.\n\n")
+	p("| client | c | CPU µs/call 2026 | CPU µs/call 2025 | ratio | client µs/call 2026 / 2025 | p50 ms 2026 | p50 ms 2025 | calls/s 2026 | calls/s 2025 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, pair := range []struct{ name, modern, legacy string }{{"go-sdk", idStateless, idLegacy}, {"wire", idWireStateless, idWireLegacy}} {
+		for _, c := range r.opts.conc {
+			a, l := r.summary(pair.modern, c), r.summary(pair.legacy, c)
+			if a == nil || l == nil {
+				continue
+			}
+			p("| %s | %d | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n", pair.name, c, num(a.cpu, "%.0f"), num(l.cpu, "%.0f"), ratio(a.cpu, l.cpu),
+				num(a.client, "%.0f"), num(l.client, "%.0f"), num(a.p50, "%.3f"), num(l.p50, "%.3f"), num(a.rate, "%.0f"), num(l.rate, "%.0f"))
 		}
-		p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", c, num(a.cpu, "%.0f"), num(l.cpu, "%.0f"), ratio(a.cpu, l.cpu),
-			num(a.p50, "%.3f"), num(l.p50, "%.3f"), num(a.rate, "%.0f"), num(l.rate, "%.0f"))
 	}
 	p("\n")
 }
@@ -465,7 +472,7 @@ func (r *results) memoryTable(b *strings.Builder) {
 	p("## Memory and protocols\n\n")
 	p("| scenario | client protocol | upstream protocol | RSS idle | RSS peak (VmHWM) |\n|---|---|---|---:|---:|\n")
 	for _, sc := range r.scenarios {
-		if sc.kind == direct {
+		if sc.kind == direct || sc.wire { // a wire scenario's process is its go-sdk twin's
 			continue
 		}
 		p("| %s | %s | %s | %s | %s |\n", sc.name, orDash(sc.downstream), orDash(sc.protocol), mib(sc.idleRSS), mib(r.peak[sc.id].hwm))

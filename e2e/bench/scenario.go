@@ -346,6 +346,7 @@ type scenario struct {
 	argKey   string   // the echo tool's argument
 	version  string   // offered by the load client; latestVersion for the SDK's default
 	env      []string // switchboard only: added to its environment
+	wire     bool     // called by the hand-written client (wire.go), at the downstream version
 
 	shared *mcp.ClientSession // stdio direct: one session for all workers
 	url    string             // HTTP: one new session per worker
@@ -357,36 +358,38 @@ type scenario struct {
 	idleRSS    int64  // KiB, once the upstream is ready and before any load
 }
 
-// dial returns n sessions for n workers and a function that closes those
-// the call opened.
-func (e *env) dial(ctx context.Context, sc *scenario, n int) ([]*mcp.ClientSession, func(), error) {
-	out := make([]*mcp.ClientSession, n)
-	if sc.shared != nil {
-		for i := range out {
-			out[i] = sc.shared
-		}
-		return out, func() {}, nil
-	}
+// dial returns n callers for n workers and a function that closes them.
+func (e *env) dial(ctx context.Context, sc *scenario, n int) ([]caller, func(), error) {
+	out := make([]caller, n)
 	closeAll := func() {
 		var wg sync.WaitGroup
-		for _, cs := range out {
-			if cs != nil {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					_ = cs.Close()
-				}()
+		for _, c := range out {
+			if c != nil {
+				wg.Go(c.close)
 			}
 		}
 		wg.Wait()
 	}
 	for i := range out {
-		cs, err := e.connectHTTP(ctx, sc.url, sc.version)
+		var err error
+		switch {
+		case sc.shared != nil:
+			out[i] = sdkCaller{cs: sc.shared}
+		case sc.wire:
+			var c *wireCaller
+			if c, err = e.dialWire(ctx, sc.url, sc.downstream); err == nil {
+				out[i] = c
+			}
+		default:
+			var cs *mcp.ClientSession
+			if cs, err = e.connectHTTP(ctx, sc.url, sc.version); err == nil {
+				out[i] = sdkCaller{cs: cs, owned: true}
+			}
+		}
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("%s: connect: %w", sc.id, err)
 		}
-		out[i] = cs
 	}
 	return out, closeAll, nil
 }
@@ -453,7 +456,10 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 		if err := e.startThrough(ctx, sc, sbConfig(map[string]any{"echo": e.stdioServer("echo")}, true)); err != nil {
 			return nil, fmt.Errorf("%s: %w", sc.id, err)
 		}
-		out = append(out, sc)
+		// The same switchboard again, with the hand-written client.
+		w := *sc
+		w.id, w.name, w.wire = wireID(v.label), v.label+" wire client → switchboard → echo (stdio), wrap+policy", true
+		out = append(out, sc, &w)
 	}
 	if e.node != "" {
 		for i, extra := range e.opts.compare {
@@ -487,6 +493,16 @@ const (
 	idPeerHTTP    = "peer-" + httpEcho
 	idLegacy      = "sb-stdio-echo-2025-11-25"
 	idStateless   = "sb-stdio-echo-2026-07-28"
+)
+
+// wireID is the scenario of the stateless comparison's switchboard at
+// version label, called by the hand-written client.
+func wireID(label string) string { return "sb-stdio-echo-wire-" + label }
+
+// The stateless comparison with the hand-written client.
+var (
+	idWireLegacy    = wireID("2025-11-25")
+	idWireStateless = wireID("2026-07-28")
 )
 
 // compareID names the scenario that runs with --compare's i-th environment.
