@@ -252,6 +252,9 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 // checkDepth refuses messages nested deeper than maxDepth before they reach
 // the recursive decoder.
 func checkDepth(data []byte) error {
+	if bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) <= maxDepth {
+		return nil // no deeper than its brackets, strings' included: the common case, counted fast
+	}
 	depth, inString, escaped := 0, false, false
 	for _, b := range data {
 		if inString {

@@ -105,6 +105,19 @@ func TestDecodeLineBatch(t *testing.T) {
 	if _, err := decodeOne([]byte(deep)); err == nil || !strings.Contains(err.Error(), "nested deeper") {
 		t.Errorf("deep nesting: %v", err)
 	}
+	// More brackets than maxDepth, in strings: counted, then walked, and
+	// accepted; nested as deep as allowed, accepted.
+	text := strings.Repeat("{[", maxDepth)
+	if _, err := decodeOne([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":{"t":"` + text + `"}}`)); err != nil {
+		t.Errorf("brackets in a string: %v", err)
+	}
+	nested := `{"jsonrpc":"2.0","id":1,"method":"m","params":` + strings.Repeat("[", maxDepth-1) + strings.Repeat("]", maxDepth-1) + `}`
+	if err := checkDepth([]byte(nested)); err != nil {
+		t.Errorf("nested %d deep: %v", maxDepth, err)
+	}
+	if err := checkDepth([]byte(`{"t":"` + text + `",` + deep[1:] + `}`)); err == nil {
+		t.Error("deep nesting after a string of brackets accepted")
+	}
 }
 
 func TestReadLine(t *testing.T) {
