@@ -20,21 +20,22 @@ func appendTextResult(dst []byte, r *mcp.CallToolResult, server json.RawMessage)
 	if r.Meta != nil || r.StructuredContent != nil || r.InputRequests != nil || r.NeedsInput() || r.Content == nil {
 		return nil
 	}
-	size := 96 + len(server)
+	size := len(typedHead) + len(server) + 32
 	for _, c := range r.Content {
 		t, ok := c.(*mcp.TextContent)
 		if !ok || t == nil || t.Meta != nil || t.Annotations != nil {
 			return nil
 		}
-		// The envelope, the text, and room for some escapes.
-		size += 32 + len(t.Text) + len(t.Text)/8
+		// The envelope, the text, and room for escapes: a wrapped
+		// result's markers are <<< and >>>, six bytes each escaped.
+		size += 32 + len(t.Text) + len(t.Text)/4
 	}
 	if cap(dst)-len(dst) < size {
 		dst = append(make([]byte, 0, len(dst)+size), dst...)
 	}
 	if server != nil {
-		dst = append(dst, `{"resultType":"complete","_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
-		dst = append(append(dst, server...), `},"content":[`...)
+		dst = append(append(dst, typedHead...), server...)
+		dst = append(dst, `},"content":[`...)
 	} else {
 		dst = append(dst, `{"content":[`...)
 	}
@@ -53,6 +54,9 @@ func appendTextResult(dst []byte, r *mcp.CallToolResult, server json.RawMessage)
 	}
 	return append(dst, '}')
 }
+
+// typedHead opens a 2026-07-28 text result, up to the server's info.
+const typedHead = `{"resultType":"complete","_meta":{"` + mcp.MetaKeyServerInfo + `":`
 
 const hexDigits = "0123456789abcdef"
 
