@@ -75,21 +75,6 @@ func (r *results) summary(id string, c int) *summary {
 	return s
 }
 
-// pairedRatio is the median, over repetitions, of a's CPU per call over
-// b's in the same repetition (at c, the two run a minute apart at most):
-// a drift of the machine's speed over the run cancels out of each ratio,
-// not out of a ratio of medians. NaN if no repetition measured both.
-func (r *results) pairedRatio(a, b string, c int) float64 {
-	ra, rb := r.runs[cellKey{a, c}], r.runs[cellKey{b, c}]
-	var ratios []float64
-	for i := range min(len(ra), len(rb)) {
-		if x, y := ra[i].cpuPerCall(), rb[i].cpuPerCall(); y > 0 {
-			ratios = append(ratios, x/y)
-		}
-	}
-	return median(ratios)
-}
-
 // cpu is a cell's CPU µs per call, NaN if not measured.
 func (r *results) cpu(id string, c int) float64 {
 	if s := r.summary(id, c); s != nil {
@@ -457,32 +442,6 @@ func (r *results) perCall(b *strings.Builder) {
 			d := r.p50(g.d, c)
 			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", g.label, c, num(up, "%.0f"), num(sb, "%.0f"), num(pe, "%.0f"),
 				ratio(sb, up), ratio(pe, up), ratio(sb, pe), num(r.p50(g.s, c)-d, "%+.3f ms"), num(r.p50(g.pe, c)-d, "%+.3f ms"))
-		}
-	}
-	p("\n")
-}
-
-// stateless renders the 2026-07-28 path against the 2025-11-25 one, with
-// either client.
-func (r *results) stateless(b *strings.Builder) {
-	if r.scenario(idStateless) == nil {
-		return
-	}
-	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## The 2026-07-28 stateless path against the 2025-11-25 session path\n\n")
-	p("Both switchboard → echo fixture over stdio, wrap+policy, each its own process. The go-sdk load client leaves the protocol version to the SDK (2026-07-28: one POST per request, no session) or pins 2025-11-25. ")
-	p("The wire client (e2e/bench/wire.go) sends the same requests as the go-sdk client, written by hand, and reads each answer as bytes: its cost is small and alike for both versions. ")
-	p("\"client\" is the load client's own CPU per call (this process); on this machine's cores the client's work competes with switchboard's.\n\n")
-	p("\"paired\" is the median of the ratios of each repetition's two runs (see pairedRatio), the estimate that drift does not move; \"ratio\" is of the medians.\n\n")
-	p("| client | c | CPU µs/call 2026 | CPU µs/call 2025 | ratio | paired | client µs/call 2026 / 2025 | p50 ms 2026 | p50 ms 2025 | calls/s 2026 | calls/s 2025 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, pair := range []struct{ name, modern, legacy string }{{"go-sdk", idStateless, idLegacy}, {"wire", idWireStateless, idWireLegacy}} {
-		for _, c := range r.opts.conc {
-			a, l := r.summary(pair.modern, c), r.summary(pair.legacy, c)
-			if a == nil || l == nil {
-				continue
-			}
-			p("| %s | %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n", pair.name, c, num(a.cpu, "%.0f"), num(l.cpu, "%.0f"), ratio(a.cpu, l.cpu),
-				num(r.pairedRatio(pair.modern, pair.legacy, c), "%.2f×"), num(a.client, "%.0f"), num(l.client, "%.0f"), num(a.p50, "%.3f"), num(l.p50, "%.3f"), num(a.rate, "%.0f"), num(l.rate, "%.0f"))
 		}
 	}
 	p("\n")
