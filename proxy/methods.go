@@ -353,11 +353,7 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	if err != nil {
 		return nil, err
 	}
-	var server json.RawMessage
-	if r.Modern() {
-		server = p.serverInfoJSON
-	}
-	if b := appendTextResult(nil, res, server); b != nil {
+	if b := appendTextResult(nil, res, r.ServerInfo()); b != nil {
 		return json.RawMessage(b), nil
 	}
 	return res, nil

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -75,12 +74,11 @@ type Proxy struct {
 	sessLog hclog.Logger // every downstream session's, made once
 	// serverInfo is what initialize answers as switchboard's
 	// implementation; every session shares it and only encodes it.
-	serverInfo     *mcp.Implementation
-	serverInfoJSON json.RawMessage // serverInfo encoded, for the results written by hand
-	sdkLog         *slog.Logger
-	redactor       *secrets.Set
-	resolver       *secrets.Resolver
-	schemas        schemaCache
+	serverInfo *mcp.Implementation
+	sdkLog     *slog.Logger
+	redactor   *secrets.Set
+	resolver   *secrets.Resolver
+	schemas    schemaCache
 
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
@@ -227,7 +225,6 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		parked:      newParkedCalls(),
 		ids:         ids,
 	}
-	p.serverInfoJSON, _ = json.Marshal(p.serverInfo) // a name and a version: it encodes
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
 	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)

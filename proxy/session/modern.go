@@ -262,6 +262,16 @@ type encodedInfo struct {
 // has the same, and its encoding need not be worked out per answer.
 var lastInfo atomic.Pointer[encodedInfo]
 
+// ServerInfo is the server's info encoded, as a 2026-07-28 answer names
+// it in _meta: for a handler that writes such an answer itself. nil for a
+// legacy request, and when the session has no ServerInfo.
+func (r *Request) ServerInfo() json.RawMessage {
+	if r.era == nil || r.Session.opt.ServerInfo == nil {
+		return nil
+	}
+	return serverInfoJSON(r.Session.opt.ServerInfo)
+}
+
 // serverInfoJSON is info encoded; it must not change once given.
 func serverInfoJSON(info *mcp.Implementation) json.RawMessage {
 	if e := lastInfo.Load(); e != nil && e.info == info {
