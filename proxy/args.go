@@ -35,7 +35,7 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, errors.New("arguments: must be a JSON object")
 	}
-	m, err := decodeObject(dec, "arguments", 1)
+	m, err := decodeObject(dec, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -45,38 +45,62 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	return m, nil
 }
 
-func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
+// argError is an error in the arguments. Its path (".a[2].b") is spelled
+// out on the way up, only for an error: a call's arguments decode without
+// a string made per key.
+type argError struct {
+	path string
+	err  error
+}
+
+func (e *argError) Error() string { return "arguments" + e.path + ": " + e.err.Error() }
+func (e *argError) Unwrap() error { return e.err }
+
+// argErr is an error at the value being decoded.
+func argErr(format string, a ...any) error { return &argError{err: fmt.Errorf(format, a...)} }
+
+// under puts err, from a value inside, below seg (".key" or "[i]").
+func under(seg string, err error) error {
+	var ae *argError
+	if errors.As(err, &ae) {
+		ae.path = seg + ae.path
+		return ae
+	}
+	return &argError{path: seg, err: err}
+}
+
+func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	if depth > maxArgsDepth {
-		return nil, fmt.Errorf("%s: nested deeper than %d levels", path, maxArgsDepth)
+		return nil, argErr("nested deeper than %d levels", maxArgsDepth)
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, argErr("%w", err)
 	}
 	switch t := tok.(type) {
 	case json.Delim:
 		switch t {
 		case '{':
-			return decodeObject(dec, path, depth+1)
+			return decodeObject(dec, depth+1)
 		case '[':
 			list := []any{}
 			for i := 0; dec.More(); i++ {
-				v, err := decodeValue(dec, fmt.Sprintf("%s[%d]", path, i), depth+1)
+				v, err := decodeValue(dec, depth+1)
 				if err != nil {
-					return nil, err
+					return nil, under("["+strconv.Itoa(i)+"]", err)
 				}
 				list = append(list, v)
 			}
 			if _, err := dec.Token(); err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
+				return nil, argErr("%w", err)
 			}
 			return list, nil
 		}
-		return nil, fmt.Errorf("%s: unexpected %q", path, t)
+		return nil, argErr("unexpected %q", t)
 	case json.Number:
 		if !exactNumber(t) {
 			f, _ := t.Float64()
-			return nil, fmt.Errorf("%s: the number %s cannot be checked against the tool's schema: it is not exactly a 64-bit float (the check would see %s); send it as a string or with fewer digits", path, t, strconv.FormatFloat(f, 'g', -1, 64))
+			return nil, argErr("the number %s cannot be checked against the tool's schema: it is not exactly a 64-bit float (the check would see %s); send it as a string or with fewer digits", t, strconv.FormatFloat(f, 'g', -1, 64))
 		}
 		return t, nil
 	default:
@@ -116,37 +140,37 @@ func exactNumber(n json.Number) bool {
 	return want.Cmp(short) == 0
 }
 
-func decodeObject(dec *json.Decoder, path string, depth int) (map[string]any, error) {
+func decodeObject(dec *json.Decoder, depth int) (map[string]any, error) {
 	m := map[string]any{}
 	var folded map[string]string
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, argErr("%w", err)
 		}
 		k, ok := tok.(string)
 		if !ok {
-			return nil, fmt.Errorf("%s: object key is not a string", path)
+			return nil, argErr("object key is not a string")
 		}
 		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("%s: duplicate key %q", path, k)
+			return nil, argErr("duplicate key %q", k)
 		}
 		if folded == nil {
 			folded = map[string]string{}
 		}
 		fk := strings.ToLower(k)
 		if other, clash := folded[fk]; clash {
-			return nil, fmt.Errorf("%s: keys %q and %q differ only in case", path, other, k)
+			return nil, argErr("keys %q and %q differ only in case", other, k)
 		}
 		folded[fk] = k
-		v, err := decodeValue(dec, path+"."+k, depth)
+		v, err := decodeValue(dec, depth)
 		if err != nil {
-			return nil, err
+			return nil, under("."+k, err)
 		}
 		m[k] = v
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, argErr("%w", err)
 	}
 	return m, nil
 }

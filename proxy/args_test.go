@@ -21,3 +21,18 @@ func TestExactNumber(t *testing.T) {
 		t.Errorf("decodeArgs of an inexact number: %v, want an error naming the argument", err)
 	}
 }
+
+// TestArgErrorPath: an error names where in the arguments it is.
+func TestArgErrorPath(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":{"b":[1,{"c":1,"c":2}]}}`:        `arguments.a.b[1]: duplicate key "c"`,
+		`{"a":1,"A":2}`:                        `arguments: keys "a" and "A" differ only in case`,
+		`{"x":[1,2,10.0000000000000001]}`:      `arguments.x[2]: the number 10.0000000000000001`,
+		`{"a":[[[]]],"b":{"c":{"C":1,"c":2}}}`: `arguments.b.c: keys "C" and "c" differ only in case`,
+	} {
+		_, err := decodeArgs(json.RawMessage(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("decodeArgs(%s) = %v, want %s…", in, err, want)
+		}
+	}
+}

@@ -115,15 +115,14 @@ func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
 // call waiting for the client's input outlives the request that started
 // it, whose session would end the server. Those clients keep a legacy
 // session, where all of it works.
-func (p *Proxy) offerModern(viewID string) func(*mcp.ClientCapabilities) bool {
-	return func(*mcp.ClientCapabilities) bool {
-		if vs := p.serving.Load().snap.Views[viewID]; vs != nil {
-			for _, e := range vs.Servers {
-				if e.PerClient {
-					return false
-				}
+func (p *Proxy) offerModern(ss *session.Session, _ *mcp.ClientCapabilities) bool {
+	pr, _ := ss.Principal().(principal)
+	if vs := p.serving.Load().snap.Views[pr.view]; vs != nil {
+		for _, e := range vs.Servers {
+			if e.PerClient {
+				return false
 			}
 		}
-		return true
 	}
+	return true
 }

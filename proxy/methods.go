@@ -113,7 +113,7 @@ func (p *Proxy) sessionOptions(pr principal) session.Options {
 		Capabilities: capabilities,
 		Instructions: instructions,
 		Cache:        pr.cache(),
-		OfferModern:  p.offerModern(pr.view),
+		OfferModern:  p.offerModernFn,
 		Logger:       p.sessLog,
 	}
 }
@@ -192,11 +192,15 @@ func (p *Proxy) openStateless(pr principal) (*session.Session, error) {
 		return nil, fmt.Errorf("view %q: no such view", pr.view)
 	}
 	opt := p.sessionOptions(pr)
-	opt.OnClose = func(ss *session.Session) {
-		p.found.Delete(ss)
-		p.closeClients(func(k clientKey) bool { return k.ss == ss })
-	}
+	opt.OnClose = p.closeStateless
 	return session.New(opt, nil), nil
+}
+
+// closeStatelessSession is what ends with a stateless session: what it
+// found, and its per-client servers.
+func (p *Proxy) closeStatelessSession(ss *session.Session) {
+	p.found.Delete(ss)
+	p.closeClients(func(k clientKey) bool { return k.ss == ss })
 }
 
 // cache is what 2026-07-28 answers in pr's view say about caching: they

@@ -112,11 +112,14 @@ type Proxy struct {
 	pins     *pinStore
 	peer     *peer
 	dispatch session.Methods
-	parked   *parkedCalls // 2026-07-28 calls waiting for input (mrtr.go)
-	ids      *continuity  // session IDs and their key (continuity.go)
-	clients  clientHandles
-	tel      atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
-	audit    atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
+	// Made once, not per session: a 2026-07-28 request opens one.
+	offerModernFn  func(*session.Session, *mcp.ClientCapabilities) bool
+	closeStateless func(*session.Session)
+	parked         *parkedCalls // 2026-07-28 calls waiting for input (mrtr.go)
+	ids            *continuity  // session IDs and their key (continuity.go)
+	clients        clientHandles
+	tel            atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
+	audit          atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -227,6 +230,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
+	p.offerModernFn, p.closeStateless = p.offerModern, p.closeStatelessSession
 	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
 	p.streamable.SetContinuity(streamhttp.Continuity{Mint: p.mintSessionID, Resume: p.resumeSession})
 	p.serving.Store(newServed(nil, map[string]*view{}))

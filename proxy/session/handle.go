@@ -27,21 +27,20 @@ func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
 		s.Handle(ctx, msg, out)
 		return
 	}
-	select {
-	case s.slot <- struct{}{}:
-	default:
+	if s.busy.Add(1) > int32(s.opt.MaxInFlight) {
+		s.busy.Add(-1)
 		s.replyTo(out, m.ID, false, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: fmt.Sprintf("too many requests in flight on this session (limit %d)", s.opt.MaxInFlight)})
 		return
 	}
 	rctx, release, ok := s.begin(ctx, m, out)
 	if !ok {
-		<-s.slot
+		s.busy.Add(-1)
 		return
 	}
 	// The slot, like the ID, is free before the answer goes out: a client
 	// may send its next request as soon as it has the answer.
-	j := job{ctx: rctx, release: func() { release(); <-s.slot }, m: m, out: out}
+	j := job{ctx: rctx, release: func() { release(); s.busy.Add(-1) }, m: m, out: out}
 	select {
 	case s.jobs <- j: // an idle worker takes it
 	default:
@@ -142,13 +141,7 @@ func (s *Session) Cancel(id jsonrpc.ID) {
 func (s *Session) notification(r *jsonrpc.Request) {
 	switch r.Method {
 	case "notifications/initialized":
-		s.mu.Lock()
-		select {
-		case <-s.initialState:
-		default:
-			close(s.initialState)
-		}
-		s.mu.Unlock()
+		// Nothing waits for it: a session serves once initialize is answered.
 	case "notifications/cancelled":
 		var p struct {
 			ID any `json:"requestId"`

@@ -181,7 +181,7 @@ func (s *Session) dispatchModern(ctx context.Context, r *Request) (any, error) {
 	case removedMethods[r.Method]:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not part of protocol %s", r.Method, r.era.version)}
 	case r.Method == "server/discover":
-		if s.opt.OfferModern != nil && !s.opt.OfferModern(r.era.caps) {
+		if s.opt.OfferModern != nil && !s.opt.OfferModern(s, r.era.caps) {
 			return s.discover(Versions), nil
 		}
 		return s.discover(AllVersions), nil

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,6 +57,18 @@ func FuzzString(f *testing.F) {
 		wantOK := json.Unmarshal(raw, &want) == nil && raw[0] == '"'
 		if ok != wantOK || ok && got != want {
 			t.Fatalf("String(%s) = %q, %v; encoding/json: %q, %v", raw, got, ok, want, wantOK)
+		}
+		// Plain never says yes wrongly, and says it for every plain
+		// string: one whose value is its bytes between the quotes.
+		if len(raw) >= 2 {
+			inner := string(raw[1 : len(raw)-1])
+			plain := Plain(raw, inner)
+			if plain && (!wantOK || want != inner) {
+				t.Fatalf("Plain(%s, %q) but encoding/json reads %q, %v", raw, inner, want, wantOK)
+			}
+			if !plain && wantOK && want == inner && !strings.Contains(inner, `\`) {
+				t.Fatalf("Plain(%s, %q) = false for a plain string", raw, inner)
+			}
 		}
 	})
 }

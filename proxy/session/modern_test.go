@@ -96,7 +96,7 @@ func TestModernRequests(t *testing.T) {
 // TestDiscoverOffer checks that OfferModern decides whether a client is
 // offered 2026-07-28, and that a legacy discover lists legacy versions.
 func TestDiscoverOffer(t *testing.T) {
-	opt := session.Options{Methods: session.Methods{}, OfferModern: func(c *mcp.ClientCapabilities) bool { return c.Sampling == nil }}
+	opt := session.Options{Methods: session.Methods{}, OfferModern: func(_ *session.Session, c *mcp.ClientCapabilities) bool { return c.Sampling == nil }}
 	withSampling := `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}`
 	if got := answer(t, opt, "server/discover", withSampling); !strings.Contains(got, `"supportedVersions":["2025-11-25",`) || !strings.Contains(got, `"resultType":"complete"`) {
 		t.Fatalf("discover with sampling: %s", got)

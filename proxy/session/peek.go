@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"unicode/utf8"
 
 	sjson "github.com/segmentio/encoding/json"
@@ -50,8 +51,24 @@ func PeekParams(params json.RawMessage, pk *Peek) error {
 }
 
 // Version is the protocol version _meta names, if it names one as a
-// string.
-func (pk *Peek) Version() (string, bool) { return String(pk.Meta.Version) }
+// string. A version served is the constant itself: no string is made.
+func (pk *Peek) Version() (string, bool) {
+	for _, v := range AllVersions {
+		if Plain(pk.Meta.Version, v) {
+			return v, true
+		}
+	}
+	return String(pk.Meta.Version)
+}
+
+// Plain reports whether raw is s in quotes, without escapes: then it is
+// the JSON string s (valid UTF-8, which raw holds as is). False says
+// nothing: s may still be raw's value, written with escapes.
+func Plain(raw json.RawMessage, s string) bool {
+	n := len(raw)
+	return n == len(s)+2 && raw[0] == '"' && raw[n-1] == '"' && string(raw[1:n-1]) == s &&
+		strings.IndexByte(s, '\\') < 0 && utf8.ValidString(s)
+}
 
 // String is the value of raw, a JSON value, if it is a string.
 func String(raw json.RawMessage) (string, bool) {

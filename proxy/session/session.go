@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -63,7 +64,7 @@ type Options struct {
 	// OfferModern decides whether server/discover lists 2026-07-28 to a
 	// client that declared caps (nil: always); a client not offered it
 	// falls back to a legacy session.
-	OfferModern func(caps *mcp.ClientCapabilities) bool
+	OfferModern func(s *Session, caps *mcp.ClientCapabilities) bool
 	// MaxInFlight bounds the requests Go runs at once; more are answered
 	// with an error. If zero, 256.
 	MaxInFlight int
@@ -91,32 +92,31 @@ type Session struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 	out  atomic.Pointer[streamBox] // the session's own stream, if any
-	slot chan struct{}
+	busy atomic.Int32              // requests Go has running, bounded by MaxInFlight
 
 	outbox outbox // notifications for the own stream, see outbox.go
 
-	mu           sync.Mutex
-	initialized  bool
-	version      string
-	clientInfo   *mcp.Implementation
-	clientCaps   *mcp.ClientCapabilities
-	level        mcp.LoggingLevel
-	subs         map[string]bool
-	inflight     map[jsonrpc.ID]context.CancelFunc
-	asks         map[jsonrpc.ID]chan *jsonrpc.Response
-	answering    int           // requests out of inflight whose answer is being written
-	idle         chan struct{} // closed when the last request in flight is answered, for Drain
-	jobs         chan job      // requests for idle workers (unbuffered)
-	idleWorkers  atomic.Int32
-	workers      sync.WaitGroup // the goroutines of worker; Close waits for them
-	closed       bool
-	closeOnce    sync.Once
-	afterClose   []func()      // see AfterClose
-	closedAll    chan struct{} // closed once Close has run OnClose and afterClose
-	done         chan struct{}
-	nextAskID    atomic.Int64
-	listens      atomic.Int32  // subscriptions/listen requests open
-	initialState chan struct{} // closed once notifications/initialized arrived
+	mu          sync.Mutex
+	initialized bool
+	version     string
+	clientInfo  *mcp.Implementation
+	clientCaps  *mcp.ClientCapabilities
+	level       mcp.LoggingLevel
+	subs        map[string]bool
+	inflight    map[jsonrpc.ID]context.CancelFunc
+	asks        map[jsonrpc.ID]chan *jsonrpc.Response
+	answering   int           // requests out of inflight whose answer is being written
+	idle        chan struct{} // closed when the last request in flight is answered, for Drain
+	jobs        chan job      // requests for idle workers (unbuffered)
+	idleWorkers atomic.Int32
+	workers     sync.WaitGroup // the goroutines of worker; Close waits for them
+	closed      bool
+	closeOnce   sync.Once
+	afterClose  []func()      // see AfterClose
+	closedAll   chan struct{} // closed once Close has run OnClose and afterClose
+	done        chan struct{}
+	nextAskID   atomic.Int64
+	listens     atomic.Int32 // subscriptions/listen requests open
 }
 
 type streamBox struct{ s Stream }
@@ -149,18 +149,17 @@ func New(opt Options, out Stream) *Session {
 	if opt.MaxInFlight <= 0 {
 		opt.MaxInFlight = 256
 	}
+	opt.MaxInFlight = min(opt.MaxInFlight, math.MaxInt32) // counted in an int32
 	if opt.MaxQueued <= 0 {
 		opt.MaxQueued = DefaultMaxQueued
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	s := &Session{
 		opt: opt, log: opt.Logger, ctx: ctx, stop: stop,
-		slot:         make(chan struct{}, opt.MaxInFlight),
-		inflight:     map[jsonrpc.ID]context.CancelFunc{},
-		jobs:         make(chan job),
-		done:         make(chan struct{}),
-		initialState: make(chan struct{}),
-		closedAll:    make(chan struct{}),
+		inflight:  map[jsonrpc.ID]context.CancelFunc{},
+		jobs:      make(chan job),
+		done:      make(chan struct{}),
+		closedAll: make(chan struct{}),
 	}
 	if out != nil {
 		s.out.Store(&streamBox{out})
@@ -168,7 +167,6 @@ func New(opt Options, out Stream) *Session {
 	if r := opt.Resumed; r != nil {
 		s.initialized, s.version, s.clientInfo = true, Negotiate(r.Version), r.ClientInfo
 		s.clientCaps, _ = decodeCaps(r.Caps)
-		close(s.initialState)
 	}
 	return s
 }

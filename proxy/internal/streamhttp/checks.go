@@ -64,6 +64,9 @@ func checkName(h http.Header, req *jsonrpc.Request, pk *peeked) string {
 	if field == "uri" {
 		named = pk.p.URI
 	}
+	if err == nil && session.Plain(named, got) {
+		return "" // the common case, without a string made of the body's
+	}
 	want, ok := session.String(named)
 	if err != nil || !ok {
 		return fmt.Sprintf("params of %q name no %s for the Mcp-Name header to match", req.Method, field)
