@@ -199,7 +199,11 @@ func (p *Proxy) openStateless(pr principal) (*session.Session, error) {
 // closeStatelessSession is what ends with a stateless session: what it
 // found, and its per-client servers.
 func (p *Proxy) closeStatelessSession(ss *session.Session) {
-	p.found.Delete(ss)
+	// Most found nothing. A Delete locks the map's root; a Load does not,
+	// and nothing stores for ss now: its handlers have returned.
+	if _, ok := p.found.Load(ss); ok {
+		p.found.Delete(ss)
+	}
 	p.closeClients(func(k clientKey) bool { return k.ss == ss })
 }
 
@@ -257,7 +261,7 @@ func decodeCallParams(r *session.Request, dst *mcp.CallToolParamsRaw) error {
 
 // callParams is mcp.CallToolParamsRaw with _meta raw.
 type callParams struct {
-	Meta           json.RawMessage      `json:"_meta"`
+	Meta           aliased              `json:"_meta"`
 	Name           string               `json:"name"`
 	Arguments      json.RawMessage      `json:"arguments"`
 	InputResponses mcp.InputResponseMap `json:"inputResponses"`
@@ -309,6 +313,16 @@ func (p *callParams) meta() (mcp.Meta, error) {
 		return nil, tk.Err
 	}
 	return m, nil
+}
+
+// aliased is a raw value that aliases the params it was read from, for
+// what is read at once and not kept (a call's _meta: meta decodes the
+// values it keeps, and most of it is the protocol's keys, never copied).
+type aliased []byte
+
+func (a *aliased) UnmarshalJSON(b []byte) error {
+	*a = b
+	return nil
 }
 
 // metaPrefix starts the _meta keys the protocol reserves for itself.

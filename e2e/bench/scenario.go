@@ -347,6 +347,7 @@ type scenario struct {
 	version  string   // offered by the load client; latestVersion for the SDK's default
 	env      []string // switchboard only: added to its environment
 	wire     bool     // called by the hand-written client (wire.go), at the downstream version
+	bytes    bool     // wire at 2025-11-25: with a 2026-07-28 request's _meta and headers (wireCaller.bytes)
 
 	shared *mcp.ClientSession // stdio direct: one session for all workers
 	url    string             // HTTP: one new session per worker
@@ -377,7 +378,7 @@ func (e *env) dial(ctx context.Context, sc *scenario, n int) ([]caller, func(), 
 			out[i] = sdkCaller{cs: sc.shared}
 		case sc.wire:
 			var c *wireCaller
-			if c, err = e.dialWire(ctx, sc.url, sc.downstream); err == nil {
+			if c, err = e.dialWire(ctx, sc.url, sc.downstream, sc.bytes); err == nil {
 				out[i] = c
 			}
 		default:
@@ -460,6 +461,12 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 		w := *sc
 		w.id, w.name, w.wire = wireID(v.label), v.label+" wire client → switchboard → echo (stdio), wrap+policy", true
 		out = append(out, sc, &w)
+		if v.version == protocolVersion {
+			// And with the bytes a 2026-07-28 request carries besides.
+			f := w
+			f.id, f.name, f.bytes = idWireBytes, v.label+" wire client with 2026-07-28's _meta and headers → switchboard → echo (stdio), wrap+policy", true
+			out = append(out, &f)
+		}
 	}
 	if e.node != "" {
 		for i, extra := range e.opts.compare {
@@ -503,6 +510,7 @@ func wireID(label string) string { return "sb-stdio-echo-wire-" + label }
 var (
 	idWireLegacy    = wireID("2025-11-25")
 	idWireStateless = wireID("2026-07-28")
+	idWireBytes     = wireID("2025-11-25-bytes")
 )
 
 // compareID names the scenario that runs with --compare's i-th environment.

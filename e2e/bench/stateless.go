@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -45,6 +46,31 @@ func (r *results) stateless(b *strings.Builder) {
 			p("| %s | %d | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n", pair.name, c, num(a.cpu, "%.0f"), num(l.cpu, "%.0f"), ratio(a.cpu, l.cpu),
 				num(r.pairedRatio(pair.modern, pair.legacy, c), "%.2f×"), num(a.client, "%.0f"), num(l.client, "%.0f"), num(a.p50, "%.3f"), num(l.p50, "%.3f"), num(a.rate, "%.0f"), num(l.rate, "%.0f"))
 		}
+	}
+	p("\n")
+	r.protocolBytes(b)
+}
+
+// protocolBytes splits the wire client's 2026-07-28 / 2025-11-25 ratio in
+// two: what the bytes a 2026-07-28 request carries besides cost the
+// session path, and the rest.
+func (r *results) protocolBytes(b *strings.Builder) {
+	if r.scenario(idWireBytes) == nil {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("### What the protocol's bytes cost\n\n")
+	p("The wire client at 2025-11-25 sends, in a session, what a 2026-07-28 request carries besides: `_meta` with the protocol's version (naming 2025-11-25), the client's capabilities and info, and the `Mcp-Method` and `Mcp-Name` headers. ")
+	p("\"bytes / 2025\" is what those bytes cost the session path: the part of the 2026-07-28 path's cost its wire format fixes. ")
+	p("\"2026 / bytes\" is the rest: a 2026-07-28 request against a legacy one of the same bytes (a session of its own, the checks of the headers against the body, the server's info in every result).\n\n")
+	p("| c | CPU µs/call 2025 | 2025 + bytes | 2026 | paired bytes / 2025 | paired 2026 / bytes | paired 2026 / 2025 |\n|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range r.opts.conc {
+		l, f, m := r.cpu(idWireLegacy, c), r.cpu(idWireBytes, c), r.cpu(idWireStateless, c)
+		if math.IsNaN(l) || math.IsNaN(f) || math.IsNaN(m) {
+			continue
+		}
+		p("| %d | %.0f | %.0f | %.0f | %s | %s | %s |\n", c, l, f, m, num(r.pairedRatio(idWireBytes, idWireLegacy, c), "%.2f×"),
+			num(r.pairedRatio(idWireStateless, idWireBytes, c), "%.2f×"), num(r.pairedRatio(idWireStateless, idWireLegacy, c), "%.2f×"))
 	}
 	p("\n")
 }

@@ -45,7 +45,12 @@ type wireCaller struct {
 	url     string
 	version string // 2025-11-25: a session; 2026-07-28: none
 	session string // Mcp-Session-Id of a 2025-11-25 caller
-	buf     bytes.Buffer
+	// bytes: a 2025-11-25 caller sends what a 2026-07-28 request carries
+	// besides (the protocol's _meta, naming 2025-11-25, and the
+	// Mcp-Method and Mcp-Name headers): what those bytes cost the session
+	// path, the part of the 2026-07-28 path's cost the protocol fixes.
+	bytes bool
+	buf   bytes.Buffer
 }
 
 // The wire versions: the same the go-sdk client speaks by default and
@@ -61,12 +66,16 @@ const wireMeta = `{"io.modelcontextprotocol/clientCapabilities":{"roots":{"listC
 	`"io.modelcontextprotocol/clientInfo":{"name":"switchboard-bench","version":"1"},` +
 	`"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`
 
+// wireMetaLegacy is wireMeta naming 2025-11-25: a legacy request with
+// the bytes of a 2026-07-28 one.
+var wireMetaLegacy = strings.Replace(wireMeta, wireModern, wireLegacy, 1)
+
 var wireIDs atomic.Int64
 
 // dialWire opens a wire caller: a 2025-11-25 one initializes a session, as
 // the go-sdk client does (initialize, then notifications/initialized).
-func (e *env) dialWire(ctx context.Context, url, version string) (*wireCaller, error) {
-	c := &wireCaller{client: e.client, url: url, version: version}
+func (e *env) dialWire(ctx context.Context, url, version string, withBytes bool) (*wireCaller, error) {
+	c := &wireCaller{client: e.client, url: url, version: version, bytes: withBytes && version != wireModern}
 	if version == wireModern {
 		return c, nil
 	}
@@ -90,8 +99,12 @@ func (c *wireCaller) call(ctx context.Context, sc *scenario) error {
 	id := strconv.FormatInt(wireIDs.Add(1), 10)
 	params := `"name":` + strconv.Quote(sc.tool) + `,"arguments":{` + strconv.Quote(sc.argKey) + `:"` + arg + `"}`
 	var hdr map[string]string
-	if c.version == wireModern {
-		params = `"_meta":` + wireMeta + `,` + params
+	if c.version == wireModern || c.bytes {
+		meta := wireMeta
+		if c.bytes {
+			meta = wireMetaLegacy
+		}
+		params = `"_meta":` + meta + `,` + params
 		hdr = map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": sc.tool}
 	}
 	_, body, err := c.post(ctx, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{`+params+`}}`, hdr)

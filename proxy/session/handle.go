@@ -41,6 +41,7 @@ func (s *Session) Go(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	// The slot, like the ID, is free before the answer goes out: a client
 	// may send its next request as soon as it has the answer.
 	j := job{ctx: rctx, release: func() { release(); s.busy.Add(-1) }, m: m, out: out}
+	s.jobsOnce.Do(func() { s.jobs = make(chan job) }) // a stateless session never needs it
 	select {
 	case s.jobs <- j: // an idle worker takes it
 	default:

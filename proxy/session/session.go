@@ -107,7 +107,8 @@ type Session struct {
 	asks        map[jsonrpc.ID]chan *jsonrpc.Response
 	answering   int           // requests out of inflight whose answer is being written
 	idle        chan struct{} // closed when the last request in flight is answered, for Drain
-	jobs        chan job      // requests for idle workers (unbuffered)
+	jobs        chan job      // requests for idle workers (unbuffered), made by the first Go
+	jobsOnce    sync.Once
 	idleWorkers atomic.Int32
 	workers     sync.WaitGroup // the goroutines of worker; Close waits for them
 	closed      bool
@@ -157,7 +158,6 @@ func New(opt Options, out Stream) *Session {
 	s := &Session{
 		opt: opt, log: opt.Logger, ctx: ctx, stop: stop,
 		inflight:  map[jsonrpc.ID]context.CancelFunc{},
-		jobs:      make(chan job),
 		done:      make(chan struct{}),
 		closedAll: make(chan struct{}),
 	}
