@@ -61,9 +61,10 @@ func (pk *Peek) Version() (string, bool) {
 	return String(pk.Meta.Version)
 }
 
-// Plain reports whether raw is s in quotes, without escapes: then it is
-// the JSON string s (valid UTF-8, which raw holds as is). False says
-// nothing: s may still be raw's value, written with escapes.
+// Plain reports whether raw, a valid JSON value (as the transport's
+// decoder let through), is s in quotes without escapes: then it is the
+// JSON string s (valid UTF-8, which raw holds as is). False says nothing:
+// s may still be raw's value, written with escapes.
 func Plain(raw json.RawMessage, s string) bool {
 	n := len(raw)
 	return n == len(s)+2 && raw[0] == '"' && raw[n-1] == '"' && string(raw[1:n-1]) == s &&
