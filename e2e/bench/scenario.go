@@ -502,17 +502,6 @@ const (
 	idStateless   = "sb-stdio-echo-2026-07-28"
 )
 
-// wireID is the scenario of the stateless comparison's switchboard at
-// version label, called by the hand-written client.
-func wireID(label string) string { return "sb-stdio-echo-wire-" + label }
-
-// The stateless comparison with the hand-written client.
-var (
-	idWireLegacy    = wireID("2025-11-25")
-	idWireStateless = wireID("2026-07-28")
-	idWireBytes     = wireID("2025-11-25-bytes")
-)
-
 // compareID names the scenario that runs with --compare's i-th environment.
 func compareID(i int) string { return fmt.Sprintf("sb-everything-cmp%d", i+1) }
 

@@ -9,6 +9,17 @@ import (
 // The report of the stateless comparison: switchboard's 2026-07-28 path
 // against its 2025-11-25 session path, with either load client.
 
+// wireID is the scenario of the stateless comparison's switchboard at
+// version label, called by the hand-written client.
+func wireID(label string) string { return "sb-stdio-echo-wire-" + label }
+
+// The stateless comparison with the hand-written client.
+var (
+	idWireLegacy    = wireID("2025-11-25")
+	idWireStateless = wireID("2026-07-28")
+	idWireBytes     = wireID("2025-11-25-bytes")
+)
+
 // pairedRatio is the median, over repetitions, of a's CPU per call over
 // b's in the same repetition (at c, the two run a minute apart at most):
 // a drift of the machine's speed over the run cancels out of each ratio,
