@@ -214,7 +214,7 @@ func (c *client) deliver(r *jsonrpc.Response) {
 	}
 	c.mu.Unlock()
 	if p == nil {
-		c.log.Debug("answer to no call in flight dropped", "id", r.ID.Raw())
+		c.log.Debug("answer to no call in flight dropped", "request_id", r.ID.Raw())
 		return
 	}
 	p.mu.Lock()
