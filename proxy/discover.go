@@ -210,6 +210,16 @@ func (p *Proxy) foundOf(ss *session.Session) *foundSet {
 	return f.(*foundSet)
 }
 
+// forgetFound drops what ss found, once ss has closed. Most sessions found
+// nothing, and a 2026-07-28 request's session closes with it: a Delete
+// locks the map's root even for a missing key, a Load does not. Nothing
+// stores for ss between the two: its handlers have returned.
+func (p *Proxy) forgetFound(ss *session.Session) {
+	if _, ok := p.found.Load(ss); ok {
+		p.found.Delete(ss)
+	}
+}
+
 // sessionListing is what tools/list shows the session in a search view:
 // the view's own listing and the tools the session found that the view
 // still has, in name order.

@@ -123,7 +123,7 @@ func (p *Proxy) sessionOptions(pr principal) session.Options {
 func (p *Proxy) closeSessionOf(pr principal) func(*session.Session) {
 	return func(ss *session.Session) {
 		p.sessions.Delete(ss)
-		p.found.Delete(ss)
+		p.forgetFound(ss)
 		p.held.give(pr)
 		select {
 		case p.sessionGone <- struct{}{}:
@@ -199,11 +199,7 @@ func (p *Proxy) openStateless(pr principal) (*session.Session, error) {
 // closeStatelessSession is what ends with a stateless session: what it
 // found, and its per-client servers.
 func (p *Proxy) closeStatelessSession(ss *session.Session) {
-	// Most found nothing. A Delete locks the map's root; a Load does not,
-	// and nothing stores for ss now: its handlers have returned.
-	if _, ok := p.found.Load(ss); ok {
-		p.found.Delete(ss)
-	}
+	p.forgetFound(ss)
 	p.closeClients(func(k clientKey) bool { return k.ss == ss })
 }
 
