@@ -295,9 +295,7 @@ func (p *streamablePost) send(data []byte) (*http.Response, error) {
 		return nil, p.abort(nil, err)
 	}
 	if p.modern != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 && mediaType(resp.Header.Get("Content-Type")) == "application/json" {
-		// SEP-2575: a protocol error comes with its status, its body
-		// the JSON-RPC answer.
-		return resp, nil
+		return p.protocolError(resp)
 	}
 	if err := checkStatus(resp, sent); err != nil {
 		err = p.abort(nil, err)
@@ -307,6 +305,34 @@ func (p *streamablePost) send(data []byte) (*http.Response, error) {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// protocolError reads the body of a 2026-07-28 request's 4xx answer. SEP-2575
+// sends a protocol error with its status, the body the JSON-RPC answer to the
+// request: it is handed on as the response. A server of an earlier era
+// refuses the request it cannot take with an answer to no request (the
+// TypeScript SDK's "Server not initialized": id null), or with a body that is
+// no JSON-RPC at all; that is the server's answer to this request too, and
+// the call fails at once with the status instead of waiting out its timeout.
+func (p *streamablePost) protocolError(resp *http.Response) (*http.Response, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(p.c.max)+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, p.abort(nil, err)
+	}
+	if len(body) <= p.c.max {
+		if msgs, err := decodeBody(body); err == nil {
+			for _, m := range msgs {
+				if r, ok := m.(*jsonrpc.Response); ok && r.ID == p.modern.ID {
+					resp.Body = io.NopCloser(bytes.NewReader(body))
+					resp.ContentLength = int64(len(body))
+					return resp, nil
+				}
+			}
+		}
+	}
+	snippet := body[:min(len(body), errorSnippet)]
+	return nil, p.abort(nil, &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: string(snippet)})
 }
 
 // readResponse takes the session ID from the answer to initialize, then
