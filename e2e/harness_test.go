@@ -46,6 +46,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Processes not started through startCmd keep their catalog caches
+	// here, not in the user's cache directory.
+	if err := os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	binDir = dir
 	switchboard = filepath.Join(dir, "switchboard")
 	fixture = filepath.Join(dir, "fixture")
@@ -126,7 +132,10 @@ func startCmd(t *testing.T, dir string, env []string, captureOut bool, name stri
 	p := &proc{t: t, done: make(chan struct{})}
 	p.cmd = exec.Command(name, args...)
 	p.cmd.Dir = dir
-	p.cmd.Env = append(os.Environ(), env...)
+	// Each process keeps its catalog cache to itself unless env names one:
+	// a test that starts a server another test started would otherwise
+	// be answered from that test's run.
+	p.cmd.Env = append(append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir()), env...)
 	p.cmd.Stderr = lockedWriter{p}
 	if captureOut {
 		p.cmd.Stdout = &p.stdout

@@ -51,7 +51,9 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		p.pins.approve(p.changedServers(specs))
 	}
 	hp := p.planHandles(specs)
+	p.catalogs.use(catalogDir(c.CatalogCache, p.opts.CatalogDir))
 	for _, h := range hp.started {
+		p.catalogs.seed(h)
 		h.Start()
 	}
 	if wait {
@@ -78,6 +80,11 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	}
 	p.streamable.SetIdleTimeout(c.SessionIdleTimeout())
 	inUse := p.publish(snap)
+	for _, h := range hp.started {
+		// Servers that listed before the snapshot was published (their
+		// change had no view to rebuild) are kept now.
+		p.saveCatalog(h)
+	}
 	if len(hp.retired) > 0 {
 		p.retire(hp.retired, inUse, c.DrainTimeout())
 	}

@@ -33,6 +33,7 @@ const benchEchoEnv = "SWITCHBOARD_BENCH_ECHO"
 
 func TestMain(m *testing.M) {
 	if n := os.Getenv(benchEchoEnv); n != "" {
+		awaitStartGate(os.Getenv(startGateEnv))
 		extra, _ := strconv.Atoi(n)
 		if err := echoServer(extra).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			os.Exit(1)

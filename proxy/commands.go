@@ -45,6 +45,9 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	for _, s := range c.BaseServers() {
 		s.Lazy = false
 	}
+	// The table is what the servers list now: a catalog from an earlier
+	// run is not shown (what they list is kept for serve).
+	p.catalogs.seedOff = true
 	if err := p.apply(ctx, c, false); err != nil {
 		return nil, nil, err
 	}

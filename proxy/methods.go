@@ -325,23 +325,29 @@ func (a *aliased) UnmarshalJSON(b []byte) error {
 const metaPrefix = "io.modelcontextprotocol/"
 
 // listTools answers tools/list. It starts the view's lazy servers that
-// have not started yet (lazyList "start" waits for them, bounded by their
-// timeout and the request), waits for the eager ones still on their first
-// start (awaitFirstStarts), then lists from the view.
+// have not started yet and have no cached catalog (lazyList "start" waits
+// for them, bounded by their timeout, firstListTimeout and the request),
+// waits for the eager ones still on their first start (awaitFirstStarts),
+// then lists from the view. In search mode it waits for nothing.
 func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any, error) {
 	var params mcp.ListToolsParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	if p.warmLazy(ctx, v) {
+	if v.search != nil {
+		// Search mode lists switchboard's own tools and the ones found
+		// before: nothing to wait for.
+		return listPage(p.sessionListing(v, r.Session), &params)
+	}
+	wctx, cancel := context.WithTimeout(ctx, v.snap.Config.FirstListTimeout())
+	warmed := p.warmLazy(wctx, v)
+	cancel()
+	if warmed {
 		// A lazy server finished starting: list from the generation that
 		// has its tools.
 		v = p.latest(v)
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	if v.search != nil {
-		return listPage(p.sessionListing(v, r.Session), &params)
-	}
 	return v.listTools(&params)
 }
 
@@ -358,6 +364,14 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 		return res, nil
 	}
 	rt, ok := v.tools[params.Name]
+	if !ok {
+		// A server that may provide it has not listed yet: a call sent
+		// before any list (or to a lazy server by name) waits for it.
+		if nv := p.awaitTool(ctx, v, params.Name); nv != nil {
+			v = nv
+			rt, ok = v.tools[params.Name]
+		}
+	}
 	if !ok {
 		// Unknown or hidden by policy: the two are indistinguishable.
 		p.tel.Load().Denial(ctx)

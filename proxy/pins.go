@@ -186,6 +186,25 @@ func (s *pinStore) check(server string, t *mcp.Tool, mode string) bool {
 	return mode != "block"
 }
 
+// approved reports, recording nothing, whether t's definition is one the
+// pins let through in mode: in "block" mode a definition that differs from
+// its pin is not (a tool never seen is: its first sight pins it).
+func (s *pinStore) approved(server string, t *mcp.Tool, mode string) bool {
+	if mode != "block" {
+		return true
+	}
+	s.mu.Lock()
+	pinned, ok := s.file.Pins[server][t.Name]
+	s.mu.Unlock()
+	if !ok {
+		return true
+	}
+	if strings.HasPrefix(pinned, sanitize.DefinitionHashPrefix) {
+		return pinned == sanitize.DefinitionHash(t)
+	}
+	return pinned == sanitize.PinHash(t)
+}
+
 // runPins is `switchboard pins list|approve`.
 func runPins(path string, args []string, server, tool string, out func(string)) error {
 	pf, err := readPinFile(path)

@@ -50,6 +50,10 @@ type Options struct {
 	Stdio       bool   // serve one client over stdin/stdout instead of HTTP
 	Replica     string // names this replica in session IDs (default $SWITCHBOARD_REPLICA, else the host name)
 	ReadyFile   string // receives "listen\nadmin\n" once both listeners are bound ("stdio", and "none" without admin, with Stdio)
+	// CatalogDir is where servers' catalogs are kept when the config's
+	// catalogCache names no directory (DefaultCatalogDir for the CLI); ""
+	// keeps none.
+	CatalogDir string
 
 	Stdin  io.Reader // stdio mode; if nil, os.Stdin
 	Stdout io.Writer // stdio mode; if nil, os.Stdout
@@ -110,6 +114,8 @@ type Proxy struct {
 	lastReload atomic.Pointer[ReloadResult]
 
 	pins     *pinStore
+	catalogs *catalogCache // each server's last catalog on disk (catalogcache.go)
+	started  time.Time     // when New made the proxy: the first lists' wait counts from it
 	peer     *peer
 	dispatch session.Methods
 	// Made once, not per session: a 2026-07-28 request opens one.
@@ -225,6 +231,8 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		reloadReq:   make(chan string, 1),
 		sessionGone: make(chan struct{}, 1),
 		pins:        newPinStore(log.Named("pins")),
+		catalogs:    newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
+		started:     time.Now(),
 		parked:      newParkedCalls(),
 		ids:         ids,
 	}

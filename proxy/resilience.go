@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,10 +40,12 @@ func (p *Proxy) warmLazy(ctx context.Context, v *view) bool {
 	return true
 }
 
-// awaitFirstStarts holds a list until every eager server of v has had its
-// first start attempt, each for at most its own connect timeout (counted
-// from now) and the request's lifetime, so the first list a client sees
-// after switchboard starts is complete. Servers that come later are
+// awaitFirstStarts holds a list until every eager server of v that has no
+// catalog yet (none listed, none cached from an earlier run) has had its
+// first start attempt, each for at most its own connect timeout and all
+// together at most firstListTimeout from switchboard's start, within the
+// request's lifetime: the first list a client sees after a start is as
+// complete as the clients' patience allows. Servers that come later are
 // announced with list_changed. It returns the view to list from: v, or the
 // one published since if a server finished starting meanwhile.
 func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
@@ -50,20 +53,21 @@ func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
 	if spec == nil {
 		return v
 	}
+	budget := p.started.Add(v.snap.Config.FirstListTimeout())
 	waited := false
-	start := time.Now()
 	for _, e := range spec.Servers {
-		if e.Handle == nil {
+		h := e.Handle
+		if h == nil || h.Catalog() != nil || time.Now().After(budget) {
 			continue
 		}
-		first := e.Handle.FirstAttempt()
+		first := h.FirstAttempt()
 		select {
 		case <-first:
 			continue
 		default:
 		}
 		waited = true
-		t := time.NewTimer(time.Until(start.Add(e.Handle.Spec().ConnectTimeout)))
+		t := time.NewTimer(time.Until(minTime(budget, time.Now().Add(h.Spec().ConnectTimeout))))
 		select {
 		case <-first:
 		case <-t.C:
@@ -76,6 +80,42 @@ func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
 	}
 	// A server's catalog is published before its first attempt counts as
 	// finished, so the generation served now has it.
+	return p.latest(v)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// awaitTool is called for a tool name v does not route. When a server of
+// v that could provide the name (its prefix matches, or it publishes bare
+// names) has not listed yet — on its first start, or lazy and never
+// started — it is started and waited for, each bounded by its connect
+// timeout and ctx, and the view is built again. It returns the view to
+// look again in, or nil when no server could still provide the name.
+func (p *Proxy) awaitTool(ctx context.Context, v *view, name string) *view {
+	spec := v.snap.Views[v.id]
+	if spec == nil {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, e := range spec.Servers {
+		h := e.Handle
+		if h == nil || h.Listed() || !e.Bare && !strings.HasPrefix(name, "mcp_"+e.Prefix+"_") {
+			continue
+		}
+		wg.Go(func() { h.Await(ctx) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	// The server's own change notification rebuilds the view too, but
+	// possibly after this call looks; rebuild now so its tools are in.
+	p.rebuild(func(vs *ViewSpec) bool { return vs == spec })
 	return p.latest(v)
 }
 

@@ -135,6 +135,7 @@ func (p *Proxy) rebuildAll() { p.rebuild(func(*ViewSpec) bool { return true }) }
 // onUpstreamChange rebuilds every view that exposes h.
 func (p *Proxy) onUpstreamChange(h *upstream.Handle) {
 	p.rebuild(func(spec *ViewSpec) bool { return spec.exposes(h) })
+	p.saveCatalog(h)
 }
 
 // exposes reports whether the view serves handle h.

@@ -118,7 +118,13 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	}
 	// A failing prompts or resources list leaves the catalog partial; only
 	// tools/list decides the start. See #23.
-	cat, err := listCatalog(ctx, s.cl, h.sp(), h.catalog.Load(), nil)
+	// A failed list keeps what the last listing had; a seed from disk is
+	// not a listing.
+	prev := h.catalog.Load()
+	if prev == h.seeded.Load() {
+		prev = nil
+	}
+	cat, err := listCatalog(ctx, s.cl, h.sp(), prev, nil)
 	if err != nil {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))

@@ -97,6 +97,9 @@ type Status struct {
 	// is up.
 	Catalog       string            `json:"catalog,omitempty"`
 	CatalogErrors map[string]string `json:"catalogErrors,omitempty"`
+	// CatalogCached is true while the catalog is the one Seed gave (the
+	// last run's, from disk) and the server has not listed its own yet.
+	CatalogCached bool `json:"catalogCached,omitempty"`
 	CatalogRetry  time.Time         `json:"catalogRetry,omitzero"`
 	// ListFailures counts, by method, every failed listing of a list other
 	// than tools/list since the Handle was created.
@@ -138,6 +141,7 @@ type Handle struct {
 	stderrTail stderrTail   // the child's last stderr lines, for Status
 	sess       atomic.Pointer[session]
 	catalog    atomic.Pointer[Catalog]
+	seeded     atomic.Pointer[Catalog] // the catalog Seed gave, until a listing replaces it
 	resync     chan struct{}
 
 	breaker    atomic.Pointer[gobreaker.CircuitBreaker[any]]
@@ -296,8 +300,8 @@ func (h *Handle) Start() {
 // first attempt finished (ready or not), bounded by ctx and the connect
 // timeout, so the listing can include its tools; with "cached" it returns at
 // once and the tools arrive with the next catalog change. A server that
-// went idle after its idle timeout is not started: its catalog is still
-// listed. Warm reports whether the server was idle or still starting, in
+// has a catalog (it went idle after its idle timeout, or was seeded from
+// disk) is not started nor waited for: its catalog is listed. Warm reports whether the server was idle or still starting, in
 // which case the caller's view of the catalog may be stale. It is safe for
 // concurrent use.
 func (h *Handle) Warm(ctx context.Context) bool {
@@ -307,30 +311,15 @@ func (h *Handle) Warm(ctx context.Context) bool {
 	h.mu.Lock()
 	st := h.state
 	h.mu.Unlock()
-	if st != StateIdle && st != StateStarting || st == StateIdle && h.catalog.Load() != nil {
+	if st != StateIdle && st != StateStarting || h.catalog.Load() != nil {
 		return false
 	}
-	h.ensureStarted()
 	if h.sp().LazyList == LazyListCached {
+		h.ensureStarted()
 		return true
 	}
-	deadline := time.NewTimer(h.sp().connectTimeout())
-	defer deadline.Stop()
-	for {
-		h.mu.Lock()
-		st, ch := h.state, h.changed
-		h.mu.Unlock()
-		if st != StateIdle && st != StateStarting {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return true
-		case <-deadline.C:
-			return true
-		}
-	}
+	h.Await(ctx)
+	return true
 }
 
 // ensureStarted starts the supervisor of a server that is idle: never
@@ -369,6 +358,50 @@ func (h *Handle) FirstAttempt() <-chan struct{} { return h.firstDone }
 // last catalog stays listed.
 func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
 
+// Seed gives a Handle that has no catalog yet the one its server listed in
+// an earlier run, so that its tools can be listed (and called: a call waits
+// for the start) before the server is up. The server's own listing
+// replaces it; a start that fails for good withdraws it as it would the
+// server's. Seed does nothing once a catalog is there.
+func (h *Handle) Seed(cat *Catalog) {
+	if cat == nil || !h.catalog.CompareAndSwap(nil, cat) {
+		return
+	}
+	h.seeded.Store(cat)
+}
+
+// Listed reports whether the catalog is the server's own listing of this
+// run, not a seed nor none.
+func (h *Handle) Listed() bool {
+	cat := h.catalog.Load()
+	return cat != nil && cat != h.seeded.Load()
+}
+
+// Await starts a server that is idle (a lazy one never started, or
+// stopped after its idle timeout) and waits, bounded by its connect
+// timeout and ctx, until it is no longer idle or starting. It reports
+// whether the server is ready.
+func (h *Handle) Await(ctx context.Context) bool {
+	h.ensureStarted()
+	deadline := time.NewTimer(h.sp().connectTimeout())
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		st, ch := h.state, h.changed
+		h.mu.Unlock()
+		if st != StateIdle && st != StateStarting {
+			return st == StateReady
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
 // Status reports the Handle's current state.
 func (h *Handle) Status() Status {
 	now := time.Now()
@@ -392,6 +425,7 @@ func (h *Handle) Status() Status {
 	}
 	st.InFlight = h.inflight.Load()
 	st.StderrTail = h.stderrTail.get()
+	st.CatalogCached = h.catalog.Load() != nil && h.catalog.Load() == h.seeded.Load()
 	if c := h.catalog.Load(); c != nil {
 		st.Tools, st.Prompts, st.Resources = len(c.Tools), len(c.Prompts), len(c.Resources)
 		st.Catalog = CatalogComplete

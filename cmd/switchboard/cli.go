@@ -141,6 +141,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
+	o.CatalogDir = proxy.DefaultCatalogDir()
 	proxy.TuneGC(ctx, os.Getenv)
 	if err := proxy.Run(ctx, o); err != nil {
 		return configError(stderr, err)
@@ -188,6 +189,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	o.Stderr = stderr
+	o.CatalogDir = proxy.DefaultCatalogDir()
 	rows, down, err := proxy.ListTools(ctx, o, wait)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -30,6 +30,7 @@ const (
 	DefaultMaxDescChars     = 4096
 	DefaultShutdownMS       = 10000
 	DefaultDrainMS          = 30000
+	DefaultFirstListMS      = 3000
 	DefaultBreakerFailures  = 5
 	DefaultBreakerOpenMS    = 30000
 	DefaultBackoffInitialMS = 1000
@@ -83,6 +84,15 @@ type Config struct {
 	// secret:// reference): replicas that share it resume each other's
 	// sessions. Unset: a key made per process.
 	SessionKey string `json:"sessionKey,omitempty"`
+	// CatalogCache is the directory where each server's last listed
+	// catalog is kept, so that the first lists after a start answer at
+	// once: "" is switchboard/catalogs under the user's cache directory,
+	// "off" keeps none.
+	CatalogCache string `json:"catalogCache,omitempty"`
+	// FirstListTimeoutMS bounds how long a list waits for servers still
+	// on their first start that have no cached catalog; the servers that
+	// come later are announced with list_changed.
+	FirstListTimeoutMS *int `json:"firstListTimeout,omitempty"`
 
 	// Notes is what loading the file decided that is not an error: keys
 	// of another client it skipped, values it read in another client's
@@ -465,6 +475,12 @@ func (c *Config) SessionLimit() int {
 // DrainTimeout is drainTimeout: how long a removed or replaced server's
 // calls in flight may finish after a reload.
 func (c *Config) DrainTimeout() time.Duration { return ms(c.DrainTimeoutMS, DefaultDrainMS) }
+
+// FirstListTimeout is firstListTimeout: how long a list may wait for
+// servers on their first start that have no cached catalog.
+func (c *Config) FirstListTimeout() time.Duration {
+	return ms(c.FirstListTimeoutMS, DefaultFirstListMS)
+}
 
 // ConnectTimeout is timeout: how long a start, initialize and first
 // listing may take.

@@ -68,6 +68,9 @@ func (v *validator) settings(c *Config) {
 	v.limit("limits", c.Limits)
 	v.positiveMS("shutdownTimeout", c.ShutdownTimeoutMS)
 	v.positiveMS("drainTimeout", c.DrainTimeoutMS)
+	if ms := c.FirstListTimeoutMS; ms != nil && *ms < 0 {
+		v.add("firstListTimeout", "must be 0 (lists never wait for a start) or a positive number of milliseconds")
+	}
 	v.positiveMS("readTimeout", c.ReadTimeoutMS)
 	if ms := c.SessionIdleTimeoutMS; ms != nil && *ms < 0 {
 		v.add("sessionIdleTimeout", "must be 0 (sessions never expire) or a positive number of milliseconds")
