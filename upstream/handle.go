@@ -99,8 +99,8 @@ type Status struct {
 	CatalogErrors map[string]string `json:"catalogErrors,omitempty"`
 	// CatalogCached is true while the catalog is the one Seed gave (the
 	// last run's, from disk) and the server has not listed its own yet.
-	CatalogCached bool `json:"catalogCached,omitempty"`
-	CatalogRetry  time.Time         `json:"catalogRetry,omitzero"`
+	CatalogCached bool      `json:"catalogCached,omitempty"`
+	CatalogRetry  time.Time `json:"catalogRetry,omitzero"`
 	// ListFailures counts, by method, every failed listing of a list other
 	// than tools/list since the Handle was created.
 	ListFailures map[string]int `json:"listFailures,omitempty"`
