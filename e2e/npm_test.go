@@ -116,6 +116,16 @@ func TestEverythingOverStreamableHTTP(t *testing.T) {
 	}})
 	cs := s.client(t, nil)
 	eventually(t, 30*time.Second, "everything over http", func() bool { return listTools(t, cs)["mcp_ev_echo"] != nil })
+	// The TypeScript SDK refuses the server/discover probe with HTTP 400 and
+	// an error whose id is null: that is "legacy, initialize now", at once.
+	if st := s.serverStatus(t, "ev"); st["protocol"] != "2025-11-25" || st["restarts"].(float64) != 0 {
+		t.Errorf("status after the probe: %v", st)
+	}
+	for _, line := range strings.Split(s.proc.Stderr(), "\n") {
+		if strings.Contains(line, "[WARN]") && strings.Contains(line, "upstream.ev") {
+			t.Errorf("warning while connecting: %s", line)
+		}
+	}
 	res := mustCall(t, cs, "mcp_ev_get-sum", map[string]any{"a": 1, "b": 2})
 	if res.IsError || !strings.Contains(unwrap(textOf(res)), "3") {
 		t.Errorf("get-sum over http: %s", js(res))
