@@ -83,8 +83,9 @@ type Proxy struct {
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
 	serving  atomic.Pointer[served]
-	pubMu    sync.Mutex // serialises publishing; guards draining
+	pubMu    sync.Mutex // serialises publishing; guards draining and notices
 	draining []*served  // replaced generations still in use
+	notices  noticeLog  // what of the views' notes was logged (notices.go)
 	sessions sync.Map   // every open downstream session -> its view id
 	found    sync.Map   // a session in a search view -> its *foundSet
 	// sessionGone is signalled (never blocking) when a session closes.
