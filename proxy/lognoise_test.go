@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,36 +133,11 @@ func sharedConfig(u *sharedUpstream, n int, extra map[string]any) string {
 }
 
 // runLogged serves config with a proxy whose log goes to log, until the
-// test ends.
+// test ends, and returns it and its config file.
 func runLogged(t testing.TB, config string, log *lineLog) (*Proxy, string) {
 	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "switchboard.json")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	o := Options{ConfigPath: path, Stderr: log, Getenv: func(string) string { return "" },
-		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0", ReadyFile: filepath.Join(dir, "ready")}
-	p, c, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, c) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("proxy did not stop within 20 s")
-		}
-	})
-	waitReadyAddrs(t, o.ReadyFile, done)
-	return p, path
+	tp := startProxyWith(t, config, "http", func(o *Options) { o.Stderr = log })
+	return tp.p, tp.path
 }
 
 // waitReport polls the proxy's status report until done holds for it.
