@@ -123,7 +123,7 @@ func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
 		h := upstream.New(spec, upstream.Options{
 			Logger:      p.log.Named("upstream"),
 			SDKLogger:   p.sdkLog,
-			Expander:    p.resolver,
+			Expander:    upstreamSecrets{p.resolver},
 			OnChange:    p.onUpstreamChange,
 			Peer:        p.peer,
 			RedactLines: p.redactor.RedactJoined,

@@ -72,7 +72,7 @@ func (p *Proxy) buildPrompts(snap *Snapshot, spec *ViewSpec, v *view) {
 			byItem[router.Target{Server: e.Key, Name: p.Name}] = src{e, p}
 		}
 	}
-	table := p.buildNames("prompt", items)
+	table := buildNames("prompt", items, &v.notes)
 	maxDesc := maxDescriptionChars(snap.Config)
 	v.prompts = map[string]*promptRoute{}
 	for _, en := range table.Entries() {
@@ -81,7 +81,7 @@ func (p *Proxy) buildPrompts(snap *Snapshot, spec *ViewSpec, v *view) {
 			continue
 		}
 		pub, findings := sanitize.Prompt(s.prompt, s.entry.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
-		if !p.definitionOK(snap, s.entry.Key, s.prompt.Name, findings) {
+		if !v.notes.definitionOK(snap, s.entry.Key, "prompt", s.prompt.Name, findings) {
 			continue
 		}
 		pub.Name = en.Public
@@ -93,7 +93,7 @@ func (p *Proxy) buildPrompts(snap *Snapshot, spec *ViewSpec, v *view) {
 }
 
 // buildResources builds the owner map: a URI served by two servers belongs
-// to the first in key order (logged).
+// to the first in key order (noted as a collision).
 func (p *Proxy) buildResources(snap *Snapshot, spec *ViewSpec, v *view) {
 	maxDesc := maxDescriptionChars(snap.Config)
 	v.resources = map[string]*resourceRoute{}
@@ -108,11 +108,11 @@ func (p *Proxy) buildResources(snap *Snapshot, spec *ViewSpec, v *view) {
 				continue
 			}
 			if owner, taken := v.resources[r.URI]; taken {
-				p.log.Warn("resource uri collision", "uri", r.URI, "upstream", e.Key, "winner", owner.entry.Key, "reason", "uri served by two servers")
+				v.notes.collide("resource", r.URI, owner.entry.Key, e.Key, "")
 				continue
 			}
 			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
-			if !p.definitionOK(snap, e.Key, r.URI, findings) {
+			if !v.notes.definitionOK(snap, e.Key, "resource", r.URI, findings) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
@@ -124,11 +124,11 @@ func (p *Proxy) buildResources(snap *Snapshot, spec *ViewSpec, v *view) {
 			}
 			compiled, err := uritemplate.New(t.URITemplate)
 			if err != nil {
-				p.log.Warn("resource template skipped", "upstream", e.Key, "error", err)
+				v.notes.skipped(e.Key, "template", t.URITemplate, err)
 				continue
 			}
 			pub, findings := sanitize.ResourceTemplate(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
-			if !p.definitionOK(snap, e.Key, t.URITemplate, findings) {
+			if !v.notes.definitionOK(snap, e.Key, "template", t.URITemplate, findings) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
@@ -143,17 +143,6 @@ func serverTitle(title, name, server string) string {
 		title = name
 	}
 	return title + " (" + server + ")"
-}
-
-// definitionOK logs a definition the trust boundary found suspicious, and
-// reports whether it may be published: not with onSuspicious block.
-func (p *Proxy) definitionOK(snap *Snapshot, server, name string, findings []sanitize.Finding) bool {
-	if len(findings) == 0 {
-		return true
-	}
-	block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
-	p.log.Warn("suspicious definition", "upstream", server, "tool", name, "reason", findingIDs(findings), "blocked", block)
-	return !block
 }
 
 func keepURI(filter []string, uri string) bool {

@@ -124,6 +124,11 @@ type StatusReport struct {
 	// the sessions it resumed from IDs it did not mint (continuity.go).
 	Replica         string `json:"replica"`
 	SessionsResumed int64  `json:"sessionsResumed"`
+	// Collisions are the names more than one server wants, and Findings
+	// the definitions the trust boundary flagged or skipped, in every
+	// view as served now. The log names each once, when it appears.
+	Collisions []CollisionStatus `json:"collisions,omitempty"`
+	Findings   []FindingStatus   `json:"findings,omitempty"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -157,6 +162,13 @@ func (p *Proxy) statusReport() StatusReport {
 			st.CatalogErrors[m] = p.redact(msg) // a copy: Status clones the map
 		}
 		rep.Servers = append(rep.Servers, st)
+	}
+	if n := cur.notes; n != nil {
+		rep.Collisions = n.collisions
+		for _, f := range n.findings {
+			f.Skipped = p.redact(f.Skipped)
+			rep.Findings = append(rep.Findings, f)
+		}
 	}
 	counts := p.sessionCounts()
 	for id, v := range cur.views {

@@ -53,7 +53,7 @@ func (p *Proxy) handleFor(e *ServerEntry, ss *session.Session) *upstream.Handle 
 	h := upstream.New(spec, upstream.Options{
 		Logger:      p.log.Named("upstream"),
 		SDKLogger:   p.sdkLog,
-		Expander:    p.resolver,
+		Expander:    upstreamSecrets{p.resolver},
 		Peer:        p.peer,
 		RedactLines: p.redactor.RedactJoined,
 		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},

@@ -137,6 +137,7 @@ func pipelineConfig(server, env, top map[string]any) string {
 
 // testProxy is a running proxy.
 type testProxy struct {
+	p           *Proxy
 	path        string // the config file
 	addr, admin string // HTTP only: the bound addresses
 	stdio       mcp.Transport
@@ -180,6 +181,7 @@ func startProxyWith(t testing.TB, config, down string, set func(*Options)) *test
 	if err != nil {
 		t.Fatal(err)
 	}
+	tp.p = p
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx, c) }()

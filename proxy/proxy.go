@@ -36,7 +36,7 @@ var Version = "dev"
 // declare.
 var (
 	_ sanitize.Redactor = (*secrets.Set)(nil)
-	_ upstream.Expander = (*secrets.Resolver)(nil)
+	_ upstream.Expander = upstreamSecrets{}
 )
 
 // Options configure Run. Flag values override the environment, which
@@ -87,8 +87,9 @@ type Proxy struct {
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
 	serving  atomic.Pointer[served]
-	pubMu    sync.Mutex // serialises publishing; guards draining
+	pubMu    sync.Mutex // serialises publishing; guards draining and notices
 	draining []*served  // replaced generations still in use
+	notices  noticeLog  // what of the views' notes was logged (notices.go)
 	sessions sync.Map   // every open downstream session -> its view id
 	found    sync.Map   // a session in a search view -> its *foundSet
 	// sessionGone is signalled (never blocking) when a session closes.
@@ -524,6 +525,21 @@ func warnPlaintext(log hclog.Logger, server string, env, headers map[string]stri
 // address (docs/config.md). AWS has its SDK's own variable,
 // AWS_ENDPOINT_URL_SECRETS_MANAGER.
 const gcpEndpointEnv = "SWITCHBOARD_GCP_SECRETMANAGER_ENDPOINT"
+
+// upstreamSecrets is the resolver as upstreams expand their references
+// with it: a reference that does not resolve (secrets.ErrNotFound: an
+// unset variable, a missing file, no such secret) would not resolve at the
+// next attempt either, so it fails the server's start for good
+// (upstream.ErrPermanent); a reload or restart tries again.
+type upstreamSecrets struct{ r *secrets.Resolver }
+
+func (u upstreamSecrets) Expand(ctx context.Context, value string) (string, error) {
+	v, err := u.r.Expand(ctx, value)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return "", upstream.Permanent(err)
+	}
+	return v, err
+}
 
 // resolverOptions configures secret resolution from the standard
 // environment (VAULT_*, GOOGLE_*, AWS_*) and gcpEndpointEnv.

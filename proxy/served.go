@@ -18,6 +18,7 @@ import (
 type served struct {
 	snap  *Snapshot
 	views map[string]*view // by view id; "" is the default view
+	notes *genNotes        // what building the views found, for /status
 
 	// refs counts the requests using this generation; once it is replaced
 	// (retired) and refs reaches zero, drained closes. Handles a reload
@@ -29,7 +30,7 @@ type served struct {
 }
 
 func newServed(snap *Snapshot, views map[string]*view) *served {
-	return &served{snap: snap, views: views, drained: make(chan struct{})}
+	return &served{snap: snap, views: views, notes: gatherNotes(views), drained: make(chan struct{})}
 }
 
 // acquire loads the current generation and counts the caller in it until
@@ -100,7 +101,9 @@ func (p *Proxy) publish(snap *Snapshot) []*served {
 		views[id] = p.buildView(snap, id)
 	}
 	prev := p.serving.Load()
-	waits := p.swap(newServed(snap, views))
+	next := newServed(snap, views)
+	p.notices.report(p.log, next.notes)
+	waits := p.swap(next)
 	p.announce(prev.views, views)
 	return waits
 }
@@ -125,7 +128,9 @@ func (p *Proxy) rebuild(keep func(spec *ViewSpec) bool) {
 	if !changed {
 		return
 	}
-	p.swap(newServed(cur.snap, views))
+	next := newServed(cur.snap, views)
+	p.notices.report(p.log, next.notes)
+	p.swap(next)
 	p.announce(cur.views, views)
 }
 

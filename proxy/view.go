@@ -7,9 +7,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -42,6 +42,8 @@ type view struct {
 	shown map[*ServerEntry]bool
 	// search is set in discovery's search mode (see discover.go).
 	search *searchView
+	// notes is what building the view found (notices.go).
+	notes viewNotes
 }
 
 // listHashes fingerprint what each list shows a client.
@@ -121,13 +123,14 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 			byItem[router.Target{Server: e.Key, Name: t.Name}] = src{e, t}
 		}
 	}
-	table := p.buildNames("tool", items)
+	var notes viewNotes
+	table := buildNames("tool", items, &notes)
 	maxDesc := maxDescriptionChars(snap.Config)
 	profile := ""
 	if snap.Config.Sanitize != nil {
 		profile = snap.Config.Sanitize.SchemaProfile
 	}
-	st := &view{snap: snap, tools: make(map[string]*route, table.Len()), shown: map[*ServerEntry]bool{}}
+	st := &view{snap: snap, tools: make(map[string]*route, table.Len()), shown: map[*ServerEntry]bool{}, notes: notes}
 	for _, e := range spec.Servers {
 		if spec.Tools.AllowsAny("mcp_" + e.Prefix + "_") {
 			st.shown[e] = true
@@ -148,9 +151,13 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 		if !p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
 			continue // a changed definition held back until approved
 		}
-		r, err := p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, snap.Sanitize.OnSuspicious)
+		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
+		r, findings, err := p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
+		st.notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block)
 		if err != nil {
-			p.log.Warn("tool skipped", "upstream", s.entry.Key, "tool", s.tool.Name, "error", err)
+			if !errors.Is(err, errWithheld) {
+				st.notes.skipped(s.entry.Key, "tool", s.tool.Name, err)
+			}
 			continue
 		}
 		st.tools[r.public] = r
@@ -182,22 +189,27 @@ func policyNames(public string, e *ServerEntry, original string) []string {
 
 // newRoute prepares one public tool: cleaned description, schemas checked
 // (AddTool panics on a non-object input schema), argument validator compiled
-// once per definition.
-func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, mode sanitize.Mode) (*route, error) {
+// once per definition. It returns what the trust boundary found in the
+// definition, and with block a definition with findings is withheld
+// (errWithheld).
+func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, block bool) (*route, []sanitize.Finding, error) {
 	// Arguments are validated against the schema the upstream declared;
 	// the client sees it as the trust boundary cleaned it.
 	in, err := objectSchema(t.InputSchema)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
-	if len(findings) > 0 {
-		ids := findingIDs(findings)
-		p.log.Warn("suspicious definition", "upstream", e.Key, "tool", t.Name, "reason", ids, "blocked", mode == sanitize.ModeBlock)
-		if mode == sanitize.ModeBlock {
-			return nil, fmt.Errorf("definition withheld: it matched suspicious patterns (%s)", strings.Join(ids, ", "))
-		}
+	if len(findings) > 0 && block {
+		return nil, findings, errWithheld
 	}
+	r, err := p.publishedRoute(public, e, t.Name, clean, in, profile)
+	return r, findings, err
+}
+
+// publishedRoute is newRoute's tool as published: clean is the definition
+// the trust boundary cleaned, in the input schema the upstream declared.
+func (p *Proxy) publishedRoute(public string, e *ServerEntry, original string, clean *mcp.Tool, in map[string]any, profile string) (*route, error) {
 	shown, err := objectSchema(clean.InputSchema)
 	if err != nil {
 		return nil, err
@@ -234,10 +246,10 @@ func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int
 		Title:        clean.Title,
 		Icons:        clean.Icons,
 	}
-	r := &route{public: public, entry: e, original: t.Name, tool: pub, metrics: telemetry.NewCallAttrs(e.Key, public)}
-	r.schema = p.schemas.resolve(in, p.log, e.Key, t.Name)
+	r := &route{public: public, entry: e, original: original, tool: pub, metrics: telemetry.NewCallAttrs(e.Key, public)}
+	r.schema = p.schemas.resolve(in, p.log, e.Key, original)
 	if out, err := toMap(clean.OutputSchema); err == nil && out != nil {
-		r.output = p.schemas.resolve(out, p.log, e.Key, t.Name)
+		r.output = p.schemas.resolve(out, p.log, e.Key, original)
 	}
 	def, err := json.Marshal(pub)
 	if err != nil {
@@ -379,12 +391,12 @@ func (p *Proxy) setLevel(ctx context.Context, id string) {
 	wg.Wait()
 }
 
-// buildNames builds the public names of one kind (tools or prompts) and logs
-// every collision the router settled.
-func (p *Proxy) buildNames(kind string, items []router.Item) *router.Table {
+// buildNames builds the public names of one kind (tools or prompts) and
+// notes every collision the router settled.
+func buildNames(kind string, items []router.Item, notes *viewNotes) *router.Table {
 	table, collisions := router.Build(items)
 	for _, c := range collisions {
-		p.log.Warn("name collision", "reason", kind, "tool", c.Public, "upstream", c.Loser.Server, "renamed", c.Renamed, "winner", c.Winner.Server)
+		notes.collide(kind, c.Public, c.Winner.Server, c.Loser.Server, c.Renamed)
 	}
 	return table
 }

@@ -201,10 +201,12 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			var retry time.Duration
 			if !next.IsZero() {
 				retry = time.Until(next)
-			}
-			if h.remote() {
-				h.wantAttempt()
-				retry = min(retry, time.Until(h.earliestAttempt()))
+				if h.remote() {
+					// Retried slowly; a call may ask for an attempt
+					// sooner. One that failed for good is not retried.
+					h.wantAttempt()
+					retry = min(retry, time.Until(h.earliestAttempt()))
+				}
 			}
 			return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: last, RetryIn: retry}
 		default:

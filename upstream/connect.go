@@ -32,6 +32,9 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 		return t, err
 	}
 	url, headers, err := h.expandRemote(ctx)
+	if err == nil {
+		err = checkURL(url)
+	}
 	if err != nil {
 		return nil, err
 	}

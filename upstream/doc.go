@@ -11,7 +11,10 @@
 // catalog again. While restarting, the last catalog stays listed and calls
 // fail fast with an UnavailableError; a failed stdio server withdraws its
 // catalog and stays down, a remote one withdraws it and is retried every
-// 30 s for as long as the Handle lives.
+// 30 s for as long as the Handle lives. A start that fails in a way trying
+// again cannot change (ErrPermanent: the command is not there or may not be
+// run, a reference does not resolve, the URL is not one) is not retried:
+// stdio or remote, the server is failed at once (permanent.go).
 //
 // A remote server whose transport fails under a call has its session ended
 // at once; calls fail with "server 'x' is unreachable, retrying in ~Ns",

@@ -24,13 +24,15 @@ const (
 	StateStarting   State = "starting"   // first attempt in progress
 	StateReady      State = "ready"      // session up, catalog listed
 	StateRestarting State = "restarting" // session lost; waiting or retrying with backoff
-	StateFailed     State = "failed"     // gave up (stdio) or retrying slowly with tools withdrawn (remote)
+	StateFailed     State = "failed"     // gave up (stdio, or a start that failed for good: ErrPermanent) or retrying slowly with tools withdrawn (remote)
 	StateStopped    State = "stopped"    // closed
 )
 
 // Expander resolves references (secret://…, ${NAME}) in one config value.
-// It is called at every start, so rotated values are picked up. It must be
-// safe for concurrent use.
+// It is called at every start, so rotated values are picked up. An error
+// that matches ErrPermanent (see Permanent), such as a reference that does
+// not resolve, fails the server without restarts. It must be safe for
+// concurrent use.
 type Expander interface {
 	Expand(ctx context.Context, value string) (string, error)
 }

@@ -41,7 +41,8 @@ import (
 const shimSupported = true
 
 // shimReportFD is the shim's descriptor on which it reports the server's PID
-// ("pid N") or why it could not start it ("err MESSAGE"), then closes.
+// ("pid N") or why it could not start it ("errno N MESSAGE" for a failed
+// system call, else "err MESSAGE"), then closes.
 const shimReportFD = 3
 
 // shimGrace is how long the shim lets the server's group handle SIGTERM
@@ -88,6 +89,14 @@ func startShim(cmd *exec.Cmd) (int, error) {
 		return pid, nil
 	case kind == "err":
 		err = errors.New(rest)
+	case kind == "errno":
+		code, msg, _ := strings.Cut(rest, " ")
+		n, cerr := strconv.Atoi(code)
+		if cerr != nil {
+			err = fmt.Errorf("shim: bad report %q", line)
+			break
+		}
+		err = &shimStartError{msg: msg, errno: syscall.Errno(n)}
 	case rerr != nil:
 		err = fmt.Errorf("shim: no report: %w", rerr)
 	default:
@@ -97,6 +106,15 @@ func startShim(cmd *exec.Cmd) (int, error) {
 	_ = cmd.Wait()
 	return 0, err
 }
+
+// shimStartError is the server's failed exec as the shim reported it.
+type shimStartError struct {
+	msg   string
+	errno syscall.Errno
+}
+
+func (e *shimStartError) Error() string { return e.msg }
+func (e *shimStartError) Unwrap() error { return e.errno }
 
 // RunShim runs the shim: args are switchboard's PID, the server's path and
 // its arguments. It starts the server, waits for it, and returns (or dies
@@ -111,7 +129,13 @@ func RunShim(args []string) int {
 	syscall.CloseOnExec(shimReportFD)
 	report := os.NewFile(shimReportFD, "report")
 	fail := func(err error) int {
-		fmt.Fprintf(report, "err %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		if errno := syscall.Errno(0); errors.As(err, &errno) {
+			// The errno tells switchboard whether trying again can help.
+			fmt.Fprintf(report, "errno %d %s\n", int(errno), msg)
+		} else {
+			fmt.Fprintf(report, "err %s\n", msg)
+		}
 		report.Close()
 		return 127
 	}

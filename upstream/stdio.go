@@ -92,13 +92,13 @@ func (t *childTransport) Connect(context.Context) (mcp.Connection, error) {
 	if t.conn.shim {
 		pid, err := startShim(t.cmd)
 		if err != nil {
-			return nil, err
+			return nil, startError(err)
 		}
 		t.conn.pidv.Store(int64(pid))
 		return newLineConn(stdout, stdin, t.wait, t.noise), nil
 	}
 	if err := t.cmd.Start(); err != nil {
-		return nil, err
+		return nil, startError(err)
 	}
 	t.conn.pidv.Store(int64(t.cmd.Process.Pid))
 	return newLineConn(stdout, stdin, t.wait, t.noise), nil
@@ -160,7 +160,7 @@ func (t *childTransport) wait() error {
 func stdioTransport(spec Spec, env map[string]string, args []string, stderr *lineWriter, noise func([]byte, error)) (mcp.Transport, *stdioConn, error) {
 	path, err := exec.LookPath(spec.Command)
 	if err != nil {
-		return nil, nil, fmt.Errorf("command %q: %w", spec.Command, err)
+		return nil, nil, startError(fmt.Errorf("command %q: %w", spec.Command, err))
 	}
 	var cmd *exec.Cmd
 	if shimOn {

@@ -68,7 +68,7 @@ func (h *Handle) run() {
 			if h.ctx.Err() != nil {
 				return
 			}
-			if early {
+			if early && !errors.Is(err, ErrPermanent) {
 				// An extra attempt a call asked for: the schedule and
 				// the failure count stay as they were.
 				h.earlyFailed(err)
@@ -126,9 +126,10 @@ func (h *Handle) ended(s *session) (time.Time, bool) {
 
 // fail records a failed start or a lost session, and decides what comes
 // next: it returns when to try again, or false when the server must give up
-// (a stdio server after maxRestarts consecutive failures). A remote server is
-// never given up on; past maxRestarts its tools leave the list and it keeps
-// being retried at the longest backoff.
+// (a stdio server after maxRestarts consecutive failures, any server whose
+// start failed for good: ErrPermanent). A remote server is otherwise never
+// given up on; past maxRestarts its tools leave the list and it keeps being
+// retried at the longest backoff.
 func (h *Handle) fail(err error) (time.Time, bool) {
 	h.era.Store(eraUnknown) // the next connect probes again
 	h.mu.Lock()
@@ -136,15 +137,20 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	n := h.failures
 	h.mu.Unlock()
 	remote := h.sp().Transport != TransportStdio
+	permanent := errors.Is(err, ErrPermanent)
 	giveUp := !h.sp().RestartOnCrash || n > h.sp().MaxRestarts
-	if giveUp && !remote {
+	if permanent || giveUp && !remote {
 		h.catalog.Store(nil)
 		h.mu.Lock()
 		h.nextAttempt = time.Time{}
 		// The loop ends now: from here Restart starts a new one.
 		h.running = false
 		h.mu.Unlock()
-		h.log.Error("upstream failed", "error", err, "attempt", n)
+		if permanent {
+			h.log.Error("upstream failed", "error", err, "reason", "retrying cannot fix this: no restarts; a reload or restart tries again")
+		} else {
+			h.log.Error("upstream failed", "error", err, "attempt", n)
+		}
 		h.setState(StateFailed, err.Error())
 		return time.Time{}, false
 	}

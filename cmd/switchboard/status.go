@@ -308,9 +308,52 @@ func printStatus(w io.Writer, rep proxy.StatusReport) {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
+	printNotes(w, rep)
 	for _, id := range slices.Sorted(maps.Keys(rep.Views)) {
 		v := rep.Views[id]
 		fmt.Fprintf(w, "\nview %s: %d tools, %d sessions", id, v.Tools, v.Sessions)
 	}
 	fmt.Fprintln(w)
+}
+
+// maxNoteLines bounds the collisions and findings printed; /status has
+// them all.
+const maxNoteLines = 10
+
+// printNotes prints the names several servers want and the definitions
+// the trust boundary flagged or skipped.
+func printNotes(w io.Writer, rep proxy.StatusReport) {
+	if len(rep.Collisions)+len(rep.Findings) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	for i, c := range rep.Collisions {
+		if i == maxNoteLines {
+			fmt.Fprintf(w, "… %d more collisions (see /status)\n", len(rep.Collisions)-i)
+			break
+		}
+		others := make([]string, 0, min(len(c.Losers), 3)+1)
+		for j, l := range c.Losers {
+			if j == 3 {
+				others = append(others, fmt.Sprintf("%d more", len(c.Losers)-j))
+				break
+			}
+			others = append(others, l.Server)
+		}
+		fmt.Fprintf(w, "collision: %s %s is %s's; also listed by %s\n", c.Kind, c.Name, c.Winner, strings.Join(others, ", "))
+	}
+	for i, f := range rep.Findings {
+		if i == maxNoteLines {
+			fmt.Fprintf(w, "… %d more findings (see /status)\n", len(rep.Findings)-i)
+			break
+		}
+		what := "suspicious (" + strings.Join(f.Patterns, ", ") + ")"
+		switch {
+		case f.Skipped != "":
+			what = "skipped: " + oneLine(f.Skipped, 80)
+		case f.Blocked:
+			what += ", withheld"
+		}
+		fmt.Fprintf(w, "%s: %s %s %s\n", f.Server, f.Kind, f.Name, what)
+	}
 }

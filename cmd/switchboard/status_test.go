@@ -26,6 +26,12 @@ func TestPrintStatusTable(t *testing.T) {
 				CatalogRetry: now.Add(10 * time.Second)},
 		},
 		Views: map[string]proxy.ViewStatus{"default": {Tools: 4, Sessions: 1}},
+		Collisions: []proxy.CollisionStatus{{Kind: "resource", Name: "file:///README.md", Winner: "a",
+			Losers: []proxy.CollisionLoser{{Server: "b"}, {Server: "c"}, {Server: "d"}, {Server: "e"}, {Server: "f"}}}},
+		Findings: []proxy.FindingStatus{
+			{Server: "up", Kind: "tool", Name: "helper", Patterns: []string{"ignore-previous", "tool-instruction"}},
+			{Server: "pg", Kind: "template", Name: "pg://{", Skipped: "malformed template"},
+		},
 	}
 	rep.Servers = append(rep.Servers, upstream.Status{Name: "npm", Transport: "stdio", State: upstream.StateFailed, Breaker: "closed",
 		LastError: "connect: process exited before initialize finished", StderrTail: []string{"node:internal/modules/cjs/loader:1228", "Error: Cannot find module 'foo'"}})
@@ -47,6 +53,9 @@ func TestPrintStatusTable(t *testing.T) {
 		"ready (catalog partial)",
 		"pg: resources/list failed: connect ECONNREFUSED 127.0.0.1:5432 (retry in 10s)",
 		"view default: 4 tools, 1 sessions",
+		"collision: resource file:///README.md is a's; also listed by b, c, d, 2 more\n",
+		"up: tool helper suspicious (ignore-previous, tool-instruction)\n",
+		"pg: template pg://{ skipped: malformed template\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status table lacks %q:\n%s", want, out)
