@@ -170,7 +170,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	for _, n := range c.Notes.Info {
 		fmt.Fprintln(stderr, "note:", n)
 	}
-	for _, w := range c.Notes.Warnings {
+	for _, w := range c.Warnings() {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.ServerNames()), c.Digest())

@@ -262,9 +262,15 @@ func parse(data []byte) (c *Config, derr, err error) {
 		return nil, nil, errors.New("config is empty")
 	}
 	js := trimmed
-	if trimmed[0] == '{' {
+	switch {
+	case trimmed[0] == '{' || bytes.HasPrefix(trimmed, []byte("//")) || bytes.HasPrefix(trimmed, []byte("/*")):
+		// Zed's settings.json opens with a comment.
 		js = stripJSONC(trimmed)
-	} else {
+	case looksLikeTOML(trimmed):
+		if js, err = tomlToJSON(trimmed); err != nil {
+			return nil, nil, err
+		}
+	default:
 		js, err = yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)

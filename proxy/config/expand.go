@@ -275,7 +275,12 @@ func (x *expander) variable(path, inner string, inline bool, notes *Notes) (stri
 		return secrets.Escape(val), nil
 	case val != "":
 		return "${" + name + "}", nil
-	case hasDef:
+	}
+	if notes.expanded == nil {
+		notes.expanded = map[string]bool{}
+	}
+	notes.expanded[path] = true
+	if hasDef {
 		return secrets.Escape(def), nil
 	}
 	notes.warn(path, "${%s} is not set; it expands to an empty string", name)
