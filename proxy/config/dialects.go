@@ -52,6 +52,7 @@ var codexDialect = &dialect{
 			// Codex reaches a url over streamable HTTP only.
 			r.setDefault("type", "http")
 		}
+		r.moveObject("http_headers", "headers")
 		if v, ok := r.e["bearer_token_env_var"]; ok {
 			delete(r.e, "bearer_token_env_var")
 			name, _ := v.(string)
@@ -65,7 +66,6 @@ var codexDialect = &dialect{
 				}
 			}
 		}
-		r.moveObject("http_headers", "headers")
 		if v, ok := r.e["env_http_headers"]; ok {
 			if m, isObj := v.(map[string]any); isObj {
 				for _, k := range sortedKeys(m) {
