@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -222,8 +223,8 @@ func clientPass(m map[string]any, notes *Notes, fail func(path, format string, a
 }
 
 // dialectTop reads the top level of a file of d's client: it runs d's top
-// step, skips every top-level key but the servers (noting each) and puts
-// the servers under mcpServers. It returns the key they came from when
+// step, skips every top-level key but the servers and switchboard's own
+// (noting each) and puts the servers under mcpServers. It returns the key they came from when
 // not mcpServers.
 func dialectTop(d *dialect, m map[string]any, notes *Notes, fail func(path, format string, args ...any)) string {
 	notes.Client = d.client
@@ -231,11 +232,13 @@ func dialectTop(d *dialect, m map[string]any, notes *Notes, fail func(path, form
 		servers, _ := m[d.key].(map[string]any)
 		d.top(&rewriter{client: d.client, doc: m, notes: notes, fail: fail}, servers)
 	}
+	ours := structFields(configType)
 	for _, k := range sortedKeys(m) {
-		if k != d.key {
-			notes.ignore(d.client, joinKey("", k))
-			delete(m, k)
+		if _, own := ours[k]; k == d.key || (own && !slices.Contains(d.theirs, k)) {
+			continue
 		}
+		notes.ignore(d.client, joinKey("", k))
+		delete(m, k)
 	}
 	if d.key == "mcpServers" {
 		return ""

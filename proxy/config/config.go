@@ -485,7 +485,9 @@ func (s *Server) IdleTimeout() time.Duration { return ms(s.IdleTimeoutMS, 0) }
 
 // EffectiveTransport is the normalised transport ("stdio", "sse" or
 // "http"): transport or type, else stdio when a command is set, else http
-// when a url is. It is "" for a value Validate rejects.
+// when a url is. It is "" for a value Validate rejects. A url-only entry
+// (TransportUnset) runs as auto, not http: streamable HTTP first, legacy
+// SSE when the endpoint refuses it.
 func (s *Server) EffectiveTransport() string {
 	t, _ := s.transport()
 	return t

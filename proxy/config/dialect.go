@@ -15,13 +15,18 @@ import (
 // in YAML), Continue (a list of mcpServers), Amazon Q agents and Gemini
 // CLI. Such a file is that client's settings file: switchboard reads its
 // servers, maps what means something to it onto its own keys, and skips
-// every other top-level key with a note.
+// every other top-level key that is not one of its own with a note.
 
 // A dialect is one such client's way of writing servers.
 type dialect struct {
 	client string
 	// key is the top-level key that holds the servers.
 	key string
+	// theirs lists the client's top-level keys that have the name of one
+	// of switchboard's (Zed's telemetry, Gemini CLI's tools); like every
+	// other key of the client's they are skipped. switchboard's other
+	// top-level keys are read as usual (a chart's shutdownTimeout).
+	theirs []string
 	// top rewrites the document before its servers are read (Continue's
 	// list, Amazon Q's tools, Gemini's server allow list); may be nil.
 	top func(r *rewriter, servers map[string]any)

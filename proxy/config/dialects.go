@@ -16,6 +16,7 @@ import (
 var zedDialect = &dialect{
 	client: "Zed",
 	key:    "context_servers",
+	theirs: []string{"telemetry"},
 	entry: func(r *rewriter) bool {
 		if r.e["source"] == "extension" {
 			r.dropped = "a server a Zed extension provides, which only Zed can start; left out"
@@ -46,6 +47,7 @@ var zedDialect = &dialect{
 var codexDialect = &dialect{
 	client: "Codex CLI",
 	key:    "mcp_servers",
+	theirs: []string{"tools"},
 	entry: func(r *rewriter) bool {
 		r.envRefs("env_vars")
 		if has(r.e, "url") {
@@ -155,6 +157,7 @@ var continueSecretRE = regexp.MustCompile(`\$\{\{\s*(?:secrets|inputs)\.([A-Za-z
 var continueDialect = &dialect{
 	client: "Continue",
 	key:    "mcpServers",
+	theirs: []string{"prompts"},
 	top: func(r *rewriter, _ map[string]any) {
 		l, ok := r.doc["mcpServers"].([]any)
 		if !ok {
@@ -209,6 +212,7 @@ var amazonQMarkers = []string{"useLegacyMcpJson", "allowedTools", "toolsSettings
 var amazonQDialect = &dialect{
 	client: "Amazon Q",
 	key:    "mcpServers",
+	theirs: []string{"tools"},
 	top: func(r *rewriter, servers map[string]any) {
 		l, ok := r.doc["tools"].([]any)
 		if !ok {
@@ -282,6 +286,7 @@ var geminiServerKeys = []string{"httpUrl", "trust", "includeTools", "excludeTool
 var geminiDialect = &dialect{
 	client: "Gemini CLI",
 	key:    "mcpServers",
+	theirs: []string{"tools", "telemetry"},
 	top: func(r *rewriter, servers map[string]any) {
 		allowed, hasAllowed := stringSet(r.doc["allowMCPServers"])
 		excluded, _ := stringSet(r.doc["excludeMCPServers"])
