@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
@@ -79,6 +80,12 @@ func TestDialectRules(t *testing.T) {
 			check: func(t *testing.T, c *config.Config) {
 				wantEq(t, "git-a", server(t, c, "git-a").IsEnabled(), true)
 				wantEq(t, "other", server(t, c, "other").IsEnabled(), false)
+			}},
+		{name: "a client's settings file keeps switchboard's own keys, but not the client's of the same name", in: `{"context_servers": {"a": {"command": "x"}}, "telemetry": {"metrics": false}, "shutdownTimeout": 20000, "vim_mode": true}`,
+			check: func(t *testing.T, c *config.Config) {
+				wantEq(t, "shutdownTimeout", c.ShutdownTimeout(), 20*time.Second)
+				wantEq(t, "Zed's telemetry", c.Telemetry == nil, true)
+				wantEq(t, "ignored", strings.Join(c.Notes.Ignored, " "), "telemetry vim_mode")
 			}},
 		{name: "Amazon Q tools star", in: `{"toolAliases": {}, "mcpServers": {"a": {"command": "x"}}, "tools": ["*"]}`,
 			check: func(t *testing.T, c *config.Config) { wantEq(t, "enabled", server(t, c, "a").IsEnabled(), true) }},
