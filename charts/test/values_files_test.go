@@ -228,6 +228,18 @@ func TestConfigValuesReject(t *testing.T) {
 		{"config JSON array", map[string]any{"config": `[{"mcpServers": {}}]`}, []string{"config: a string config", "cannot unmarshal array"}},
 		{"mcpServers list of names", parseValues(t, `mcpServers: [memory]`), []string{"at '/mcpServers/0'", "want object"}},
 		{"mcpServers typo", parseValues(t, `mcpServers: {memory: {comand: npx}}`), []string{"at '/mcpServers/memory'", "'comand' not allowed"}},
+		{"JSON with comments and servers beside it", map[string]any{"config": jsoncConfig, "mcpServers": map[string]any{"b": map[string]any{"command": "y"}}},
+			[]string{"config: the chart would add the servers of mcpServers to this config, but it is JSON with comments", "set them in the file itself, or remove its comments"}},
+		{"JSON with comments and a client's keys beside it", map[string]any{"config": jsoncConfig, "globalShortcut": "x"},
+			[]string{"the chart would add the values globalShortcut"}},
+		{"JSON with comments in gateway mode", map[string]any{"config": jsoncConfig, "mode": "gateway"},
+			[]string{"the chart would add allowedHosts (gateway mode)"}},
+		{"JSON with comments and a session key Secret", map[string]any{"config": jsoncConfig, "sessionKey": map[string]any{"existingSecret": "k"}},
+			[]string{"the chart would add sessionKey, requestStateKey"}},
+		{"bad TOML", map[string]any{"config": "[mcp_servers.a]\ncommand = \n"},
+			[]string{"config: a string config", "JSON, YAML or TOML"}},
+		{"Continue's list beside config.mcpServers", map[string]any{"config": map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": "x"}}}, "mcpServers": []any{map[string]any{"name": "b", "command": "y"}}},
+			[]string{"mcpServers: a list of servers (Continue's shape) cannot be added to the servers of config.mcpServers"}},
 	} {
 		_, err := renderChart(ch, c.vals)
 		if err == nil {

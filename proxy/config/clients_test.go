@@ -19,6 +19,19 @@ func server(t *testing.T, c *config.Config, name string) *config.Server {
 	return s
 }
 
+// wantErrHas fails unless err holds every substring of want.
+func wantErrHas(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("accepted, want an error")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q; got:\n%v", w, err)
+		}
+	}
+}
+
 func wantEq[T comparable](t *testing.T, what string, got, want T) {
 	t.Helper()
 	if got != want {
@@ -98,14 +111,7 @@ func TestClientRules(t *testing.T) {
 				err = c.Validate()
 			}
 			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatal("accepted, want an error")
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error lacks %q; got:\n%v", w, err)
-					}
-				}
+				wantErrHas(t, err, tc.wantErr)
 				for _, w := range tc.notErr {
 					if strings.Contains(err.Error(), w) {
 						t.Errorf("error holds %q; got:\n%v", w, err)

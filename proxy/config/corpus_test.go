@@ -389,14 +389,7 @@ func TestClientCorpus(t *testing.T) {
 				err = c.Validate()
 			}
 			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatal("loaded, want an error")
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error lacks %q; got:\n%v", w, err)
-					}
-				}
+				wantErrHas(t, err, tc.wantErr)
 				if strings.Contains(err.Error(), "demo-server") || strings.Contains(err.Error(), "mcpServers.clock") {
 					t.Errorf("the demo-server entry was refused too:\n%v", err)
 				}

@@ -93,14 +93,7 @@ func TestDialectRules(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := load(t, tc.in, map[string]string{"TOKEN": "t"})
 			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatal("accepted, want an error")
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error lacks %q; got:\n%v", w, err)
-					}
-				}
+				wantErrHas(t, err, tc.wantErr)
 				return
 			}
 			if err != nil {

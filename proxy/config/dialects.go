@@ -246,8 +246,7 @@ var amazonQDialect = &dialect{
 			}
 			p := joinKey("mcpServers", name)
 			if len(some[name]) == 0 {
-				delete(e, "disabled")
-				e["enabled"] = false
+				turnOff(e)
 				r.notes.info(p, "the agent's tools do not name @%s; not started", name)
 				continue
 			}
@@ -305,11 +304,17 @@ var geminiDialect = &dialect{
 			if !ok || (!excluded[name] && (!hasAllowed || allowed[name])) {
 				continue
 			}
-			delete(e, "disabled")
-			e["enabled"] = false
+			turnOff(e)
 			r.notes.info(joinKey("mcpServers", name), "left out by Gemini CLI's allowed or excluded servers; not started")
 		}
 	},
+}
+
+// turnOff makes the raw server entry e one that is configured but not
+// started.
+func turnOff(e map[string]any) {
+	delete(e, "disabled")
+	e["enabled"] = false
 }
 
 // stringSet is the strings of the list v.

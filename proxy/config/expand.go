@@ -59,10 +59,21 @@ func Load(data []byte, src Source) (*Config, error) {
 func (c *Config) Expand(src Source) error {
 	x := newExpander(src)
 	var errs []error
+	c.eachServer(func(path string, s *Server) {
+		errs = append(errs, x.server(path, s, &c.Notes)...)
+	})
+	c.Notes.sort()
+	return errors.Join(errs...)
+}
+
+// eachServer calls fn with every server of c and its path as the file
+// writes it: those of mcpServers (or the key they came from), of
+// agents.defaults and of each agent, keys sorted; nil ones are skipped.
+func (c *Config) eachServer(fn func(path string, s *Server)) {
 	each := func(top string, servers map[string]*Server) {
 		for _, k := range sortedKeys(servers) {
 			if s := servers[k]; s != nil {
-				errs = append(errs, x.server(joinKey(top, k), s, &c.Notes)...)
+				fn(joinKey(top, k), s)
 			}
 		}
 	}
@@ -77,8 +88,6 @@ func (c *Config) Expand(src Source) error {
 			}
 		}
 	}
-	c.Notes.sort()
-	return errors.Join(errs...)
 }
 
 type expander struct {

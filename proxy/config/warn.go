@@ -17,24 +17,9 @@ const plaintextReason = "a credential written in plain text; keep it out of the 
 // logs, so the two never disagree. Warnings never hold a value.
 func (c *Config) Warnings() []*FieldError {
 	out := append([]*FieldError(nil), c.Notes.Warnings...)
-	each := func(top string, servers map[string]*Server) {
-		for _, k := range sortedKeys(servers) {
-			if s := servers[k]; s != nil {
-				out = append(out, plaintext(joinKey(top, k), s, c.Notes.expanded)...)
-			}
-		}
-	}
-	each(c.serversPath(), c.MCPServers)
-	if a := c.Agents; a != nil {
-		if d := a.Defaults; d != nil && d.MCP != nil {
-			each("agents.defaults.mcp.servers", d.MCP.Servers)
-		}
-		for i, ag := range a.List {
-			if ag != nil && ag.MCP != nil {
-				each(joinIndex("agents.list", i)+".mcp.servers", ag.MCP.Servers)
-			}
-		}
-	}
+	c.eachServer(func(path string, s *Server) {
+		out = append(out, plaintext(path, s, c.Notes.expanded)...)
+	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
