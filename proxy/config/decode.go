@@ -195,8 +195,15 @@ func suggest(k string, fields map[string]int) string {
 	if f := caseSlip(k, fields); f != "" {
 		return fmt.Sprintf(" (did you mean %q?)", f)
 	}
-	best, bestD := "", maxSuggestDistance(k)+1
+	maxD := maxSuggestDistance(k)
+	if len(k) > maxSuggestLen {
+		return ""
+	}
+	best, bestD := "", maxD+1
 	for _, f := range sortedKeys(fields) {
+		if abs(len(k)-len(f)) > maxD {
+			continue
+		}
 		if d := editDistance(strings.ToLower(k), strings.ToLower(f)); d < bestD {
 			best, bestD = f, d
 		}
@@ -215,6 +222,17 @@ func caseSlip(k string, fields map[string]int) string {
 		}
 	}
 	return ""
+}
+
+// maxSuggestLen bounds the keys a suggestion is looked for: no field is
+// longer, and the distance costs the product of the lengths.
+const maxSuggestLen = 64
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // maxSuggestDistance is how many edits a key may be from a field and still
