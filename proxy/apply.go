@@ -137,11 +137,6 @@ func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
 			hp.retired = append(hp.retired, h)
 		}
 	}
-	for _, k := range sortedKeys(specs) {
-		if hp.next[k] != p.handles[k] {
-			warnPlaintext(p.log, specs[k].Name, specs[k].Env, specs[k].Headers)
-		}
-	}
 	return hp
 }
 

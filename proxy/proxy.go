@@ -173,8 +173,9 @@ func loadConfig(o Options) (*config.Config, error) {
 
 // logNotes logs what loading c decided that is not an error: keys of
 // another client it skipped (one line), values read in another client's
-// unit, variables that are not set. Notes name paths and variables, never
-// values.
+// unit, and c.Warnings (the list switchboard validate prints: variables
+// that are not set, credentials written in plain text). Notes name paths
+// and variables, never values.
 func logNotes(log hclog.Logger, c *config.Config) {
 	if l := c.Notes.IgnoredLine(); l != "" {
 		log.Info("ignored keys of another client", "reason", l)
@@ -182,7 +183,7 @@ func logNotes(log hclog.Logger, c *config.Config) {
 	for _, n := range c.Notes.Info {
 		log.Info("config note", "reason", n.Error())
 	}
-	for _, n := range c.Notes.Warnings {
+	for _, n := range c.Warnings() {
 		log.Warn("config warning", "reason", n.Error())
 	}
 }
@@ -499,25 +500,6 @@ func writeFileAtomic(path, content string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// warnPlaintext logs once per server when a credential-looking env var or
-// header holds a literal value instead of a reference.
-func warnPlaintext(log hclog.Logger, server string, env, headers map[string]string) {
-	var keys []string
-	for k, v := range env {
-		if v != "" && secrets.LooksLikeCredential(k) && !secrets.HasRefs(v) {
-			keys = append(keys, k)
-		}
-	}
-	for k, v := range headers {
-		if v != "" && secrets.LooksLikeCredential(k) && !secrets.HasRefs(v) {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) > 0 {
-		log.Warn("plaintext credential in config; use a secret:// reference", "upstream", server, "keys", keys)
-	}
 }
 
 // gcpEndpointEnv names the GCP Secret Manager endpoint to use instead of

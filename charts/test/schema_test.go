@@ -232,11 +232,24 @@ func TestSchemaMatchesGoConfig(t *testing.T) {
 			continue
 		}
 		node := at(t, s, path)
-		if node["additionalProperties"] != false {
+		closed := node
+		want := fields
+		switch goType {
+		case "Config":
+			// Closed unless the file is another client's (TestSchemaClientFiles).
+			closed, _ = node["else"].(map[string]any)
+			if got := propertyNames(closed); !slices.Equal(got, sorted(append(slices.Clone(fields), "servers"))) {
+				t.Errorf("%s/else: properties %v, want the Go fields %v and servers", path, got, fields)
+			}
+		case "Server":
+			// The other clients' server keys config.Load skips or reads.
+			want = sorted(append(slices.Clone(fields), clientServerKeys(t)...))
+		}
+		if closed == nil || closed["additionalProperties"] != false {
 			t.Errorf("%s: additionalProperties is not false", path)
 		}
-		if got := propertyNames(node); !slices.Equal(got, fields) {
-			t.Errorf("%s (%s): schema properties %v, Go fields %v", path, goType, got, fields)
+		if got := propertyNames(node); !slices.Equal(got, want) {
+			t.Errorf("%s (%s): schema properties %v, Go fields %v", path, goType, got, want)
 		}
 	}
 
@@ -277,7 +290,12 @@ func TestSchemaClosed(t *testing.T) {
 	var walk func(path string, n map[string]any)
 	walk = func(path string, n map[string]any) {
 		props, ok := n["properties"].(map[string]any)
-		if ok && n["additionalProperties"] != false {
+		closed := n["additionalProperties"] == false
+		if e, isCond := n["else"].(map[string]any); isCond {
+			// Closed unless the file is another client's.
+			closed = e["additionalProperties"] == false
+		}
+		if ok && !closed {
 			t.Errorf("%s: has properties but additionalProperties is not false", path)
 		}
 		for k, v := range props {
@@ -383,5 +401,62 @@ func TestReadmeDocumentsEveryValue(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+k) {
 			t.Errorf("README.md does not mention `%s`", k)
 		}
+	}
+}
+
+func sorted(l []string) []string {
+	slices.Sort(l)
+	return l
+}
+
+// clientServerKeys are the server keys of other clients that config.Load
+// accepts: those it skips (clientServerKeys in clients.go) and those it
+// reads as one of its own (serverPass).
+func clientServerKeys(t testing.TB) []string {
+	skipped := goStringLists(t, filepath.Join(repoRoot, "proxy", "config", "clients.go"))["clientServerKeys"]
+	if len(skipped) == 0 {
+		t.Fatal("no clientServerKeys in proxy/config/clients.go")
+	}
+	return append(skipped, "serverUrl", "transportType", "httpUrl", "includeTools", "excludeTools")
+}
+
+// TestSchemaClientFiles: the values (and config) of another client's file
+// are allowed when the file holds a key only that client writes, the keys
+// config.Load recognises a client's file by; without one, only the chart's
+// values and switchboard's config keys are.
+func TestSchemaClientFiles(t *testing.T) {
+	s := schema(t)
+	var markers []string
+	for _, alt := range at(t, s, "definitions/clientFile")["anyOf"].([]any) {
+		markers = append(markers, alt.(map[string]any)["required"].([]any)[0].(string))
+	}
+	slices.Sort(markers)
+	clients := goStringLists(t, filepath.Join(repoRoot, "proxy", "config", "clients.go"))
+	dialects := goStringLists(t, filepath.Join(repoRoot, "proxy", "config", "dialects.go"))
+	// The keys the dialects keep their servers under (not mcpServers), and
+	// Continue's block files' schema.
+	want := []string{"context_servers", "mcp_servers", "extensions", "schema"}
+	want = append(want, clients["clientTopKeys"]...)
+	want = append(want, dialects["geminiMarkers"]...)
+	want = append(want, dialects["amazonQMarkers"]...)
+	if slices.Sort(want); !slices.Equal(markers, want) {
+		t.Errorf("clientFile markers %v\nwant %v", markers, want)
+	}
+	for _, path := range []string{"", "properties/config"} {
+		node := s
+		if path != "" {
+			node = at(t, s, path)
+		}
+		if ref, _ := node["if"].(map[string]any)["$ref"].(string); ref != "#/definitions/clientFile" {
+			t.Errorf("%s: if is %v, want the clientFile $ref", path, node["if"])
+		}
+	}
+	root, _ := s["else"].(map[string]any)
+	want = append(propertyNames(s), propertyNames(at(t, s, "properties/config"))...)
+	want = append(want, "servers")
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if got := propertyNames(root); !slices.Equal(got, want) {
+		t.Errorf("else: properties %v\nwant the chart's values, the config keys and servers %v", got, want)
 	}
 }

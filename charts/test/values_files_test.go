@@ -106,18 +106,31 @@ func TestValuesFileServers(t *testing.T) {
 		})
 	}
 
-	// A whole config file is not a values file: -f says which key is not
-	// a value (the way to pass it is --set-file config=FILE).
+	// A whole config file is a values file too: its top-level keys that
+	// are not the chart's go into the config as they are (config.Load's
+	// rules, not the chart's), the file's shutdownTimeout over the chart's.
+	whole := filepath.Join(serversDir, "servers.json")
+	r := helmTemplate(t, "-f", absPath(t, whole))
+	cfg, _ := configOf(t, r, "")
+	file := readConfigFile(t, whole)
+	for k, v := range file {
+		if !reflect.DeepEqual(normalize(t, cfg[k]), normalize(t, v)) {
+			t.Errorf("-f a whole config file: %s = %v, want the file's %v", k, cfg[k], v)
+		}
+	}
+	validateRendered(t, r)
+	// A key that is neither the chart's nor switchboard's is refused, by
+	// the name of both lists.
 	abs, _ := filepath.Abs(chartDir)
-	out, err := helm(t, "", "template", releaseName, abs, "-f", absPath(t, filepath.Join(serversDir, "servers.json")))
-	if err == nil || !strings.Contains(out, "additional properties 'shutdownTimeout' not allowed") {
-		t.Errorf("helm template -f with a whole config file: %v\n%s", err, out)
+	out, err := helm(t, "", "template", releaseName, abs, "--set", "replicaCont=2")
+	if err == nil || !strings.Contains(out, "additional properties 'replicaCont' not allowed") {
+		t.Errorf("helm template --set replicaCont=2: %v\n%s", err, out)
 	}
 
 	// The Go packages agree, and a server named in both config.mcpServers
 	// and the top-level mcpServers is the top-level one, whole (not merged
 	// field by field).
-	r := render(t, parseValues(t, `
+	r = render(t, parseValues(t, `
 config:
   logLevel: debug
   mcpServers:
@@ -127,7 +140,7 @@ mcpServers:
   b: {url: "https://b.example.com/mcp"}
   c: {command: c}
 `))
-	cfg, _ := configOf(t, r, "")
+	cfg, _ = configOf(t, r, "")
 	want := map[string]any{
 		"a": map[string]any{"command": "a"},
 		"b": map[string]any{"url": "https://b.example.com/mcp"},
@@ -213,8 +226,20 @@ func TestConfigValuesReject(t *testing.T) {
 		{"config text", map[string]any{"config": "not a config"}, []string{"config: a string config (--set-file config=FILE) must be a whole switchboard config file", "does not parse"}},
 		{"config truncated JSON", map[string]any{"config": `{"mcpServers": `}, []string{"config: a string config", "unexpected end of JSON input"}},
 		{"config JSON array", map[string]any{"config": `[{"mcpServers": {}}]`}, []string{"config: a string config", "cannot unmarshal array"}},
-		{"mcpServers list", parseValues(t, `mcpServers: [memory]`), []string{"at '/mcpServers'", "want object"}},
+		{"mcpServers list of names", parseValues(t, `mcpServers: [memory]`), []string{"at '/mcpServers/0'", "want object"}},
 		{"mcpServers typo", parseValues(t, `mcpServers: {memory: {comand: npx}}`), []string{"at '/mcpServers/memory'", "'comand' not allowed"}},
+		{"JSON with comments and servers beside it", map[string]any{"config": jsoncConfig, "mcpServers": map[string]any{"b": map[string]any{"command": "y"}}},
+			[]string{"config: the chart would add the servers of mcpServers to this config, but it is JSON with comments", "set them in the file itself, or remove its comments"}},
+		{"JSON with comments and a client's keys beside it", map[string]any{"config": jsoncConfig, "globalShortcut": "x"},
+			[]string{"the chart would add the values globalShortcut"}},
+		{"JSON with comments in gateway mode", map[string]any{"config": jsoncConfig, "mode": "gateway"},
+			[]string{"the chart would add allowedHosts (gateway mode)"}},
+		{"JSON with comments and a session key Secret", map[string]any{"config": jsoncConfig, "sessionKey": map[string]any{"existingSecret": "k"}},
+			[]string{"the chart would add sessionKey, requestStateKey"}},
+		{"bad TOML", map[string]any{"config": "[mcp_servers.a]\ncommand = \n"},
+			[]string{"config: a string config", "JSON, YAML or TOML"}},
+		{"Continue's list beside config.mcpServers", map[string]any{"config": map[string]any{"mcpServers": map[string]any{"a": map[string]any{"command": "x"}}}, "mcpServers": []any{map[string]any{"name": "b", "command": "y"}}},
+			[]string{"mcpServers: a list of servers (Continue's shape) cannot be added to the servers of config.mcpServers"}},
 	} {
 		_, err := renderChart(ch, c.vals)
 		if err == nil {

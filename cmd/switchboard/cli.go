@@ -129,7 +129,7 @@ func configError(stderr io.Writer, err error) int {
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o proxy.Options
 	fs := newFlags("serve", "serve [flags]", stderr)
-	fs.StringVar(&o.ConfigPath, "config", "", "config file, JSON or YAML (default: the embedded demo config)")
+	fs.StringVar(&o.ConfigPath, "config", "", "config file, JSON, YAML or TOML, or another MCP client's (default: the embedded demo config)")
 	fs.StringVar(&o.Listen, "listen", "", "downstream MCP address host:port (default "+config.DefaultListen+"; env SWITCHBOARD_LISTEN)")
 	fs.StringVar(&o.AdminListen, "admin-listen", "", "admin address for /healthz, /readyz, /status (default "+config.DefaultAdminListen+")")
 	fs.BoolVar(&o.Stdio, "stdio", false, "serve one MCP client over stdin/stdout instead of HTTP (logs go to stderr)")
@@ -171,7 +171,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	for _, n := range c.Notes.Info {
 		fmt.Fprintln(stderr, "note:", n)
 	}
-	for _, w := range c.Notes.Warnings {
+	for _, w := range c.Warnings() {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
 	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.ServerNames()), c.Digest())

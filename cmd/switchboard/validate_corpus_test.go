@@ -16,7 +16,8 @@ import (
 // fails with its documented message. See #18.
 func TestValidateClientCorpus(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
-	for _, k := range []string{"API_BASE_URL", "CACHE_DIR", "AIRTABLE_API_KEY", "PERPLEXITY_API_KEY", "REMOTE_TOKEN", "DATABASE_URL"} {
+	for _, k := range []string{"API_BASE_URL", "CACHE_DIR", "AIRTABLE_API_KEY", "PERPLEXITY_API_KEY", "REMOTE_TOKEN", "DATABASE_URL",
+		"EXTERNAL_API_KEY", "DB_CONNECTION_STRING", "FIGMA_OAUTH_TOKEN", "EXAMPLE_FEATURES", "API_KEY2", "GITHUB_PERSONAL_ACCESS_TOKEN", "SUPABASE_TOKEN"} {
 		t.Setenv(k, "")
 	}
 	t.Setenv("API_KEY", "k-123")
@@ -53,6 +54,26 @@ func TestValidateClientCorpus(t *testing.T) {
 		{file: "sse-url-only/mcp.json", servers: 1},
 		{file: "self-start/claude_desktop_config.json", wantCode: exitConfig, stderr: []string{"mcpServers.switchboard.command: runs switchboard itself (switchboard serve)"}},
 		{file: "unset-var/.mcp.json", servers: 1, stderr: []string{"warning: mcpServers.db.args[3]: ${DATABASE_URL} is not set"}},
+		{file: "zed/settings.json", servers: 2, stderr: []string{"note: ignored keys of Zed: agent, buffer_font_size, context_servers.mcp-server-context7", "note: context_servers.mcp-server-context7: a server a Zed extension provides"}},
+		{file: "zed-legacy/settings.json", servers: 1, stderr: []string{"note: ignored keys of Zed: context_servers.some-context-server.settings"}},
+		{file: "gemini/.gemini/settings.json", servers: 6, stderr: []string{
+			"note: ignored keys of Gemini CLI:",
+			"warning: mcpServers.httpServerWithAuth.headers.Authorization: a credential written in plain text",
+			"warning: mcpServers.pythonTools.env.DATABASE_URL: ${DB_CONNECTION_STRING} is not set",
+		}},
+		{file: "gemini-nested/.gemini/settings.json", servers: 3, stderr: []string{"note: mcpServers.unlisted-server: left out by Gemini CLI's allowed or excluded servers"}},
+		{file: "codex/.codex/config.toml", servers: 3, stderr: []string{
+			"note: ignored keys of Codex CLI: approval_policy, model",
+			"note: mcp_servers.server_name.startup_timeout_sec: 20 s read as 20000 ms",
+			"warning: mcp_servers.server_name.env.API_KEY: a credential written in plain text",
+		}},
+		{file: "goose/config.yaml", servers: 3, stderr: []string{"note: extensions.developer: a Goose builtin extension"}},
+		{file: "continue/config.yaml", servers: 4, stderr: []string{"note: mcpServers[4]: uses a Continue hub block"}},
+		{file: "continue-block/.continue/mcpServers/playwright-mcp.yaml", servers: 1, stderr: []string{"note: ignored keys of Continue: name, schema, version"}},
+		{file: "lm-studio/mcp.json", servers: 1, stderr: []string{"warning: mcpServers.hf-mcp-server.headers.Authorization: a credential written in plain text"}},
+		{file: "jetbrains/mcp.json", servers: 1},
+		{file: "amazon-q/.amazonq/mcp.json", servers: 2},
+		{file: "amazon-q-agent/cli-agents/aws-rust-agent.json", servers: 3, stderr: []string{"note: mcpServers.rust-analyzer: the agent's tools do not name @rust-analyzer; not started"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			path := filepath.FromSlash(dir + tc.file)

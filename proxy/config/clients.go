@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -40,10 +41,16 @@ var clientTopKeys = map[string]string{
 // clientServerKeys maps per-server keys that other clients write and that
 // switchboard has no use for (it asks no one before a call) to the client.
 var clientServerKeys = map[string]string{
-	"autoApprove": "Cline",
-	"alwaysAllow": "Cline",
-	"watchPaths":  "Roo Code",
-	"dev":         "VS Code",
+	"autoApprove":          "Cline",
+	"alwaysAllow":          "Cline",
+	"watchPaths":           "Roo Code",
+	"dev":                  "VS Code",
+	"trust":                "Gemini CLI",
+	"description":          "Gemini CLI",
+	"oauth":                "Gemini CLI",
+	"authProviderType":     "Gemini CLI",
+	"targetAudience":       "Gemini CLI",
+	"targetServiceAccount": "Gemini CLI",
 }
 
 // clineMarkers are the server keys only Cline (and Roo Code, its fork)
@@ -64,8 +71,14 @@ type Notes struct {
 	// seconds), each with its path.
 	Info []*FieldError
 	// Warnings lists what still loads but is likely wrong: a variable that
-	// is not set, a timeout too short to start anything.
+	// is not set, a timeout too short to start anything. Config.Warnings
+	// adds the credentials written in plain text.
 	Warnings []*FieldError
+
+	// expanded holds the paths of values in which a variable was put in
+	// (unset, or its default): what is left there is not what the file
+	// wrote.
+	expanded map[string]bool
 }
 
 // IgnoredLine is the one line that says which keys were skipped, e.g.
@@ -111,8 +124,10 @@ func (n *Notes) sort() {
 // clientShape is what the client pass found in the raw document, for the
 // steps after decoding.
 type clientShape struct {
-	serversKey string            // "servers" when the servers came from VS Code's key
+	serversKey string            // the key the servers came from when not mcpServers ("servers", "context_servers", …)
 	cline      bool              // a Cline file: timeouts are seconds
+	gemini     bool              // servers are read the way Gemini CLI reads them
+	dialect    *dialect          // the client whose settings file this is, if any
 	urlKeys    map[string]string // server key -> the key its URL came from, when not "url"
 }
 
@@ -123,6 +138,10 @@ type clientShape struct {
 // key next to the key it names, keys switchboard will not silently drop).
 func clientPass(m map[string]any, notes *Notes, fail func(path, format string, args ...any)) clientShape {
 	var sh clientShape
+	if d := dialectOf(m); d != nil {
+		sh.dialect = d
+		sh.serversKey = dialectTop(d, m, notes, fail)
+	}
 	ours := structFields(configType)
 	marked := false
 	for k := range m {
@@ -140,7 +159,7 @@ func clientPass(m map[string]any, notes *Notes, fail func(path, format string, a
 			delete(m, k)
 			continue
 		}
-		if marked && suggest(k, ours) == "" {
+		if marked && caseSlip(k, ours) == "" {
 			notes.ignore(markedBy, joinKey("", k))
 			delete(m, k)
 		}
@@ -158,12 +177,16 @@ func clientPass(m map[string]any, notes *Notes, fail func(path, format string, a
 		delete(m, "servers")
 	}
 	servers, _ := m["mcpServers"].(map[string]any)
+	sh.gemini = sh.dialect == geminiDialect
 	for _, k := range sortedKeys(servers) {
 		if e, ok := servers[k].(map[string]any); ok {
 			for _, mk := range clineMarkers {
 				if _, ok := e[mk]; ok {
 					sh.cline = true
 				}
+			}
+			if hasAny(e, geminiServerKeys) {
+				sh.gemini = true
 			}
 		}
 	}
@@ -176,17 +199,55 @@ func clientPass(m map[string]any, notes *Notes, fail func(path, format string, a
 		if !ok {
 			continue
 		}
-		if urlKey := serverPass(joinKey(top, k), e, notes, fail); urlKey != "" {
+		r := &rewriter{doc: m, path: joinKey(top, k), name: k, e: e, notes: notes, fail: fail}
+		if sh.dialect != nil {
+			r.client = sh.dialect.client
+		}
+		if !serverPass(r, &sh) {
+			delete(servers, k)
+			notes.ignore(r.client, r.path)
+			notes.info(r.path, "%s", r.dropped)
+			continue
+		}
+		if r.urlKey != "" {
 			if sh.urlKeys == nil {
 				sh.urlKeys = map[string]string{}
 			}
-			sh.urlKeys[k] = urlKey
+			sh.urlKeys[k] = r.urlKey
 		}
 	}
 	if sh.cline {
 		notes.Client = "Cline"
 	}
 	return sh
+}
+
+// dialectTop reads the top level of a file of d's client: it runs d's top
+// step, skips every top-level key but the servers and switchboard's own
+// (noting each) and puts the servers under mcpServers. It returns the key they came from when
+// not mcpServers.
+func dialectTop(d *dialect, m map[string]any, notes *Notes, fail func(path, format string, args ...any)) string {
+	notes.Client = d.client
+	if d.top != nil {
+		servers, _ := m[d.key].(map[string]any)
+		d.top(&rewriter{client: d.client, doc: m, notes: notes, fail: fail}, servers)
+	}
+	ours := structFields(configType)
+	for _, k := range sortedKeys(m) {
+		if _, own := ours[k]; k == d.key || (own && !slices.Contains(d.theirs, k)) {
+			continue
+		}
+		notes.ignore(d.client, joinKey("", k))
+		delete(m, k)
+	}
+	if d.key == "mcpServers" {
+		return ""
+	}
+	if srv, ok := m[d.key]; ok {
+		m["mcpServers"] = srv
+		delete(m, d.key)
+	}
+	return d.key
 }
 
 // clientOf names the client whose marker key m holds.
@@ -199,40 +260,44 @@ func clientOf(m map[string]any) string {
 	return "another client"
 }
 
-// serverPass rewrites one raw server entry e at path. It returns the key
-// the URL came from when it is not "url".
-func serverPass(path string, e map[string]any, notes *Notes, fail func(path, format string, args ...any)) string {
+// serverPass rewrites one raw server entry to switchboard's keys: the
+// dialect's own step, then the keys any client may write. It returns
+// false for an entry the dialect leaves out.
+func serverPass(r *rewriter, sh *clientShape) bool {
+	if d := sh.dialect; d != nil && d.entry != nil && !d.entry(r) {
+		return false
+	}
+	if sh.gemini {
+		geminiEntry(r)
+	}
+	e, path := r.e, r.path
 	for _, k := range sortedKeys(e) {
 		if c, ok := clientServerKeys[k]; ok {
-			notes.ignore(c, joinKey(path, k))
+			r.notes.ignore(c, joinKey(path, k))
 			delete(e, k)
 		}
 	}
 	if _, ok := e["disabledTools"]; ok {
 		// Dropping it would publish tools the user turned off.
-		fail(joinKey(path, "disabledTools"), `not read by switchboard, and ignoring it would publish the tools it turns off; deny them with "tools": {"deny": [...]} (public names, see docs/client-configs.md)`)
+		r.fail(joinKey(path, "disabledTools"), `not read by switchboard, and ignoring it would publish the tools it turns off; deny them with "tools": {"deny": [...]} (public names, see docs/client-configs.md)`)
 		delete(e, "disabledTools")
 	}
-	urlKey := ""
-	if u, ok := e["serverUrl"]; ok {
-		if _, both := e["url"]; both {
-			fail(joinKey(path, "serverUrl"), `Windsurf's name for url; the entry has both, keep one`)
-		} else {
-			e["url"] = u
-			urlKey = "serverUrl"
-		}
-		delete(e, "serverUrl")
+	r.renameAs("Windsurf", "serverUrl", "url")
+	if has(e, "httpUrl") {
+		r.renameAs("Gemini CLI", "httpUrl", "url")
+		r.setDefault("type", "http")
 	}
 	if t, ok := e["transportType"]; ok {
 		// Older Cline files name the transport this way.
 		if ty, both := e["type"]; both && !sameJSON(t, ty) {
-			fail(joinKey(path, "transportType"), "contradicts type; set one of them")
+			r.fail(joinKey(path, "transportType"), "contradicts type; set one of them")
 		} else if !both {
 			e["type"] = t
 		}
 		delete(e, "transportType")
 	}
-	return urlKey
+	toolFilter(r)
+	return true
 }
 
 func sameJSON(a, b any) bool {

@@ -272,9 +272,15 @@ func parse(data []byte) (c *Config, derr, err error) {
 		return nil, nil, errors.New("config is empty")
 	}
 	js := trimmed
-	if trimmed[0] == '{' {
+	switch {
+	case trimmed[0] == '{' || bytes.HasPrefix(trimmed, []byte("//")) || bytes.HasPrefix(trimmed, []byte("/*")):
+		// Zed's settings.json opens with a comment.
 		js = stripJSONC(trimmed)
-	} else {
+	case looksLikeTOML(trimmed):
+		if js, err = tomlToJSON(trimmed); err != nil {
+			return nil, nil, err
+		}
+	default:
 		js, err = yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config is neither JSON nor YAML: %w", err)
@@ -495,7 +501,9 @@ func (s *Server) IdleTimeout() time.Duration { return ms(s.IdleTimeoutMS, 0) }
 
 // EffectiveTransport is the normalised transport ("stdio", "sse" or
 // "http"): transport or type, else stdio when a command is set, else http
-// when a url is. It is "" for a value Validate rejects.
+// when a url is. It is "" for a value Validate rejects. A url-only entry
+// (TransportUnset) runs as auto, not http: streamable HTTP first, legacy
+// SSE when the endpoint refuses it.
 func (s *Server) EffectiveTransport() string {
 	t, _ := s.transport()
 	return t

@@ -188,15 +188,81 @@ func (d decoder) object(path string, m map[string]any, dst reflect.Value) {
 	}
 }
 
-// suggest names a known field that differs from k only in case, the mistake
-// users make most (e.g. "mcpservers").
+// suggest names the known field k most likely stands for: one that
+// differs only in case (e.g. "mcpservers"), else the closest within a
+// small edit distance ("comand", "mcpServer"). "" when none is close.
 func suggest(k string, fields map[string]int) string {
-	for f := range fields {
+	if f := caseSlip(k, fields); f != "" {
+		return fmt.Sprintf(" (did you mean %q?)", f)
+	}
+	maxD := maxSuggestDistance(k)
+	if len(k) > maxSuggestLen {
+		return ""
+	}
+	best, bestD := "", maxD+1
+	for _, f := range sortedKeys(fields) {
+		if abs(len(k)-len(f)) > maxD {
+			continue
+		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(f)); d < bestD {
+			best, bestD = f, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// caseSlip is the known field that differs from k only in case, or "".
+func caseSlip(k string, fields map[string]int) string {
+	for _, f := range sortedKeys(fields) {
 		if strings.EqualFold(f, k) {
-			return fmt.Sprintf(" (did you mean %q?)", f)
+			return f
 		}
 	}
 	return ""
+}
+
+// maxSuggestLen bounds the keys a suggestion is looked for: no field is
+// longer, and the distance costs the product of the lengths.
+const maxSuggestLen = 64
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// maxSuggestDistance is how many edits a key may be from a field and still
+// be taken for a typo of it: one for short keys, two from five letters.
+func maxSuggestDistance(k string) int {
+	if len(k) < 5 {
+		return 1
+	}
+	return 2
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func structFields(t reflect.Type) map[string]int {

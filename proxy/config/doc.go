@@ -9,9 +9,11 @@
 // (an envFile, the environment for ${VAR}, the home directory), through
 // Source, and Validate asks os.Executable whether a server would start
 // switchboard itself. Other clients' files and the rules for them are in
-// clients.go and docs/client-configs.md. Besides the standard library and sigs.k8s.io/yaml it imports only
-// the leaves whose syntax a config embeds (policy, router, secrets); it must
-// not import proxy, upstream, sanitize or any proxy/internal package.
+// clients.go, dialect.go, dialects.go and docs/client-configs.md. Besides
+// the standard library, sigs.k8s.io/yaml and github.com/pelletier/go-toml/v2
+// (Codex CLI's config.toml) it imports only the leaves whose syntax a config
+// embeds (policy, router, secrets); it must not import proxy, upstream,
+// sanitize or any proxy/internal package.
 //
 // A *Config is built by one goroutine (Parse, ApplyEnv, Validate) and is
 // immutable once validated: snapshots share it, and nothing may change it

@@ -59,10 +59,21 @@ func Load(data []byte, src Source) (*Config, error) {
 func (c *Config) Expand(src Source) error {
 	x := newExpander(src)
 	var errs []error
+	c.eachServer(func(path string, s *Server) {
+		errs = append(errs, x.server(path, s, &c.Notes)...)
+	})
+	c.Notes.sort()
+	return errors.Join(errs...)
+}
+
+// eachServer calls fn with every server of c and its path as the file
+// writes it: those of mcpServers (or the key they came from), of
+// agents.defaults and of each agent, keys sorted; nil ones are skipped.
+func (c *Config) eachServer(fn func(path string, s *Server)) {
 	each := func(top string, servers map[string]*Server) {
 		for _, k := range sortedKeys(servers) {
 			if s := servers[k]; s != nil {
-				errs = append(errs, x.server(joinKey(top, k), s, &c.Notes)...)
+				fn(joinKey(top, k), s)
 			}
 		}
 	}
@@ -77,8 +88,6 @@ func (c *Config) Expand(src Source) error {
 			}
 		}
 	}
-	c.Notes.sort()
-	return errors.Join(errs...)
 }
 
 type expander struct {
@@ -275,7 +284,12 @@ func (x *expander) variable(path, inner string, inline bool, notes *Notes) (stri
 		return secrets.Escape(val), nil
 	case val != "":
 		return "${" + name + "}", nil
-	case hasDef:
+	}
+	if notes.expanded == nil {
+		notes.expanded = map[string]bool{}
+	}
+	notes.expanded[path] = true
+	if hasDef {
 		return secrets.Escape(def), nil
 	}
 	notes.warn(path, "${%s} is not set; it expands to an empty string", name)

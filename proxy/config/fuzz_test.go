@@ -22,6 +22,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"mcpServers":{"c":{"command":"x","envFile":".env","env":{"A":"${A:-d}","B":"${input:b}"},"args":["${workspaceFolder}"]}}}`))
 	f.Add([]byte(`{"mcpServers": {"x_y": {"command": ""}}, "bogus": 1}`))
 	f.Add([]byte(`{"mcpServers":{"s":{"command":"switchboard","args":["serve"]}}}`))
+	// Clients that keep their servers among their own settings, TOML
+	// included (testdata/fuzz/FuzzParse holds fuller ones).
+	f.Add([]byte("[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_sec = 20\n"))
+	f.Add([]byte(`{"context_servers":{"a":{"command":{"path":"x","args":["1"]}}}}`))
+	f.Add([]byte("extensions:\n  a:\n    type: stdio\n    cmd: x\n    timeout: 3\n"))
+	f.Add([]byte("mcpServers:\n  - name: a\n    command: x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.Parse(data)
 		if err != nil {

@@ -114,31 +114,101 @@ true
 {{- printf "http://%s:%d/mcp" $host (int .values.ports.mcp) -}}
 {{- end -}}
 
+{{/* The chart's own top-level values. Every other top-level value belongs
+to the config file: a client's file given with -f (claude_desktop_config.json,
+a VS Code mcp.json, a Goose config.yaml ...) lands in the config as it is,
+and switchboard reads it as it reads that client's file. The list equals
+the properties of values.schema.json (TestOwnValuesMatchSchema). */}}
+{{- define "switchboard.ownValues" -}}
+global mode nameOverride fullnameOverride image imagePullSecrets config mcpServers existingConfigMap configKey rollOnConfigChange ports listenHost adminListenHost extraArgs env envFrom secretMounts extraVolumes extraVolumeMounts vault cloud serviceAccount app nativeSidecar replicaCount sessionKey revisionHistoryLimit strategy podAnnotations podLabels podSecurityContext securityContext resources goMaxProcsFromCPULimit writableDirs probes preStopSleepSeconds terminationGracePeriodSeconds nodeSelector tolerations affinity topologySpreadConstraints priorityClassName service extraAllowedHosts ingress autoscaling podDisruptionBudget networkPolicy
+{{- end -}}
+
+{{/* The top-level values that belong to the config file (see ownValues),
+as a dict. */}}
+{{- define "switchboard.fileValues" -}}
+{{- $own := splitList " " (include "switchboard.ownValues" .) -}}
+{{- $out := dict -}}
+{{- range $k, $v := .values -}}
+{{- if not (has $k $own) -}}
+{{- $_ := set $out $k $v -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
+{{/* "true" or nothing: whether text (a string config) is TOML, told apart
+the way switchboard tells it: its first line that is not blank or a comment
+is a [table] header or a key = value pair (Codex CLI's config.toml). */}}
+{{- define "switchboard.looksLikeTOML" -}}
+{{- $line := regexFind "(?m)^[ \\t]*[^#\\s].*$" . | trim -}}
+{{- if or (regexMatch "^\\[\\[?\\s*[A-Za-z0-9_.\"'-][^\\]]*\\]\\]?\\s*(#.*)?$" $line) (regexMatch "^(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)(\\s*\\.\\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+))*\\s*=" $line) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* "true" or nothing: whether config is a string of JSON with comments or
+trailing commas (a VS Code mcp.json, Zed's settings.json), which switchboard
+reads and the chart cannot: it goes into the ConfigMap as written. */}}
+{{- define "switchboard.configVerbatim" -}}
+{{- if kindIs "string" .values.config -}}
+{{- $text := trim .values.config -}}
+{{- if or (hasPrefix "//" $text) (hasPrefix "/*" $text) -}}
+true
+{{- else if and (hasPrefix "{" $text) (hasKey (fromJson $text) "Error") (regexMatch "//|/\\*|,\\s*[}\\]]" $text) -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The config as the chart reads it, as YAML: config (a map, or a whole
-JSON or YAML file as a string, from --set-file config=servers.json), with
-the servers of a top-level mcpServers value (helm -f servers.yaml, a plain
-mcpServers file) added; a server named in both is the top-level one. */}}
+JSON, YAML or TOML file as a string, from --set-file config=servers.json),
+with the top-level values that belong to the config file (a client's file
+given with -f, see ownValues) and the servers of a top-level mcpServers
+value (helm -f servers.yaml, a plain mcpServers file) added; a server named
+in both is the top-level one. An empty mcpServers is left out, so it cannot
+stand beside another client's servers (VS Code's servers). A string config
+the chart cannot read (configVerbatim) reads as {}. */}}
 {{- define "switchboard.config" -}}
 {{- $cfg := .values.config | default dict -}}
-{{- if kindIs "string" $cfg -}}
+{{- if include "switchboard.configVerbatim" . -}}
+{{- $cfg = dict -}}
+{{- else if kindIs "string" $cfg -}}
 {{- $text := trim $cfg -}}
 {{- if hasPrefix "{" $text -}}
 {{- $cfg = fromJson $text -}}
+{{- else if include "switchboard.looksLikeTOML" $text -}}
+{{- $cfg = fromToml $text -}}
 {{- else -}}
 {{- $cfg = fromYaml $text -}}
 {{- end -}}
 {{- if hasKey $cfg "Error" -}}
-{{- fail (printf "config: a string config (--set-file config=FILE) must be a whole switchboard config file, a JSON or YAML object such as {\"mcpServers\": {...}}; it does not parse as one: %s" (get $cfg "Error")) -}}
+{{- fail (printf "config: a string config (--set-file config=FILE) must be a whole switchboard config file, a JSON, YAML or TOML object such as {\"mcpServers\": {...}}; it does not parse as one: %s" (get $cfg "Error")) -}}
 {{- end -}}
 {{- else -}}
 {{- $cfg = deepCopy $cfg -}}
 {{- end -}}
+{{- range $k, $v := include "switchboard.fileValues" . | fromJson -}}
+{{- $_ := set $cfg $k $v -}}
+{{- end -}}
 {{- with .values.mcpServers -}}
+{{- if kindIs "slice" . -}}
+{{- if $cfg.mcpServers -}}
+{{- fail "mcpServers: a list of servers (Continue's shape) cannot be added to the servers of config.mcpServers; give the servers in one place" -}}
+{{- end -}}
+{{- $_ := set $cfg "mcpServers" . -}}
+{{- else -}}
+{{- if kindIs "slice" $cfg.mcpServers -}}
+{{- fail "mcpServers: config.mcpServers is a list of servers (Continue's shape), to which the servers of mcpServers cannot be added; give the servers in one place" -}}
+{{- end -}}
 {{- $servers := deepCopy ($cfg.mcpServers | default dict) -}}
 {{- range $name, $server := . -}}
 {{- $_ := set $servers $name $server -}}
 {{- end -}}
 {{- $_ := set $cfg "mcpServers" $servers -}}
+{{- end -}}
+{{- end -}}
+{{- if and (hasKey $cfg "mcpServers") (empty $cfg.mcpServers) -}}
+{{- $_ := unset $cfg "mcpServers" -}}
 {{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
@@ -147,6 +217,9 @@ mcpServers file) added; a server named in both is the top-level one. */}}
 rebinding protection) unless the config sets them. sessionKey.existingSecret
 adds sessionKey and requestStateKey, each unless the config sets it. */}}
 {{- define "switchboard.configYAML" -}}
+{{- if include "switchboard.configVerbatim" . -}}
+{{- include "switchboard.configVerbatimText" . -}}
+{{- else -}}
 {{- $cfg := include "switchboard.config" . | fromYaml -}}
 {{- if include "switchboard.sessionKeySecret" . -}}
 {{- range $key := list "sessionKey" "requestStateKey" -}}
@@ -172,6 +245,36 @@ adds sessionKey and requestStateKey, each unless the config sets it. */}}
 {{- $_ := set $cfg "allowedHosts" ($hosts | uniq) -}}
 {{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A string config the chart cannot read (configVerbatim), as written. The
+chart cannot add to it: when it would (servers or other values beside it,
+sessionKey.existingSecret, gateway mode's allowedHosts) and the file does
+not set them itself, the render fails and says so. */}}
+{{- define "switchboard.configVerbatimText" -}}
+{{- $text := trim .values.config -}}
+{{- $needs := list -}}
+{{- if .values.mcpServers -}}
+{{- $needs = append $needs "the servers of mcpServers" -}}
+{{- end -}}
+{{- with include "switchboard.fileValues" . | fromJson -}}
+{{- $needs = append $needs (printf "the values %s" (keys . | sortAlpha | join ", ")) -}}
+{{- end -}}
+{{- if include "switchboard.sessionKeySecret" . -}}
+{{- range $key := list "sessionKey" "requestStateKey" -}}
+{{- if not (contains (printf "%q" $key) $text) -}}
+{{- $needs = append $needs $key -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq (include "switchboard.mode" .) "gateway") (not (contains "\"allowedHosts\"" $text)) -}}
+{{- $needs = append $needs "allowedHosts (gateway mode)" -}}
+{{- end -}}
+{{- if $needs -}}
+{{- fail (printf "config: the chart would add %s to this config, but it is JSON with comments or trailing commas, which switchboard reads and the chart cannot edit; set them in the file itself, or remove its comments" (join ", " $needs)) -}}
+{{- end -}}
+{{- $text -}}
 {{- end -}}
 
 {{/* Pod annotations: the user's, plus the config checksum when
