@@ -59,15 +59,15 @@ func claudePrint(t *testing.T, a *agent, servers map[string]any, prompt string) 
 }
 
 // publicTools lists a config's tools through a switchboard of its own
-// (over /mcp), with Claude Code's prefix: what a session should offer the
-// model.
-func publicTools(t *testing.T, cfg map[string]any) []string {
+// (over /mcp), each name with an agent's prefix: what a session should
+// offer the model.
+func publicTools(t *testing.T, cfg map[string]any, prefix string) []string {
 	t.Helper()
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
 	var names []string
 	for name := range listTools(t, cs) {
-		names = append(names, ccPrefix+name)
+		names = append(names, prefix+name)
 	}
 	cs.Close()
 	s.stop(10 * time.Second)
@@ -98,7 +98,7 @@ const ccMarker = "through-switchboard-5c41"
 // tool through switchboard: its result is in the next request.
 func TestClaudeCodeThroughSwitchboard(t *testing.T) {
 	cfg := map[string]any{"mcpServers": map[string]any{"fx": fixtureServer("fx")}}
-	want := publicTools(t, cfg)
+	want := publicTools(t, cfg, ccPrefix)
 	echo := ccPrefix + "mcp_fx_echo"
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
