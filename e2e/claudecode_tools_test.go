@@ -43,11 +43,12 @@ func sixNPMServers(t *testing.T, dir string) (map[string]any, map[string][]strin
 }
 
 // firstRequestMCPTools runs one Claude Code session with the given MCP
-// servers and returns the MCP tools (mcp__*) its first model request
+// servers (and extra environment) and returns the MCP tools (mcp__*) its first model request
 // offered, and how long after the start that request came.
-func firstRequestMCPTools(t *testing.T, servers map[string]any) ([]string, time.Duration) {
+func firstRequestMCPTools(t *testing.T, servers map[string]any, env ...string) ([]string, time.Duration) {
 	t.Helper()
 	a := newClaudeCode(t, nil)
+	a.env = append(a.env, env...)
 	res := claudePrint(t, a, servers, "Say done.")
 	turns := a.model.turns()
 	if len(turns) == 0 {
@@ -114,21 +115,26 @@ func TestClaudeCodeFirstRequestToolsDirectVsSwitchboard(t *testing.T) {
 	}
 }
 
-// TestClaudeCodeFirstRequestFromCatalogCache: with a catalog from an
-// earlier run on disk (catalogCache, and SWITCHBOARD_CATALOG_CACHE for a
-// build that reads only the environment), every one of ten fresh Claude Code
-// sessions gets every tool of six npm servers behind switchboard in its
-// first model request.
+// cacheSlowStart is how long the slow server of the catalog cache test
+// takes to start, and cacheMCPTimeout how long Claude Code waits for an MCP
+// server (MCP_TIMEOUT, ms; its default is 30 s): shorter, so that only a
+// catalog from an earlier run can put the tools in the first request.
+const (
+	cacheSlowStart  = "15s"
+	cacheMCPTimeout = "8000"
+)
+
+// TestClaudeCodeFirstRequestFromCatalogCache: six npm servers and one that
+// takes longer to start than Claude Code waits for an MCP server, behind
+// switchboard over stdio. With a catalog from an earlier run on disk
+// (catalogCache, and SWITCHBOARD_CATALOG_CACHE for a build that reads only
+// the environment), every one of ten fresh Claude Code sessions gets every
+// tool in its first model request. Without one, switchboard answers only
+// once every server is up, after Claude Code gave up on it.
 func TestClaudeCodeFirstRequestFromCatalogCache(t *testing.T) {
 	dir := t.TempDir()
-	servers, tools := sixNPMServers(t, dir)
-	var want []string
-	for name, names := range tools {
-		for _, tool := range names {
-			want = append(want, ccPrefix+"mcp_"+name+"_"+tool)
-		}
-	}
-	sort.Strings(want)
+	servers, _ := sixNPMServers(t, dir)
+	servers["slow"] = fixtureServer("slow", "--slow-start", cacheSlowStart)
 	cache := filepath.Join(dir, "catalog-cache")
 	cfg := map[string]any{"mcpServers": servers, "catalogCache": cache}
 	path := writeConfig(t, dir, cfg)
@@ -139,16 +145,33 @@ func TestClaudeCodeFirstRequestFromCatalogCache(t *testing.T) {
 		delete(cfg, "catalogCache")
 		path = writeConfig(t, dir, cfg)
 	}
+	cacheEnv := "SWITCHBOARD_CATALOG_CACHE=" + cache
+
+	// The earlier run: a switchboard that serves until every server is up.
+	var want []string
+	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, []string{cacheEnv})
+	cs := s.client(t, nil)
+	eventually(t, 120*time.Second, "every server's tools", func() bool {
+		tools := listTools(t, cs)
+		want = want[:0]
+		for name := range tools {
+			want = append(want, ccPrefix+name)
+		}
+		return len(perServer(want)) == len(servers)
+	})
+	cs.Close()
+	s.stop(10 * time.Second)
+	sort.Strings(want)
+	entries, _ := os.ReadDir(cache)
+	t.Logf("the earlier run listed %d tools of %d servers; the cache directory holds %d entries", len(want), len(servers), len(entries))
+
 	entry := switchboardStdio(path)
 	entry["env"] = map[string]string{"SWITCHBOARD_CATALOG_CACHE": cache}
 	viaSB := map[string]any{"switchboard": entry}
-
-	populated, after := firstRequestMCPTools(t, viaSB)
-	t.Logf("populating run: the first request, after %s, carries %d of %d tools", after, len(want)-len(lacking(want, populated)), len(want))
 	const starts = 10
 	complete := 0
 	for start := 1; start <= starts; start++ {
-		got, after := firstRequestMCPTools(t, viaSB)
+		got, after := firstRequestMCPTools(t, viaSB, "MCP_TIMEOUT="+cacheMCPTimeout)
 		if l := lacking(want, got); len(l) > 0 {
 			t.Errorf("start %d: the first request, after %s, lacks %d of %d tools: %s", start, after, len(l), len(want), summarize(l))
 			continue
