@@ -139,6 +139,14 @@ func TestClaudeCodeThroughSwitchboard(t *testing.T) {
 // find_tools, switchboard adds the tools found to the session's list and
 // sends list_changed, and the next request offers the tool found, which the
 // model then calls by name.
+//
+// Seen with Claude Code 2.1.332, which speaks 2026-07-28 to switchboard on
+// both transports: over stdio list_changed arrives before find_tools'
+// result, but Claude Code lists tools again while it already sends the next
+// request, so the tool is offered one request later; over HTTP every
+// request is stateless, no list_changed reaches its subscriptions/listen
+// stream and it never lists tools again. When the tool is not offered, the
+// script calls it through switchboard_call_tool instead.
 func TestClaudeCodeSearchMode(t *testing.T) {
 	cfg := map[string]any{
 		"discovery":  map[string]any{"mode": "search"},
