@@ -46,6 +46,7 @@ const catalogFileVersion = 1
 type catalogFile struct {
 	Version   int                     `json:"version"`
 	Server    string                  `json:"server"`
+	Protocol  string                  `json:"protocol,omitempty"` // the version the server spoke
 	Tools     []*mcp.Tool             `json:"tools"`
 	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
 	Resources []*mcp.Resource         `json:"resources,omitempty"`
@@ -120,7 +121,7 @@ func (c *catalogCache) seed(h *upstream.Handle) {
 	c.mu.Lock()
 	c.written[path] = sha256.Sum256(b)
 	c.mu.Unlock()
-	h.Seed(&upstream.Catalog{Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates})
+	h.Seed(&upstream.Catalog{Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates}, f.Protocol)
 	c.log.Debug("catalog seeded from the cache", "upstream", h.Name(), "tools", len(f.Tools))
 }
 
@@ -136,7 +137,7 @@ func (c *catalogCache) save(h *upstream.Handle, keep func(*mcp.Tool) bool, redac
 	if cat == nil {
 		return
 	}
-	f := catalogFile{Version: catalogFileVersion, Server: h.Spec().Name,
+	f := catalogFile{Version: catalogFileVersion, Server: h.Spec().Name, Protocol: h.Status().Protocol,
 		Prompts: cat.Prompts, Resources: cat.Resources, Templates: cat.Templates}
 	for _, t := range cat.Tools {
 		if keep(t) {

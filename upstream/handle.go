@@ -361,15 +361,20 @@ func (h *Handle) FirstAttempt() <-chan struct{} { return h.firstDone }
 func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
 
 // Seed gives a Handle that has no catalog yet the one its server listed in
-// an earlier run, so that its tools can be listed (and called: a call waits
-// for the start) before the server is up. The server's own listing
-// replaces it; a start that fails for good withdraws it as it would the
-// server's. Seed does nothing once a catalog is there.
-func (h *Handle) Seed(cat *Catalog) {
+// an earlier run, and the protocol version it spoke then, so that its tools
+// can be listed (and called: a call waits for the start) before the server
+// is up, and a server found to be of an earlier era than 2026-07-28 is not
+// probed again (a failed connect probes anew). The server's own listing
+// replaces the catalog; a start that fails for good withdraws it as it
+// would the server's. Seed does nothing once a catalog is there.
+func (h *Handle) Seed(cat *Catalog, protocol string) {
 	if cat == nil || !h.catalog.CompareAndSwap(nil, cat) {
 		return
 	}
 	h.seeded.Store(cat)
+	if protocol != "" && protocol != Modern {
+		h.era.CompareAndSwap(eraUnknown, eraLegacy)
+	}
 }
 
 // Listed reports whether the catalog is the server's own listing of this

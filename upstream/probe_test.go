@@ -111,3 +111,38 @@ func TestProbeAnsweredByLegacyServer(t *testing.T) {
 		})
 	}
 }
+
+// TestSeededEraSkipsProbe: a Handle seeded with the catalog and protocol of
+// an earlier run does not probe a server found to be of the legacy era;
+// its tools are listed before the start, and the server's own listing
+// replaces the seed.
+func TestSeededEraSkipsProbe(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "hello", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}, nil
+		})
+	lo := &legacyOnly{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil),
+		status: http.StatusBadRequest, contentT: "application/json",
+		body: `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}`}
+	ts := httptest.NewServer(lo)
+	t.Cleanup(ts.Close)
+	log, _ := testLogger(t)
+	spec := upstream.Spec{Name: "legacy", Transport: upstream.TransportHTTP, URL: ts.URL,
+		ConnectTimeout: time.Minute, CallTimeout: 10 * time.Second}
+	h := upstream.New(spec, upstream.Options{Logger: log})
+	t.Cleanup(func() { _ = h.Close(context.Background()) })
+	seed := &upstream.Catalog{Tools: []*mcp.Tool{{Name: "hello", InputSchema: map[string]any{"type": "object"}}}}
+	h.Seed(seed, "2025-11-25")
+	if h.Catalog() != seed || h.Listed() || !h.Status().CatalogCached {
+		t.Fatal("the seed is not the catalog before the start")
+	}
+	h.Start()
+	<-h.FirstAttempt()
+	if st := h.Status(); st.State != upstream.StateReady || st.CatalogCached || !h.Listed() {
+		t.Fatalf("after the start: %+v, listed %v", st, h.Listed())
+	}
+	if n := lo.probes.Load(); n != 0 {
+		t.Errorf("%d probes of a server seeded as legacy, want 0", n)
+	}
+}
