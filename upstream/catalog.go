@@ -241,7 +241,8 @@ func listAll[R any, T any](ctx context.Context, cl *client, method string, page 
 // used only by the supervisor goroutine.
 type listRetry struct {
 	timer *time.Timer
-	n     int // listings in a row that left the catalog partial
+	n     int               // listings in a row that left the catalog partial
+	said  map[string]string // the error logged at WARN for each failing list
 }
 
 // C fires when the failing lists are due again; nil while none fail.
@@ -287,7 +288,7 @@ func (h *Handle) noteCatalog(r *listRetry, cat *Catalog) {
 		if r.n > 0 {
 			h.log.Info("upstream catalog complete", "attempt", r.n+1)
 		}
-		r.n = 0
+		r.n, r.said = 0, nil
 		h.mu.Lock()
 		h.listRetry = time.Time{}
 		h.mu.Unlock()
@@ -305,8 +306,18 @@ func (h *Handle) noteCatalog(r *listRetry, cat *Catalog) {
 		h.listFails[m]++
 	}
 	h.mu.Unlock()
+	if r.said == nil {
+		r.said = map[string]string{}
+	}
 	for _, m := range slices.Sorted(maps.Keys(cat.Errors)) {
-		h.log.Warn("upstream list failed", "method", m, "error", cat.Errors[m], "attempt", r.n, "duration", wait.Round(time.Millisecond))
+		// A list that fails again the same way is said once at WARN; its
+		// retries go to DEBUG (and /status counts them).
+		log := h.log.Warn
+		if r.said[m] == cat.Errors[m] {
+			log = h.log.Debug
+		}
+		r.said[m] = cat.Errors[m]
+		log("upstream list failed", "method", m, "error", cat.Errors[m], "attempt", r.n, "duration", wait.Round(time.Millisecond))
 	}
 }
 

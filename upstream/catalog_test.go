@@ -178,7 +178,16 @@ func TestPartialCatalogRetriesOnBackoff(t *testing.T) {
 			t.Errorf("after the failed retries: %+v", st)
 		}
 		if n := strings.Count(log.String(), "upstream list failed: method=prompts/list"); n != len(at) {
-			t.Errorf("%d warnings for %d failed listings", n, len(at))
+			t.Errorf("%d lines for %d failed listings", n, len(at))
+		}
+		warned := 0
+		for _, line := range strings.Split(log.String(), "\n") {
+			if strings.Contains(line, "[WARN]") && strings.Contains(line, "upstream list failed: method=prompts/list") {
+				warned++
+			}
+		}
+		if warned != 1 {
+			t.Errorf("%d WARN lines for a list failing %d times the same way, want 1 (the retries at DEBUG)", warned, len(at))
 		}
 
 		lf.set(upstream.ListPrompts, nil)
