@@ -41,7 +41,7 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 	if dial != nil {
 		return dial(*h.sp())
 	}
-	return remoteTransport(h.remoteKind(), url, headers, h.log), nil
+	return remoteTransport(*h.sp(), h.remoteKind(), url, headers, h.log)
 }
 
 // remoteKind is the transport a remote server is reached with: the

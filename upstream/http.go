@@ -12,24 +12,42 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// headerTransport adds the server's configured headers to every request:
-// POSTs, the standalone GET stream and DELETE.
+// headerTransport adds the server's configured headers to every request
+// to the configured origin: POSTs, the standalone GET stream and DELETE.
+// With eg set it first checks each request against the egress rules
+// (egress.go), and sends a request to another origin (a redirect the rules
+// allow) without the configured headers.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers http.Header
+	eg      *egress
 }
 
 // It also carries the caller's trace context (W3C traceparent) when the
 // request's context holds a span: the SDK builds each POST on the calling
 // context.
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	home := true
+	if t.eg != nil {
+		if err := t.eg.permit(r); err != nil {
+			if r.Body != nil {
+				r.Body.Close() // as a RoundTripper must, even on error
+			}
+			return nil, err
+		}
+		home = originOf(r.URL) == t.eg.home
+	}
 	sc := trace.SpanContextFromContext(r.Context())
 	if len(t.headers) == 0 && !sc.IsValid() {
 		return t.base.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
 	for k, vs := range t.headers {
-		r.Header[k] = vs
+		if home {
+			r.Header[k] = vs
+		} else {
+			delete(r.Header, k) // whoever set it, it is not for this origin
+		}
 	}
 	if sc.IsValid() {
 		otel.GetTextMapPropagator().Inject(r.Context(), propagation.HeaderCarrier(r.Header))
@@ -51,21 +69,26 @@ var sharedTransport = &http.Transport{
 	ExpectContinueTimeout: time.Second,
 }
 
-func httpClient(headers map[string]string) *http.Client {
+func httpClient(headers map[string]string, eg *egress) *http.Client {
 	h := make(http.Header, len(headers))
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	return &http.Client{Transport: &headerTransport{base: sharedTransport, headers: h}}
+	return &http.Client{Transport: &headerTransport{base: sharedTransport, headers: h, eg: eg}, CheckRedirect: eg.checkRedirect}
 }
 
 // remoteTransport reaches a remote server: legacy SSE through the go-sdk's
 // client transport (it needs nothing of the SDK's session), streamable HTTP
 // through switchboard's own, whose connection the client session drives.
-func remoteTransport(kind, url string, headers map[string]string, log hclog.Logger) mcp.Transport {
-	hc := httpClient(headers)
-	if kind == TransportSSE {
-		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: hc}
+// Every request of either goes through the server's egress rules.
+func remoteTransport(sp Spec, kind, url string, headers map[string]string, log hclog.Logger) (mcp.Transport, error) {
+	eg, err := newEgress(sp, kind, url)
+	if err != nil {
+		return nil, err
 	}
-	return &streamableTransport{URL: url, Client: hc, Logger: log}
+	hc := httpClient(headers, eg)
+	if kind == TransportSSE {
+		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: hc}, nil
+	}
+	return &streamableTransport{URL: url, Client: hc, Logger: log}, nil
 }

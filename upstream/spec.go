@@ -45,6 +45,13 @@ type Spec struct {
 
 	URL     string
 	Headers map[string]string
+	// FollowRedirects is what the server's redirects may do:
+	// RedirectSameOrigin (what "" means), RedirectAny or RedirectNone.
+	// Headers never go to another origin, whatever it says.
+	FollowRedirects string `json:",omitempty"`
+	// EgressAllow lists the origins (OriginPattern syntax) the server's
+	// requests may reach, redirects included; empty: any origin.
+	EgressAllow []string `json:",omitempty"`
 
 	// Protocol pins the protocol version offered at initialize. "auto" or ""
 	// lets the SDK probe 2026-07-28 first, which some legacy stdio servers
@@ -103,7 +110,11 @@ func (s Spec) Fingerprint() string {
 		Protocol                 string
 		Roots                    []*mcp.Root
 		ClientRoots              bool
-	}{s.Name, s.Transport, s.Command, s.Args, s.Env, s.Dir, s.URL, s.Headers, s.Protocol, s.Roots, s.ClientRoots})
+		// Unset, they leave the fingerprints of earlier versions unchanged.
+		FollowRedirects string   `json:",omitempty"`
+		EgressAllow     []string `json:",omitempty"`
+	}{s.Name, s.Transport, s.Command, s.Args, s.Env, s.Dir, s.URL, s.Headers, s.Protocol, s.Roots, s.ClientRoots,
+		s.FollowRedirects, s.EgressAllow})
 	if err != nil {
 		panic("upstream: spec fingerprint: " + err.Error()) // only plain data
 	}
