@@ -84,6 +84,7 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 		Dir:             s.Cwd,
 		URL:             s.URL,
 		Headers:         s.Headers,
+		FollowRedirects: s.FollowRedirects,
 		Protocol:        s.Protocol,
 		ConnectTimeout:  s.ConnectTimeout(),
 		CallTimeout:     s.ToolTimeout(),
@@ -106,6 +107,17 @@ func specTransport(s *config.Server) string {
 		return upstream.TransportAuto
 	}
 	return s.EffectiveTransport()
+}
+
+// egressAllow turns a validated egress allow-list into its patterns.
+func egressAllow(allow []string) []upstream.OriginPattern {
+	var out []upstream.OriginPattern
+	for _, a := range allow {
+		if scheme, host, port, err := config.ParseOrigin(a); err == nil {
+			out = append(out, upstream.OriginPattern{Scheme: scheme, Host: host, Port: port})
+		}
+	}
+	return out
 }
 
 func intOr(p *int, def int) int {
@@ -156,6 +168,7 @@ func planViews(c *config.Config) (map[string][]plannedServer, map[string]upstrea
 				hk = k + "@" + view
 			}
 			spec := serverSpec(k, s)
+			spec.EgressAllow = egressAllow(c.EgressAllow(s))
 			if hk != k {
 				spec.Name = hk
 			}

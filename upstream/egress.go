@@ -7,7 +7,6 @@ import (
 	"net/http"
 	neturl "net/url"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -61,95 +60,31 @@ func defaultPort(scheme string) string {
 	return "80"
 }
 
-// OriginPattern is one entry of an egress allow-list: scheme://host[:port].
-// The scheme is http or https; the host a name, an IP address (IPv6 in
+// OriginPattern is one entry of an egress allow-list, lower case. Scheme
+// is "http" or "https"; Host a name or an IP address (IPv6 without
 // brackets), "*" (any host) or "*.example.com" (any name below
-// example.com, not example.com itself); the port a number or "*" (any),
-// and when left out the scheme's default. No path, query or user info.
+// example.com, not example.com itself); Port a number, "*" (any) or ""
+// (the scheme's default). proxy/config parses the written form,
+// scheme://host[:port].
 type OriginPattern struct {
-	scheme, host, port string
-}
-
-// ParseOriginPattern parses one egress allow-list entry.
-func ParseOriginPattern(s string) (OriginPattern, error) {
-	scheme, rest, ok := strings.Cut(s, "://")
-	scheme = strings.ToLower(scheme)
-	if !ok || (scheme != "http" && scheme != "https") {
-		return OriginPattern{}, fmt.Errorf("want scheme://host[:port] with scheme http or https, got %q", s)
-	}
-	rest = strings.TrimSuffix(rest, "/")
-	if i := strings.IndexAny(rest, "/?#@"); i >= 0 {
-		return OriginPattern{}, fmt.Errorf("want an origin (scheme://host[:port]) without path, query or user info, got %q", s)
-	}
-	host, port, err := splitHostPattern(rest)
-	if err != nil {
-		return OriginPattern{}, fmt.Errorf("%q: %w", s, err)
-	}
-	if port == "" {
-		port = defaultPort(scheme)
-	}
-	return OriginPattern{scheme: scheme, host: strings.ToLower(host), port: port}, nil
-}
-
-// splitHostPattern splits host[:port] of a pattern and checks both parts.
-func splitHostPattern(hp string) (host, port string, err error) {
-	host = hp
-	if strings.HasPrefix(hp, "[") { // an IPv6 address
-
-		end := strings.IndexByte(hp, ']')
-		if end < 0 {
-			return "", "", errors.New("unclosed [ in the host")
-		}
-		host, port = hp[1:end], hp[end+1:]
-		if port != "" && port[0] != ':' {
-			return "", "", errors.New("want :port after ]")
-		}
-		port = strings.TrimPrefix(port, ":")
-		if net.ParseIP(host) == nil {
-			return "", "", errors.New("not an IPv6 address in [ ]")
-		}
-		return host, port, checkPort(port)
-	} else if i := strings.LastIndexByte(hp, ':'); i >= 0 {
-		host, port = hp[:i], hp[i+1:]
-		if port == "" {
-			return "", "", errors.New("empty port")
-		}
-	}
-	if err := checkPort(port); err != nil {
-		return "", "", err
-	}
-	suffix := strings.TrimPrefix(host, "*.")
-	switch {
-	case host == "":
-		return "", "", errors.New("empty host")
-	case host == "*":
-	case strings.ContainsAny(suffix, "*:"), suffix == "":
-		return "", "", errors.New(`the host may be "*", "*.name" or a name or address without "*"`)
-	}
-	return host, port, nil
-}
-
-func checkPort(port string) error {
-	if port == "" || port == "*" {
-		return nil
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q: want 1-65535 or *", port)
-	}
-	return nil
+	Scheme, Host, Port string
 }
 
 func (p OriginPattern) match(o origin) bool {
-	if p.scheme != o.scheme || (p.port != "*" && p.port != o.port) {
+	port := p.Port
+	if port == "" {
+		port = defaultPort(p.Scheme)
+	}
+	if p.Scheme != o.scheme || (port != "*" && port != o.port) {
 		return false
 	}
 	switch {
-	case p.host == "*":
+	case p.Host == "*":
 		return true
-	case strings.HasPrefix(p.host, "*."):
-		return strings.HasSuffix(o.host, p.host[1:])
+	case strings.HasPrefix(p.Host, "*."):
+		return strings.HasSuffix(o.host, p.Host[1:])
 	}
-	return p.host == o.host
+	return p.Host == o.host
 }
 
 // egress decides where one remote server's requests may go.
@@ -169,14 +104,7 @@ func newEgress(sp Spec, kind, url string) (*egress, error) {
 	if err != nil {
 		return nil, Permanent(errors.New("url: not a URL once its references are expanded"))
 	}
-	e := &egress{server: sp.Name, kind: kind, home: originOf(u), redirects: sp.FollowRedirects}
-	for _, s := range sp.EgressAllow {
-		p, err := ParseOriginPattern(s)
-		if err != nil {
-			return nil, Permanent(fmt.Errorf("egress allow-list: %w", err))
-		}
-		e.allow = append(e.allow, p)
-	}
+	e := &egress{server: sp.Name, kind: kind, home: originOf(u), redirects: sp.FollowRedirects, allow: sp.EgressAllow}
 	if !e.allowed(e.home) {
 		return nil, Permanent(e.refuse("its url's origin %s is not on the egress allow-list", e.home))
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -259,7 +260,7 @@ func TestEgressAllowList(t *testing.T) {
 		served := &recorder{next: helloServer()}
 		s := newServer(t, served)
 		spec := egressSpec(upstream.TransportHTTP, s.URL+"/mcp")
-		spec.EgressAllow = []string{"https://*.example.com", "http://localhost:*"}
+		spec.EgressAllow = []upstream.OriginPattern{{Scheme: "https", Host: "*.example.com"}, {Scheme: "http", Host: "localhost", Port: "*"}}
 		_, st := firstAttempt(t, spec)
 		wantRefused(t, st, s.URL+" is not on the egress allow-list")
 		if got := served.requests(); len(got) != 0 {
@@ -272,7 +273,8 @@ func TestEgressAllowList(t *testing.T) {
 		front := newServer(t, redirectTo(cs.URL, http.StatusTemporaryRedirect))
 		spec := egressSpec(upstream.TransportHTTP, front.URL+"/mcp")
 		spec.FollowRedirects = upstream.RedirectAny
-		spec.EgressAllow = []string{front.URL}
+		u, _ := url.Parse(front.URL)
+		spec.EgressAllow = []upstream.OriginPattern{{Scheme: "http", Host: u.Hostname(), Port: u.Port()}}
 		_, st := firstAttempt(t, spec)
 		wantRefused(t, st, cs.URL+" is not on the egress allow-list")
 		if got := collector.requests(); len(got) != 0 {
@@ -282,7 +284,7 @@ func TestEgressAllowList(t *testing.T) {
 	t.Run("allowed", func(t *testing.T) {
 		s := newServer(t, helloServer())
 		spec := egressSpec(upstream.TransportHTTP, s.URL+"/mcp")
-		spec.EgressAllow = []string{"https://*.example.com", "http://127.0.0.1:*"}
+		spec.EgressAllow = []upstream.OriginPattern{{Scheme: "https", Host: "*.example.com"}, {Scheme: "http", Host: "127.0.0.1", Port: "*"}}
 		h, st := firstAttempt(t, spec)
 		if st.State != upstream.StateReady {
 			t.Fatalf("state %s (%s), want ready", st.State, st.LastError)

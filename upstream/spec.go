@@ -49,9 +49,9 @@ type Spec struct {
 	// RedirectSameOrigin (what "" means), RedirectAny or RedirectNone.
 	// Headers never go to another origin, whatever it says.
 	FollowRedirects string `json:",omitempty"`
-	// EgressAllow lists the origins (OriginPattern syntax) the server's
-	// requests may reach, redirects included; empty: any origin.
-	EgressAllow []string `json:",omitempty"`
+	// EgressAllow lists the origins the server's requests may reach,
+	// redirects included; empty: any origin.
+	EgressAllow []OriginPattern `json:",omitempty"`
 
 	// Protocol pins the protocol version offered at initialize. "auto" or ""
 	// lets the SDK probe 2026-07-28 first, which some legacy stdio servers
@@ -111,8 +111,8 @@ func (s Spec) Fingerprint() string {
 		Roots                    []*mcp.Root
 		ClientRoots              bool
 		// Unset, they leave the fingerprints of earlier versions unchanged.
-		FollowRedirects string   `json:",omitempty"`
-		EgressAllow     []string `json:",omitempty"`
+		FollowRedirects string          `json:",omitempty"`
+		EgressAllow     []OriginPattern `json:",omitempty"`
 	}{s.Name, s.Transport, s.Command, s.Args, s.Env, s.Dir, s.URL, s.Headers, s.Protocol, s.Roots, s.ClientRoots,
 		s.FollowRedirects, s.EgressAllow})
 	if err != nil {

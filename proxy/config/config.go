@@ -93,6 +93,9 @@ type Config struct {
 	// on their first start that have no cached catalog; the servers that
 	// come later are announced with list_changed.
 	FirstListTimeoutMS *int `json:"firstListTimeout,omitempty"`
+	// Egress limits the origins remote servers' requests may reach; a
+	// server's own egress replaces it. Unset: any origin.
+	Egress *Egress `json:"egress,omitempty"`
 
 	// Notes is what loading the file decided that is not an error: keys
 	// of another client it skipped, values it read in another client's
@@ -137,10 +140,25 @@ type Server struct {
 	Wrap           *bool             `json:"wrap,omitempty"`
 	Breaker        *Breaker          `json:"breaker,omitempty"`
 	RestartBackoff *Backoff          `json:"restartBackoff,omitempty"`
+	// FollowRedirects is what a remote server's redirects may do:
+	// "same-origin" (the default), "any" or "none". Configured headers
+	// never go to another origin.
+	FollowRedirects string `json:"followRedirects,omitempty"`
+	// Egress replaces the top level's egress for this server.
+	Egress *Egress `json:"egress,omitempty"`
 
 	// urlKey is the key the URL came from when it is not "url"
 	// (Windsurf's "serverUrl"), for error paths.
 	urlKey string
+}
+
+// Egress limits where switchboard's HTTP client for remote servers may
+// connect.
+type Egress struct {
+	// Allow lists origins as scheme://host[:port], where host may be "*"
+	// or "*.example.com" and port "*" (upstream.OriginPattern). Every
+	// request, redirects included, must go to one of them.
+	Allow []string `json:"allow,omitempty"`
 }
 
 // Backoff tunes the delay between restart attempts: initialMs, doubled at

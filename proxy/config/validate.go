@@ -23,6 +23,7 @@ var (
 	protocols   = []string{"auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 	isolations  = []string{"shared", "per-client"}
 	lazyLists   = []string{"start", "cached"}
+	redirects   = []string{"same-origin", "any", "none"}
 	suspicious  = []string{"warn", "annotate", "block"}
 	pinModes    = []string{"warn", "block", "off"}
 	schemaProfs = []string{"verbatim", "strict-llm"}
@@ -79,6 +80,7 @@ func (v *validator) settings(c *Config) {
 		v.add("maxSessions", "must be a positive number of sessions")
 	}
 	v.discovery("discovery", c.Discovery)
+	v.egress("egress", c.Egress)
 	for i, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")
@@ -340,6 +342,7 @@ func (v *validator) server(path, key string, s *Server) {
 	}
 	v.oneOf(path+".isolation", s.Isolation, isolations)
 	v.oneOf(path+".protocol", s.Protocol, protocols)
+	v.serverEgress(path, tr, s)
 	v.rules(path+".tools", s.Tools)
 	v.rules(path+".prompts", s.Prompts)
 	for i, f := range s.ResourceFilter {
