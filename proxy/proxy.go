@@ -250,7 +250,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	p.tel.Store(tel)
 	p.pins.onViolation = func() { p.tel.Load().PinViolation(context.Background()) }
-	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact)
+	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
 	if err != nil {
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 	}

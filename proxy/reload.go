@@ -260,7 +260,7 @@ type observers struct {
 func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*observers, error) {
 	o := &observers{}
 	if !reflect.DeepEqual(old.Audit, c.Audit) {
-		a, err := newAuditLog(c.Audit, p.opts.Stderr, p.redact)
+		a, err := newAuditLog(c.Audit, p.opts.Stderr, p.redact, p.log.Named("audit"))
 		if err != nil {
 			return nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 		}

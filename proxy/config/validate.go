@@ -26,6 +26,7 @@ var (
 	suspicious  = []string{"warn", "annotate", "block"}
 	pinModes    = []string{"warn", "block", "off"}
 	schemaProfs = []string{"verbatim", "strict-llm"}
+	auditErrors = []string{"continue", "refuse"}
 )
 
 // transportAliases maps the spellings found in the wild to ours.
@@ -79,6 +80,9 @@ func (v *validator) settings(c *Config) {
 		v.add("maxSessions", "must be a positive number of sessions")
 	}
 	v.discovery("discovery", c.Discovery)
+	if c.Audit != nil {
+		v.oneOf("audit.onError", c.Audit.OnError, auditErrors)
+	}
 	for i, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")
