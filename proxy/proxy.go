@@ -139,6 +139,12 @@ func loadConfig(o Options) (*config.Config, error) {
 		}
 		data = b
 	}
+	return loadConfigData(o, data)
+}
+
+// loadConfigData is loadConfig of data already read from o.ConfigPath (the
+// reload loop's settled read).
+func loadConfigData(o Options, data []byte) (*config.Config, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
