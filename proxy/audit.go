@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
@@ -31,7 +34,10 @@ type auditRecord struct {
 
 // auditLog writes JSON lines to stderr or a file. A file is reopened on
 // SIGHUP (reopen) and when it was renamed away (logrotate), checked at most
-// once a second. Safe for concurrent use.
+// once a second. A record that cannot be written (a full disk) is counted,
+// logged (rate-limited, auditHealth) and shown in /status; with onError
+// "refuse" tool calls are refused until records can be written again. Safe
+// for concurrent use.
 type auditLog struct {
 	mu      sync.Mutex
 	path    string
@@ -39,14 +45,57 @@ type auditLog struct {
 	f       *os.File
 	checked time.Time
 	args    bool
+	refuse  bool
 	redact  func(string) string
+	log     hclog.Logger
+	now     func() time.Time
+	health  auditHealth // guarded by mu
+	failing atomic.Bool // health.since is set: read without mu on every call
 }
 
-func newAuditLog(c *config.Audit, stderr io.Writer, redact func(string) string) (*auditLog, error) {
+// auditHealth is the state of the audit log's writes.
+type auditHealth struct {
+	failures int64     // records that could not be written, in all
+	lastErr  error     // the last write error
+	lastAt   time.Time // when it happened
+	since    time.Time // first failure of the current run; zero while writes succeed
+	run      int64     // records lost in the current run
+	logged   time.Time // the last log line of the current run
+	unlogged int64     // records lost since that line
+	pending  []byte    // the last record that could not be written, retried by retry
+	retried  time.Time // the last retry
+	partial  bool      // a write failed part way: the next one starts a new line
+}
+
+// auditLogEvery bounds the log lines of a run of failed writes: the first
+// is logged at once, then at most one a minute with the count since.
+const auditLogEvery = time.Minute
+
+// AuditStatus is the state of the audit log shown in /status.
+type AuditStatus struct {
+	// File is the audit file, or "stderr".
+	File    string `json:"file"`
+	OnError string `json:"onError"`
+	// Failing is set while the last write failed; FailingSince is the
+	// first failure of that run.
+	Failing      bool       `json:"failing"`
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	// WriteFailures counts the records that could not be written since the
+	// audit log was opened (a changed audit setting opens it anew).
+	WriteFailures int64      `json:"writeFailures"`
+	LastError     string     `json:"lastError,omitempty"`
+	LastErrorAt   *time.Time `json:"lastErrorAt,omitempty"`
+}
+
+func newAuditLog(c *config.Audit, stderr io.Writer, redact func(string) string, log hclog.Logger) (*auditLog, error) {
 	if c == nil || (c.Enabled != nil && !*c.Enabled) {
 		return nil, nil
 	}
-	a := &auditLog{path: c.File, args: c.Arguments, redact: redact, w: stderr}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	a := &auditLog{path: c.File, args: c.Arguments, refuse: c.OnError == config.AuditRefuse, redact: redact, w: stderr,
+		log: log, now: time.Now}
 	if c.File != "" && c.File != "-" {
 		if err := a.reopenLocked(); err != nil {
 			return nil, err
@@ -78,9 +127,12 @@ func (a *auditLog) reopen() error {
 	return a.reopenLocked()
 }
 
-func (a *auditLog) write(r *auditRecord, rawArgs []byte) {
+// write writes the record of one call. It reports false when the record
+// could not be written; the failure is logged and kept for /status here,
+// the caller counts it.
+func (a *auditLog) write(r *auditRecord, rawArgs []byte) bool {
 	if a == nil {
-		return
+		return true
 	}
 	if len(rawArgs) > 0 {
 		sum := sha256.Sum256(rawArgs)
@@ -91,7 +143,7 @@ func (a *auditLog) write(r *auditRecord, rawArgs []byte) {
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		return
+		return true
 	}
 	b = append([]byte(a.redact(string(b))), '\n')
 	a.mu.Lock()
@@ -102,7 +154,123 @@ func (a *auditLog) write(r *auditRecord, rawArgs []byte) {
 			_ = a.reopenLocked()
 		}
 	}
-	_, _ = a.w.Write(b)
+	if err := a.writeLocked(b); err != nil {
+		a.failedLocked(b, err)
+		return false
+	}
+	a.recoveredLocked()
+	return true
+}
+
+// writeLocked writes one line; after a line cut short it starts a new one,
+// so the cut line stands alone. It requires a.mu.
+func (a *auditLog) writeLocked(b []byte) error {
+	if a.health.partial {
+		b = append([]byte{'\n'}, b...)
+	}
+	n, err := a.w.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		a.health.partial = a.health.partial || n > 0
+		return err
+	}
+	a.health.partial = false
+	return nil
+}
+
+// failedLocked records a write that failed, and logs the first failure of
+// a run at once and the following ones at most once per auditLogEvery. It
+// requires a.mu.
+func (a *auditLog) failedLocked(b []byte, err error) {
+	h, now := &a.health, a.now()
+	h.failures++
+	h.run++
+	h.unlogged++
+	h.lastErr, h.lastAt, h.pending = err, now, b
+	switch {
+	case h.since.IsZero():
+		h.since, h.logged, h.unlogged = now, now, 0
+		a.failing.Store(true)
+		if a.refuse {
+			a.log.Error("audit write failed: tool calls are refused until records can be written", "error", err)
+		} else {
+			a.log.Error("audit write failed: tool calls go on without their records", "error", err)
+		}
+	case now.Sub(h.logged) >= auditLogEvery:
+		a.log.Error("audit writes still failing", "count", h.unlogged, "duration", now.Sub(h.since).Round(time.Second), "error", err)
+		h.logged, h.unlogged = now, 0
+	}
+}
+
+// recoveredLocked ends a run of failed writes after a write succeeded. It
+// requires a.mu.
+func (a *auditLog) recoveredLocked() {
+	h := &a.health
+	if h.since.IsZero() {
+		return
+	}
+	a.log.Warn("audit writes resumed", "count", h.run, "duration", a.now().Sub(h.since).Round(time.Second))
+	h.since, h.run, h.unlogged, h.pending = time.Time{}, 0, 0, nil
+	a.failing.Store(false)
+}
+
+// retry writes the last record that could not be written again, at most
+// once per every, and reports whether writes fail still. Without calls
+// nothing else would notice that the disk has room again: /readyz (which
+// keeps calls away while writes fail) and refused calls retry.
+func (a *auditLog) retry(every time.Duration) (failing bool) {
+	if a == nil || !a.failing.Load() {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, now := &a.health, a.now()
+	if h.since.IsZero() {
+		return false
+	}
+	if now.Sub(h.retried) < every || h.pending == nil {
+		return true
+	}
+	h.retried = now
+	if err := a.writeLocked(h.pending); err != nil {
+		h.lastErr, h.lastAt = err, now
+		return true
+	}
+	a.recoveredLocked()
+	return false
+}
+
+// refusing reports whether a tool call must be refused: onError is
+// "refuse" and records cannot be written (after one more try).
+func (a *auditLog) refusing() bool {
+	return a != nil && a.refuse && a.failing.Load() && a.retry(0)
+}
+
+// status is the audit log's state for /status; nil when it is off.
+func (a *auditLog) status() *AuditStatus {
+	if a == nil {
+		return nil
+	}
+	st := &AuditStatus{File: a.path, OnError: config.AuditContinue}
+	if st.File == "" || st.File == "-" {
+		st.File = "stderr"
+	}
+	if a.refuse {
+		st.OnError = config.AuditRefuse
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := a.health
+	st.WriteFailures = h.failures
+	if h.lastErr != nil {
+		st.LastError, st.LastErrorAt = h.lastErr.Error(), &h.lastAt
+	}
+	if !h.since.IsZero() {
+		st.Failing, st.FailingSince = true, &h.since
+	}
+	return st
 }
 
 func mustStat(f *os.File) os.FileInfo {

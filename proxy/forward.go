@@ -26,6 +26,10 @@ func unknownTool(name string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 }
 
+// auditRefusal is the answer to a call refused because its audit
+// record cannot be written (audit.onError: refuse).
+const auditRefusal = "switchboard refused this tool call: the audit trail cannot be written (audit.onError is \"refuse\"); the call did not run"
+
 // forward runs one tools/call: rate limit, strict argument decoding and
 // validation, the upstream call in a child span, then sanitising of the
 // result. Every call ends in one outcome, counted, audited and logged at
@@ -36,6 +40,8 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.public, Server: r.entry.Key, Original: r.original, Outcome: "ok",
 		Token: pr.tokenID, Session: req.Session.ID()}
 	var raw []byte
+	// One audit log for the call: the one that refuses it records it.
+	audit := p.audit.Load()
 	defer func() {
 		d := time.Since(start)
 		rec.DurationMS = float64(d.Microseconds()) / 1000
@@ -46,12 +52,20 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 			rec.Outcome = "error"
 		}
 		p.tel.Load().RecordCall(ctx, r.metrics, rec.Outcome, d)
-		p.audit.Load().write(rec, raw)
+		if !audit.write(rec, raw) {
+			p.tel.Load().AuditWriteFailure(ctx)
+		}
 		if p.log.IsDebug() {
 			p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", rec.Outcome, "duration", d)
 		}
 	}()
 
+	// Checked first, so a refused call reaches neither a rate limit nor
+	// its server; its own record is one more try at writing.
+	if audit.refusing() {
+		rec.Outcome = "audit_unavailable"
+		return errorResult(auditRefusal), nil
+	}
 	if lim := snap.Limiters[viewID]; lim != nil {
 		if ok, retry := lim.Allow(callerKey(req.Session), start); !ok {
 			rec.Outcome = "rate_limited"

@@ -79,7 +79,11 @@ func (a adminBackend) Readiness() admin.Readiness {
 	sort.Strings(waiting)
 	// While shutting down, take the pod out of the Service at once.
 	stopping := a.p.stopping.Load()
-	return admin.Readiness{Ready: snap != nil && len(waiting) == 0 && !stopping, Waiting: waiting, Stopping: stopping}
+	// Not ready while audit records are lost; the probe also retries the
+	// write, as no call may come to find out that it works again.
+	audit := a.p.audit.Load().retry(time.Second)
+	return admin.Readiness{Ready: snap != nil && len(waiting) == 0 && !stopping && !audit, Waiting: waiting, Stopping: stopping,
+		AuditFailing: audit}
 }
 
 func (a adminBackend) Status() any { return a.p.statusReport() }
@@ -129,6 +133,8 @@ type StatusReport struct {
 	// view as served now. The log names each once, when it appears.
 	Collisions []CollisionStatus `json:"collisions,omitempty"`
 	Findings   []FindingStatus   `json:"findings,omitempty"`
+	// Audit is the audit log's state; absent when it is off.
+	Audit *AuditStatus `json:"audit,omitempty"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -147,6 +153,9 @@ func (p *Proxy) statusReport() StatusReport {
 		return rep
 	}
 	rep.Gen, rep.Digest = snap.Gen, snap.Digest
+	if rep.Audit = p.audit.Load().status(); rep.Audit != nil {
+		rep.Audit.LastError = p.redact(rep.Audit.LastError)
+	}
 	if lr := p.lastReload.Load(); lr != nil {
 		c := *lr
 		c.Error = p.redact(c.Error)

@@ -139,6 +139,12 @@ func loadConfig(o Options) (*config.Config, error) {
 		}
 		data = b
 	}
+	return loadConfigData(o, data)
+}
+
+// loadConfigData is loadConfig of data already read from o.ConfigPath (the
+// reload loop's settled read).
+func loadConfigData(o Options, data []byte) (*config.Config, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -250,7 +256,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	p.tel.Store(tel)
 	p.pins.onViolation = func() { p.tel.Load().PinViolation(context.Background()) }
-	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact)
+	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
 	if err != nil {
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 	}

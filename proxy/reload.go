@@ -149,13 +149,27 @@ func (p *Proxy) reloadLoop(ctx context.Context) {
 				break debounce
 			}
 		}
-		p.reload(ctx, reason)
+		var data []byte
+		if hasTrigger(reason, "file") {
+			// A writer that pauses longer than the debounce leaves a
+			// valid prefix: apply only bytes that stayed the same.
+			var err error
+			if data, err = p.settle(ctx, &reason); ctx.Err() != nil {
+				return
+			} else if err != nil {
+				p.log.Warn("reload skipped", "reason", reason, "error", err, "duration", time.Duration(settleRounds)*reloadDebounce)
+				continue
+			}
+		}
+		p.reload(ctx, reason, data)
 	}
 }
 
-// reload loads the config file again and applies it. An invalid config
-// changes nothing; an unchanged digest skips the work.
-func (p *Proxy) reload(ctx context.Context, reason string) {
+// reload loads the config file again (or data, the bytes settle read from
+// it) and applies it. An invalid config changes nothing; an unchanged
+// digest skips the work; a file change that would remove most servers is
+// refused (removalGuard).
+func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 	res := &ReloadResult{At: time.Now().UTC(), Reason: reason}
 	defer func() {
 		if res.OK {
@@ -173,7 +187,13 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 		}
 		p.tel.Load().Reload(ctx, result)
 	}()
-	c, err := loadConfig(p.opts)
+	var c *config.Config
+	var err error
+	if data != nil {
+		c, err = loadConfigData(p.opts, data)
+	} else {
+		c, err = loadConfig(p.opts)
+	}
 	running := p.serving.Load().snap
 	if err == nil && c.Digest() == running.Digest {
 		res.OK, res.Noop = true, true
@@ -182,6 +202,10 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 	}
 	if err == nil {
 		err = fixedSettings(running.Config, c)
+	}
+	var removed []string
+	if err == nil {
+		removed, err = removalGuard(running.Config, c, reason)
 	}
 	if err == nil {
 		err = p.apply(ctx, c, true)
@@ -198,6 +222,9 @@ func (p *Proxy) reload(ctx context.Context, reason string) {
 	}
 	res.OK = true
 	snap := p.serving.Load().snap
+	if len(removed) > 0 {
+		p.log.Warn("servers removed by reload", "names", removed, "count", len(removed), "reason", reason, "gen", snap.Gen)
+	}
 	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
 	logNotes(p.log, c)
 }
@@ -260,7 +287,7 @@ type observers struct {
 func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*observers, error) {
 	o := &observers{}
 	if !reflect.DeepEqual(old.Audit, c.Audit) {
-		a, err := newAuditLog(c.Audit, p.opts.Stderr, p.redact)
+		a, err := newAuditLog(c.Audit, p.opts.Stderr, p.redact, p.log.Named("audit"))
 		if err != nil {
 			return nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 		}

@@ -264,6 +264,7 @@ func TestSchemaMatchesGoConfig(t *testing.T) {
 		"suspicious":       "properties/config/properties/sanitize/properties/onSuspicious",
 		"pinModes":         "properties/config/properties/sanitize/properties/pinTools",
 		"schemaProfs":      "properties/config/properties/sanitize/properties/schemaProfile",
+		"auditErrors":      "properties/config/properties/audit/properties/onError",
 	} {
 		var enum []string
 		for _, e := range at(t, s, path)["enum"].([]any) {

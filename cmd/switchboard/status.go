@@ -252,6 +252,10 @@ func printStatus(w io.Writer, rep proxy.StatusReport) {
 		}
 		fmt.Fprintf(w, "last reload %s (%s): %s\n", lr.At.Format(time.RFC3339), lr.Reason, result)
 	}
+	if a := rep.Audit; a != nil && a.Failing {
+		fmt.Fprintf(w, "audit log %s: writes failing since %s (%d records lost, onError %s): %s\n",
+			a.File, a.FailingSince.Format(time.RFC3339), a.WriteFailures, a.OnError, oneLine(a.LastError, 80))
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tBREAKER\tTOOLS\tPID\tRESTARTS\tUPTIME\tLAST ERROR")

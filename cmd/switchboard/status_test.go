@@ -16,6 +16,8 @@ func TestPrintStatusTable(t *testing.T) {
 	rep := proxy.StatusReport{
 		Version: "v1", Gen: 3, Digest: "abc", Time: now, Goroutines: 42, Replica: "gw-7f9c", SessionsResumed: 5,
 		LastReload: &proxy.ReloadResult{OK: false, At: now, Reason: "sighup", Error: "mcpServers.x.command: required"},
+		Audit: &proxy.AuditStatus{File: "/var/log/audit.log", OnError: "refuse", Failing: true, FailingSince: &now, WriteFailures: 7,
+			LastError: "write /var/log/audit.log: no space left on device"},
 		Servers: []upstream.Status{
 			{Name: "up", Transport: "stdio", State: upstream.StateReady, PID: 123, Tools: 4, Uptime: 3725, Breaker: "closed"},
 			{Name: "down", Transport: "http", State: upstream.StateRestarting, Restarts: 2, NextAttempt: now.Add(4 * time.Second),
@@ -43,6 +45,7 @@ func TestPrintStatusTable(t *testing.T) {
 		"replica gw-7f9c  sessions resumed 5",
 		"npm stderr (last 2 lines):\n  node:internal/modules/cjs/loader:1228\n  Error: Cannot find module 'foo'\n",
 		"last reload 2026-01-02T03:04:05Z (sighup): rejected: mcpServers.x.command: required",
+		"audit log /var/log/audit.log: writes failing since 2026-01-02T03:04:05Z (7 records lost, onError refuse): write /var/log/audit.log: no space left on device\n",
 		"SERVER  TRANSPORT  STATE",
 		"up      stdio      ready",
 		"1h2m5s",

@@ -19,6 +19,8 @@ type Readiness struct {
 	Waiting []string `json:"waiting"`
 	// Stopping is set once shutdown began: the pod leaves the Service.
 	Stopping bool `json:"stopping"`
+	// AuditFailing is set while audit records cannot be written.
+	AuditFailing bool `json:"auditFailing,omitempty"`
 }
 
 // Backend is what the admin endpoints read and trigger. Its methods are

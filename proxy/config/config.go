@@ -258,7 +258,17 @@ type Audit struct {
 	Enabled   *bool  `json:"enabled,omitempty"`
 	File      string `json:"file,omitempty"`
 	Arguments bool   `json:"arguments,omitempty"`
+	// OnError says what a tool call does while audit records cannot be
+	// written: "continue" (it runs, its record is lost) or "refuse" (it is
+	// refused before it reaches its server). If empty, "continue" is used.
+	OnError string `json:"onError,omitempty"`
 }
+
+// Audit.OnError values.
+const (
+	AuditContinue = "continue"
+	AuditRefuse   = "refuse"
+)
 
 var configType = reflect.TypeFor[Config]()
 

@@ -27,6 +27,7 @@ var (
 	suspicious  = []string{"warn", "annotate", "block"}
 	pinModes    = []string{"warn", "block", "off"}
 	schemaProfs = []string{"verbatim", "strict-llm"}
+	auditErrors = []string{"continue", "refuse"}
 )
 
 // transportAliases maps the spellings found in the wild to ours.
@@ -81,6 +82,9 @@ func (v *validator) settings(c *Config) {
 	}
 	v.discovery("discovery", c.Discovery)
 	v.egress("egress", c.Egress)
+	if c.Audit != nil {
+		v.oneOf("audit.onError", c.Audit.OnError, auditErrors)
+	}
 	for i, h := range c.AllowedHosts {
 		if strings.TrimSpace(h) == "" {
 			v.add(joinIndex("allowedHosts", i), "must not be empty")

@@ -57,6 +57,7 @@ type Telemetry struct {
 	pinViolations metric.Int64Counter
 	reloads       metric.Int64Counter
 	rateLimited   metric.Int64Counter
+	auditFailures metric.Int64Counter
 }
 
 // Options configure Telemetry.
@@ -151,9 +152,13 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	must(err)
 	t.rateLimited, err = m.Int64Counter("switchboard_policy_rate_limited", metric.WithDescription("Calls refused by a rate limit."))
 	must(err)
+	t.auditFailures, err = m.Int64Counter("switchboard_audit_write_failures", metric.WithDescription("Audit records that could not be written."))
+	must(err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	// Shown as 0 from the start, so an alert on its rate has a series.
+	t.auditFailures.Add(ctx, 0)
 	if err := observeGauges(m, o.Observe); err != nil {
 		return nil, err
 	}
@@ -294,6 +299,9 @@ func (t *Telemetry) Denial(ctx context.Context) { t.denials.Add(ctx, 1) }
 
 // RateLimited counts a call refused by a rate limit.
 func (t *Telemetry) RateLimited(ctx context.Context) { t.rateLimited.Add(ctx, 1) }
+
+// AuditWriteFailure counts an audit record that could not be written.
+func (t *Telemetry) AuditWriteFailure(ctx context.Context) { t.auditFailures.Add(ctx, 1) }
 
 // PinViolation counts a tool definition that changed since it was pinned.
 func (t *Telemetry) PinViolation(ctx context.Context) { t.pinViolations.Add(ctx, 1) }

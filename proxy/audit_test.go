@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/mcp-switchboard/switchboard/proxy/config"
+)
+
+// diskWriter is an audit writer whose disk can be full (ENOSPC) or not.
+type diskWriter struct {
+	mu   sync.Mutex
+	full bool
+	cut  int // with full: bytes written before the error
+	buf  bytes.Buffer
+}
+
+func (w *diskWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.full {
+		n := min(w.cut, len(b))
+		w.buf.Write(b[:n])
+		return n, &writeError{syscall.ENOSPC}
+	}
+	return w.buf.Write(b)
+}
+
+func (w *diskWriter) set(full bool, cut int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.full, w.cut = full, cut
+}
+
+func (w *diskWriter) lines() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Split(strings.TrimSuffix(w.buf.String(), "\n"), "\n")
+}
+
+// writeError is what an *os.File returns on a full disk.
+type writeError struct{ errno syscall.Errno }
+
+func (e *writeError) Error() string { return "write /var/log/audit.log: " + e.errno.Error() }
+func (e *writeError) Unwrap() error { return e.errno }
+
+// lockedBuffer is a log output the test reads while the proxy writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestAuditWriteFailureLoggedAndCleared pins the state of an audit log
+// whose disk is full (#reliability-3, item 1): the first failure is logged
+// at once, the next ones at most once a minute with their count, /status
+// shows the run, a cut line does not swallow the next record, and the first
+// write that works again ends the run with one line.
+func TestAuditWriteFailureLoggedAndCleared(t *testing.T) {
+	var logs lockedBuffer
+	w := &diskWriter{}
+	a, err := newAuditLog(&config.Audit{OnError: config.AuditRefuse}, w, func(s string) string { return s },
+		hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a.now = func() time.Time { return now }
+	rec := func(tool string) *auditRecord { return &auditRecord{Time: now, Tool: tool, Outcome: "ok"} }
+
+	if !a.write(rec("before"), nil) || a.refusing() || a.retry(0) {
+		t.Fatal("a healthy audit log reports a failure")
+	}
+	w.set(true, 10) // the first failure cuts its line after 10 bytes
+	for i := range 5 {
+		if a.write(rec("lost"), nil) {
+			t.Fatalf("write %d on a full disk reported success", i)
+		}
+		w.set(true, 0)
+		now = now.Add(time.Second)
+	}
+	if n := strings.Count(logs.String(), "audit write failed"); n != 1 {
+		t.Errorf("%d first-failure lines for 5 failed writes, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "[ERROR]") || !strings.Contains(logs.String(), "no space left on device") {
+		t.Errorf("first failure not logged at error with its cause:\n%s", logs.String())
+	}
+	st := a.status()
+	if !st.Failing || st.WriteFailures != 5 || !strings.Contains(st.LastError, "no space left on device") ||
+		st.FailingSince == nil || !st.FailingSince.Equal(now.Add(-5*time.Second)) || st.OnError != "refuse" || st.File != "stderr" {
+		t.Errorf("status on a full disk: %+v", st)
+	}
+	if !a.refusing() || !a.retry(0) {
+		t.Error("onError refuse: a full disk does not refuse calls")
+	}
+
+	now = now.Add(auditLogEvery)
+	a.write(rec("lost"), nil)
+	a.write(rec("lost"), nil) // within the minute: not logged
+	if n := strings.Count(logs.String(), "audit writes still failing"); n != 1 || !strings.Contains(logs.String(), "count=5") {
+		t.Errorf("after a minute: %d repeat lines, want 1 with count=5:\n%s", n, logs.String())
+	}
+
+	w.set(false, 0)
+	if !a.write(rec("after"), nil) {
+		t.Fatal("write on a disk with room again failed")
+	}
+	if !strings.Contains(logs.String(), "audit writes resumed") || !strings.Contains(logs.String(), "count=7") {
+		t.Errorf("recovery not logged with the records lost:\n%s", logs.String())
+	}
+	if st := a.status(); st.Failing || st.FailingSince != nil || st.WriteFailures != 7 {
+		t.Errorf("status after recovery: %+v", st)
+	}
+	if a.refusing() || a.retry(0) {
+		t.Error("still refusing after a write worked")
+	}
+	lines := w.lines()
+	if len(lines) != 3 || !strings.Contains(lines[0], `"before"`) || len(lines[1]) != 10 || !strings.Contains(lines[2], `"after"`) {
+		t.Fatalf("audit file %q: want the record before, the cut line alone, the record after", lines)
+	}
+	var r auditRecord
+	if err := json.Unmarshal([]byte(lines[2]), &r); err != nil {
+		t.Errorf("the record after a cut line does not parse: %v", err)
+	}
+
+	// A retry (the readiness probe's) writes the pending record when the
+	// disk has room again, with no call needed.
+	w.set(true, 0)
+	a.write(rec("pending"), nil)
+	now = now.Add(time.Second)
+	if !a.retry(time.Minute) {
+		t.Error("retry on a full disk reported success")
+	}
+	w.set(false, 0)
+	if !a.retry(time.Minute) {
+		t.Error("retry ran again within its interval")
+	}
+	now = now.Add(time.Minute)
+	if a.retry(time.Minute) {
+		t.Error("retry on a disk with room again still failing")
+	}
+	if lines := w.lines(); !strings.Contains(lines[len(lines)-1], `"pending"`) {
+		t.Errorf("the pending record was not written by the retry: %q", lines)
+	}
+
+	// onError continue never refuses.
+	c, _ := newAuditLog(&config.Audit{}, &diskWriter{full: true}, func(s string) string { return s }, nil)
+	c.write(rec("lost"), nil)
+	if c.refusing() || !c.status().Failing || c.status().OnError != "continue" {
+		t.Errorf("onError continue: refusing %v, status %+v", c.refusing(), c.status())
+	}
+}
+
+// TestAuditFullDiskRefusesCalls runs a proxy whose audit file is /dev/full
+// (every write fails with ENOSPC) and audit.onError refuse: the first call
+// runs and its lost record is logged, counted in
+// switchboard_audit_write_failures_total and shown in /status; /readyz
+// fails; the next calls are refused without reaching the server; once the
+// audit log can be written again, calls run and /readyz passes.
+func TestAuditFullDiskRefusesCalls(t *testing.T) {
+	var logs lockedBuffer
+	tp := startProxyWith(t, pipelineConfig(nil, nil, map[string]any{
+		"audit": map[string]any{"file": "/dev/full", "onError": "refuse"},
+	}), "http", func(o *Options) { o.Stderr = io.MultiWriter(&logs, &tlogWriter{t: t}) })
+	cs := tp.connect(t, nil, nil)
+	waitTool(t, cs, "mcp_echo_calls")
+	if code, body := get(t, tp.admin, "/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz before any call: %d %s", code, body)
+	}
+
+	if res, err := call(cs, "mcp_echo_calls", nil); err != nil || res.IsError {
+		t.Fatalf("first call: %+v, %v", res, err)
+	}
+	if !strings.Contains(logs.String(), "audit write failed") || !strings.Contains(logs.String(), "no space left on device") {
+		t.Errorf("lost record not logged:\n%s", logs.String())
+	}
+	st := status(t, tp.admin)
+	if a := st.Audit; a == nil || !a.Failing || a.WriteFailures != 1 || a.File != "/dev/full" ||
+		!strings.Contains(a.LastError, "no space left on device") || a.FailingSince == nil {
+		t.Errorf("/status audit: %+v", st.Audit)
+	}
+	if code, body := get(t, tp.admin, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, `"auditFailing":true`) {
+		t.Errorf("/readyz with audit writes failing: %d %s", code, body)
+	}
+
+	for range 3 {
+		res, err := call(cs, "mcp_echo_calls", nil)
+		if err != nil || !res.IsError || !strings.Contains(resultText(t, res), "audit trail cannot be written") {
+			t.Fatalf("call while the audit log cannot be written: %+v, %v; want a refusal", res, err)
+		}
+	}
+	_, metrics := get(t, tp.admin, "/metrics")
+	if !strings.Contains(metrics, "switchboard_audit_write_failures_total 4") {
+		t.Errorf("metrics lack switchboard_audit_write_failures_total 4:\n%s", grepLines(metrics, "audit"))
+	}
+	if !strings.Contains(metrics, `outcome="audit_unavailable"`) {
+		t.Errorf("refused calls not counted by outcome:\n%s", grepLines(metrics, "tool_calls_total"))
+	}
+
+	// Room again: an injected writer stands for the audit file.
+	w := &diskWriter{}
+	a := tp.p.audit.Load()
+	a.mu.Lock()
+	_ = a.f.Close()
+	a.f, a.w = nil, w
+	a.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for code, body := get(t, tp.admin, "/readyz"); code != http.StatusOK; code, body = get(t, tp.admin, "/readyz") {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz 5 s after records can be written again: %d %s", code, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	res, err := call(cs, "mcp_echo_calls", nil)
+	if err != nil || res.IsError || !strings.Contains(resultText(t, res), "calls=1;") {
+		t.Errorf("call after recovery: %v, %v; want calls=1 (the refused calls never reached the server)", resultText(t, res), err)
+	}
+	if st := status(t, tp.admin); st.Audit == nil || st.Audit.Failing || st.Audit.WriteFailures != 4 {
+		t.Errorf("/status audit after recovery: %+v", st.Audit)
+	}
+	if !strings.Contains(logs.String(), "audit writes resumed") {
+		t.Errorf("recovery not logged:\n%s", logs.String())
+	}
+	if n := len(w.lines()); n != 2 {
+		t.Errorf("%d records after recovery, want 2 (the retried one and the call's): %q", n, w.lines())
+	}
+}
+
+// get reads an admin endpoint.
+func get(t testing.TB, admin, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// grepLines keeps the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
