@@ -87,8 +87,9 @@ const measurePairs = 3
 
 // TestClaudeCodeFirstRequestToolsDirectVsSwitchboard measures, in pairs,
 // the MCP tools in Claude Code's first model request with six npm servers
-// configured directly and with the same six behind switchboard over stdio:
-// switchboard's first request must carry at least as many.
+// configured directly and with the same six behind switchboard over stdio,
+// with no catalog cache: switchboard's first request must carry at least as
+// many.
 func TestClaudeCodeFirstRequestToolsDirectVsSwitchboard(t *testing.T) {
 	dir := t.TempDir()
 	servers, tools := sixNPMServers(t, dir)
@@ -96,7 +97,12 @@ func TestClaudeCodeFirstRequestToolsDirectVsSwitchboard(t *testing.T) {
 	for _, names := range tools {
 		total += len(names)
 	}
-	sbConfig := writeConfig(t, dir, map[string]any{"mcpServers": servers})
+	// claude -p waits for each MCP server up to MCP_TIMEOUT (30 s), so its
+	// first request directly carries every server that started by then;
+	// firstListTimeout set to the same patience makes switchboard's first
+	// list wait as long (its 4 s default is for an interactive session,
+	// which sends its first request after about 4.4 s whatever is up).
+	sbConfig := writeConfig(t, dir, map[string]any{"mcpServers": servers, "firstListTimeout": 30000, "catalogCache": "off"})
 	viaSB := map[string]any{"switchboard": switchboardStdio(sbConfig)}
 	for pair := 1; pair <= measurePairs; pair++ {
 		direct, directAfter := firstRequestMCPTools(t, servers)

@@ -57,7 +57,10 @@ func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
 	waited := false
 	for _, e := range spec.Servers {
 		h := e.Handle
-		if h == nil || h.Catalog() != nil || time.Now().After(budget) {
+		if h == nil || h.Catalog() != nil && !h.Listed() || time.Now().After(budget) {
+			// No server, a catalog from the cache already in the view,
+			// or no time left. (A catalog the server just listed may
+			// not be in the view yet: its first attempt ends once it is.)
 			continue
 		}
 		first := h.FirstAttempt()

@@ -30,7 +30,7 @@ const (
 	DefaultMaxDescChars     = 4096
 	DefaultShutdownMS       = 10000
 	DefaultDrainMS          = 30000
-	DefaultFirstListMS      = 3000
+	DefaultFirstListMS      = 4000
 	DefaultBreakerFailures  = 5
 	DefaultBreakerOpenMS    = 30000
 	DefaultBackoffInitialMS = 1000
