@@ -49,3 +49,35 @@ func TestParseOrigin(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseOrigin: an allow-list entry either fails with an error or gives
+// lower-case parts that hold no path, user info or wildcard but the ones
+// allowed, and parsing what it gives back again gives the same.
+func FuzzParseOrigin(f *testing.F) {
+	for _, s := range []string{"https://*.example.com", "http://127.0.0.1:*", "http://[::1]:8080", "https://a.b", "ftp://x", "http://a/b", "http://*:", "http://[::1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		scheme, host, port, err := ParseOrigin(s)
+		if err != nil {
+			return
+		}
+		if scheme != "http" && scheme != "https" || host == "" || host != strings.ToLower(host) {
+			t.Fatalf("ParseOrigin(%q) = %q %q %q", s, scheme, host, port)
+		}
+		if strings.ContainsAny(host+port, "/?#@") || strings.Contains(strings.TrimPrefix(host, "*."), "*") && host != "*" {
+			t.Fatalf("ParseOrigin(%q) let through host %q port %q", s, host, port)
+		}
+		again := scheme + "://" + host
+		if strings.Contains(host, ":") {
+			again = scheme + "://[" + host + "]"
+		}
+		if port != "" {
+			again += ":" + port
+		}
+		s2, h2, p2, err := ParseOrigin(again)
+		if err != nil || s2 != scheme || h2 != host || p2 != port {
+			t.Fatalf("ParseOrigin(%q) = %q %q %q; again from %q: %q %q %q %v", s, scheme, host, port, again, s2, h2, p2, err)
+		}
+	})
+}
