@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -87,16 +86,8 @@ func serverStatus(t testing.TB, st StatusReport, name string) upstream.Status {
 
 func metricsText(t testing.TB, admin string) string {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	_, body := get(t, admin, "/metrics")
+	return body
 }
 
 // TestPartialCatalogStatusAndMetrics (#23): a server whose resources/list
