@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
