@@ -50,7 +50,10 @@ func TestTypeScriptClients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := startSwitchboard(t, map[string]any{"servers": tc.servers})
+			// The TypeScript SDK starts a stdio server with a few variables
+			// of the environment only (HOME, PATH, …): the catalog cache is
+			// named in the config, so it stays the test's.
+			s := startSwitchboard(t, map[string]any{"servers": tc.servers, "catalogCache": t.TempDir()})
 			for _, transport := range []string{"http", "stdio"} {
 				for _, client := range [][2]string{{"v2", "auto"}, {"v2", "legacy"}, {"v1", "legacy"}} {
 					name := transport + "/" + client[0] + "-" + client[1]
