@@ -307,34 +307,6 @@ func (p *streamablePost) send(data []byte) (*http.Response, error) {
 	return resp, nil
 }
 
-// protocolError reads the body of a 2026-07-28 request's 4xx answer. SEP-2575
-// sends a protocol error with its status, the body the JSON-RPC answer to the
-// request: it is handed on as the response. A server of an earlier era
-// refuses the request it cannot take with an answer to no request (the
-// TypeScript SDK's "Server not initialized": id null), or with a body that is
-// no JSON-RPC at all; that is the server's answer to this request too, and
-// the call fails at once with the status instead of waiting out its timeout.
-func (p *streamablePost) protocolError(resp *http.Response) (*http.Response, error) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(p.c.max)+1))
-	resp.Body.Close()
-	if err != nil {
-		return nil, p.abort(nil, err)
-	}
-	if len(body) <= p.c.max {
-		if msgs, err := decodeBody(body); err == nil {
-			for _, m := range msgs {
-				if r, ok := m.(*jsonrpc.Response); ok && r.ID == p.modern.ID {
-					resp.Body = io.NopCloser(bytes.NewReader(body))
-					resp.ContentLength = int64(len(body))
-					return resp, nil
-				}
-			}
-		}
-	}
-	snippet := body[:min(len(body), errorSnippet)]
-	return nil, p.abort(nil, &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: string(snippet)})
-}
-
 // readResponse takes the session ID from the answer to initialize, then
 // hands the body of req's response, an event stream or JSON, to a
 // goroutine of the connection that reads it and releases the POST.
@@ -394,32 +366,6 @@ func (c *streamableConn) goOwned(f func()) bool {
 	c.wg.Go(f)
 	return true
 }
-
-// checkStatus turns a refusal into an error and closes its body. The error
-// quotes the status and the start of the body, never headers, which may
-// carry credentials.
-func checkStatus(resp *http.Response, sentSession bool) error {
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusNotFound && sentSession {
-		// Spec: a server that ended the session answers 404 to its ID.
-		return fmt.Errorf("%s: %w", resp.Status, mcp.ErrSessionMissing)
-	}
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, errorSnippet))
-	return &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: string(snippet)}
-}
-
-// StatusError is an HTTP status other than 2xx that an endpoint answered a
-// POST with, and the start of its body.
-type StatusError struct {
-	Code   int
-	Status string
-	Body   string
-}
-
-func (e *StatusError) Error() string { return fmt.Sprintf("%s: %q", e.Status, e.Body) }
 
 // readPostJSON reads a JSON body answering req: one message, or a batch,
 // in which a server may send the call's notifications before its response.
