@@ -53,31 +53,13 @@ type writeError struct{ errno syscall.Errno }
 func (e *writeError) Error() string { return "write /var/log/audit.log: " + e.errno.Error() }
 func (e *writeError) Unwrap() error { return e.errno }
 
-// lockedBuffer is a log output the test reads while the proxy writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestAuditWriteFailureLoggedAndCleared pins the state of an audit log
 // whose disk is full (#reliability-3, item 1): the first failure is logged
 // at once, the next ones at most once a minute with their count, /status
 // shows the run, a cut line does not swallow the next record, and the first
 // write that works again ends the run with one line.
 func TestAuditWriteFailureLoggedAndCleared(t *testing.T) {
-	var logs lockedBuffer
+	var logs lineLog
 	w := &diskWriter{}
 	a, err := newAuditLog(&config.Audit{OnError: config.AuditRefuse}, w, func(s string) string { return s },
 		hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug}))
@@ -178,7 +160,7 @@ func TestAuditWriteFailureLoggedAndCleared(t *testing.T) {
 // fails; the next calls are refused without reaching the server; once the
 // audit log can be written again, calls run and /readyz passes.
 func TestAuditFullDiskRefusesCalls(t *testing.T) {
-	var logs lockedBuffer
+	var logs lineLog
 	tp := startProxyWith(t, pipelineConfig(nil, nil, map[string]any{
 		"audit": map[string]any{"file": "/dev/full", "onError": "refuse"},
 	}), "http", func(o *Options) { o.Stderr = io.MultiWriter(&logs, &tlogWriter{t: t}) })

@@ -39,6 +39,16 @@ func (l *lineLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// String is every line, each ended by a newline.
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == 0 {
+		return ""
+	}
+	return strings.Join(l.lines, "\n") + "\n"
+}
+
 // matching returns the lines that contain every one of subs.
 func (l *lineLog) matching(subs ...string) []string {
 	l.mu.Lock()

@@ -80,7 +80,7 @@ func (c *caller) finish(t *testing.T) {
 }
 
 // waitLog polls the log until it holds want.
-func waitLog(t *testing.T, logs *lockedBuffer, want string) {
+func waitLog(t *testing.T, logs *lineLog, want string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), want) {
@@ -98,7 +98,7 @@ func waitLog(t *testing.T, logs *lockedBuffer, want string) {
 // written next is applied in one reload: no server removed or restarted,
 // and calls keep working throughout.
 func TestReloadHalfWrittenYAMLNotApplied(t *testing.T) {
-	var logs lockedBuffer
+	var logs lineLog
 	tp := startProxyWith(t, yamlConfig("", "echo", "two"), "http", func(o *Options) {
 		o.Stderr = io.MultiWriter(&logs, &tlogWriter{t: t})
 	})
@@ -150,7 +150,7 @@ func TestReloadHalfWrittenYAMLNotApplied(t *testing.T) {
 // their names; one that removes every server is refused (the servers keep
 // serving) until SIGHUP asks for it.
 func TestReloadRemovingServersFromFileNeedsSIGHUP(t *testing.T) {
-	var logs lockedBuffer
+	var logs lineLog
 	tp := startProxyWith(t, yamlConfig("", "echo", "two", "three"), "http", func(o *Options) {
 		o.Stderr = io.MultiWriter(&logs, &tlogWriter{t: t})
 	})
