@@ -44,7 +44,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		obs.discard()
 		return &ConfigError{err}
 	}
-	planned, specs := planViews(c)
+	planned, specs := Plan(c)
 	if wait {
 		// Editing a server is its operator's approval of its changed
 		// tool definitions; a reload for another reason approves nothing.
@@ -68,8 +68,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	}
 	obs.commit(p)
 	p.gen++
-	snap := buildSnapshot(p.gen, c, hp.next, planned)
-	snap.auth, snap.reloadToken = at, reloadToken
+	snap := NewSnapshot(p.gen, c, hp.next, planned)
 	p.parked.useKey(stateKey)
 	p.ids.useKey(sessionKey)
 	p.handles = hp.next
@@ -79,7 +78,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		p.log.SetLevel(hclog.Info)
 	}
 	p.streamable.SetIdleTimeout(c.SessionIdleTimeout())
-	inUse := p.publish(snap)
+	inUse := p.publish(snap, access{auth: at, reloadToken: reloadToken})
 	for _, h := range hp.started {
 		// Servers that listed before the snapshot was published (their
 		// change had no view to rebuild) are kept now.

@@ -17,6 +17,13 @@ import (
 
 // authTable holds the resolved downstream bearer tokens of one snapshot.
 // Tokens are kept only as SHA-256 digests; comparison is constant time.
+// access is who may use one generation: the downstream tokens and the
+// admin reload token, resolved from its config.
+type access struct {
+	auth        *authTable
+	reloadToken string
+}
+
 type authTable struct {
 	entries []authEntry
 }
@@ -109,22 +116,23 @@ type principal struct {
 // agent's path gets 403.
 func (p *Proxy) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		snap := p.serving.Load().snap
+		cur := p.serving.Load()
+		snap, at := cur.snap, cur.access.auth
 		pathView, byPath := mux.Vars(r)["agent"]
 		// With tokens, an unknown agent is answered only after the token
 		// is checked: without one, a known and an unknown agent get the
 		// same 401, and the agents cannot be enumerated.
 		unknown := byPath && (pathView == "" || snap.Views[pathView] == nil)
-		if unknown && !snap.auth.enabled() {
+		if unknown && !at.enabled() {
 			http.Error(w, "unknown agent", http.StatusNotFound)
 			return
 		}
 		pr := principal{view: pathView}
-		if snap.auth.enabled() {
+		if at.enabled() {
 			tok, ok := bearer(r)
 			var e authEntry
 			if ok {
-				e, ok = snap.auth.match(tok)
+				e, ok = at.match(tok)
 			}
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)

@@ -170,7 +170,7 @@ func TestCatalogCacheStoresWhatWouldBeServed(t *testing.T) {
 
 	ps := newPinStore(hclog.NewNullLogger())
 	tool := &mcp.Tool{Name: "t", Description: "v1", InputSchema: map[string]any{"type": "object"}}
-	if !ps.check("s", tool, "block") {
+	if !ps.Check("s", tool, "block") {
 		t.Fatal("first sight refused")
 	}
 	changed := &mcp.Tool{Name: "t", Description: "v2", InputSchema: map[string]any{"type": "object"}}

@@ -70,11 +70,11 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	}
 	p.rebuildAll()
 	var rows []ToolRow
-	for _, r := range p.serving.Load().views[""].list {
-		rows = append(rows, ToolRow{Public: r.public, Server: r.entry.Key, Original: r.original, Description: r.tool.Description})
+	for _, r := range p.serving.Load().views[""].List {
+		rows = append(rows, ToolRow{Public: r.Public, Server: r.Entry.Key, Original: r.Original, Description: r.Tool.Description})
 	}
 	var down []upstream.Status
-	for _, k := range sortedKeys(snap.Handles) {
+	for _, k := range SortedKeys(snap.Handles) {
 		if st := snap.Handles[k].Status(); st.State != upstream.StateReady && st.State != upstream.StateIdle {
 			st.LastError = p.redact(st.LastError)
 			for i, l := range st.StderrTail {

@@ -7,12 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-switchboard/switchboard/proxy/config"
-	"github.com/mcp-switchboard/switchboard/proxy/discovery"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
@@ -24,151 +21,12 @@ import (
 // most maxFound, least recently found out first) and announced with
 // list_changed, so a client that refreshes calls them natively.
 
-// switchboard's own tools in search mode.
-const (
-	FindToolsName = "switchboard_find_tools"
-	CallToolName  = "switchboard_call_tool"
-)
-
 // Bounds of discovery.
 const (
 	maxFound         = 64 // tools a session's list keeps beyond the view's own
 	defaultFindLimit = 8
 	maxFindLimit     = 50
 )
-
-// ownTools are switchboard's own tools in search mode, as listed.
-var ownTools = []*mcp.Tool{ownTool(discovery.FindToolsDefinition), ownTool(discovery.CallToolDefinition)}
-
-// ownTool decodes one of the definitions, its schema kept pre-encoded as
-// every listed tool's is.
-func ownTool(def string) *mcp.Tool {
-	var d struct {
-		Name, Title, Description string
-		InputSchema              json.RawMessage
-	}
-	if err := json.Unmarshal([]byte(def), &d); err != nil {
-		panic("proxy: own tool definition: " + err.Error())
-	}
-	return &mcp.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema}
-}
-
-// searchView is what a view in search mode keeps besides its routes.
-type searchView struct {
-	index  *discovery.Index
-	routes []*route             // by the index's Doc number
-	shown  map[string]*mcp.Tool // every visible tool as a session's list shows it
-}
-
-// buildListing sets what the view's tools/list shows: every tool, or in
-// search mode its own tools and the alwaysVisible ones; descriptions are
-// capped at discovery.maxDescriptionChars, and in search mode, with
-// dropSchemaDescriptions, input schemas lose their descriptions (find_tools
-// returns them whole).
-func (v *view) buildListing(spec *ViewSpec) {
-	d := spec.Discovery
-	shown := make([]*mcp.Tool, len(v.list))
-	for i, r := range v.list {
-		shown[i] = listedForm(r.tool, d)
-	}
-	if !d.Search() {
-		v.listed = shown
-		return
-	}
-	sv := &searchView{shown: make(map[string]*mcp.Tool, len(v.list)), routes: v.list}
-	docs := make([]discovery.Doc, len(v.list))
-	listed := slices.Clone(ownTools)
-	for i, r := range v.list {
-		docs[i] = docOf(r)
-		sv.shown[r.public] = shown[i]
-		if spec.AlwaysVisible != nil && spec.AlwaysVisible.AllowsAny(policyNames(r.public, r.entry, r.original)...) {
-			listed = append(listed, shown[i])
-		}
-	}
-	slices.SortFunc(listed, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
-	sv.index = discovery.New(docs)
-	v.search, v.listed = sv, listed
-}
-
-// listedForm is t as a list shows it under d.
-func listedForm(t *mcp.Tool, d *config.Discovery) *mcp.Tool {
-	if d == nil {
-		return t
-	}
-	limit := 0
-	if d.MaxDescriptionChars != nil {
-		limit = *d.MaxDescriptionChars
-	}
-	drop := d.Search() && d.DropSchemaDescriptions
-	if (limit <= 0 || utf8.RuneCountInString(t.Description) <= limit) && !drop {
-		return t
-	}
-	cp := *t
-	if limit > 0 && utf8.RuneCountInString(t.Description) > limit {
-		cp.Description = string([]rune(t.Description)[:limit]) + "…"
-	}
-	if drop {
-		if raw, ok := t.InputSchema.(json.RawMessage); ok {
-			var schema any
-			if json.Unmarshal(raw, &schema) == nil {
-				if b, err := json.Marshal(withoutDescriptions(schema)); err == nil {
-					cp.InputSchema = json.RawMessage(b)
-				}
-			}
-		}
-	}
-	return &cp
-}
-
-// withoutDescriptions is a schema without its "description" keywords
-// (a property named "description" is kept).
-func withoutDescriptions(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			switch k {
-			case "description":
-				continue
-			case "properties", "$defs", "definitions", "patternProperties":
-				if m, ok := e.(map[string]any); ok {
-					props := make(map[string]any, len(m))
-					for name, s := range m {
-						props[name] = withoutDescriptions(s)
-					}
-					out[k] = props
-					continue
-				}
-			}
-			out[k] = withoutDescriptions(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = withoutDescriptions(e)
-		}
-		return out
-	}
-	return v
-}
-
-// docOf is what the ranker reads of a route: its published (cleaned)
-// definition, description whole.
-func docOf(r *route) discovery.Doc {
-	d := discovery.Doc{Name: r.public, Server: r.entry.Key, Title: r.tool.Title, Description: r.tool.Description}
-	var schema struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-		} `json:"properties"`
-	}
-	if raw, ok := r.tool.InputSchema.(json.RawMessage); ok && json.Unmarshal(raw, &schema) == nil {
-		for _, name := range sortedKeys(schema.Properties) {
-			d.Params = append(d.Params, discovery.Param{Name: name, Description: schema.Properties[name].Description})
-		}
-	}
-	return d
-}
 
 // foundSet is the tools one session found, least recently found first.
 type foundSet struct {
@@ -223,14 +81,14 @@ func (p *Proxy) forgetFound(ss *session.Session) {
 // sessionListing is what tools/list shows the session in a search view:
 // the view's own listing and the tools the session found that the view
 // still has, in name order.
-func (p *Proxy) sessionListing(v *view, ss *session.Session) []*mcp.Tool {
+func (p *Proxy) sessionListing(v *View, ss *session.Session) []*mcp.Tool {
 	f, ok := p.found.Load(ss)
 	if !ok {
-		return v.listed
+		return v.Listed
 	}
-	tools := slices.Clone(v.listed)
+	tools := slices.Clone(v.Listed)
 	for _, name := range f.(*foundSet).list() {
-		t := v.search.shown[name]
+		t := v.Search.Shown[name]
 		if t != nil && !slices.ContainsFunc(tools, func(x *mcp.Tool) bool { return x.Name == name }) {
 			tools = append(tools, t)
 		}
@@ -251,7 +109,7 @@ type foundTool struct {
 // findTools answers switchboard_find_tools: the best visible tools for the
 // query (policy applied before: a hidden tool is not in the index), which
 // join the session's list.
-func (p *Proxy) findTools(v *view, req *session.Request, args map[string]any) *mcp.CallToolResult {
+func (p *Proxy) findTools(v *View, req *session.Request, args map[string]any) *mcp.CallToolResult {
 	query, _ := args["query"].(string)
 	if strings.TrimSpace(query) == "" {
 		return errorResult(FindToolsName + ": query is required: say in a few words what you want to do")
@@ -263,13 +121,13 @@ func (p *Proxy) findTools(v *view, req *session.Request, args map[string]any) *m
 		}
 	}
 	server, _ := args["server"].(string)
-	hits := v.search.index.Search(query, limit, server)
+	hits := v.Search.Index.Search(query, limit, server)
 	found := make([]foundTool, 0, len(hits))
 	names := make([]string, 0, len(hits))
 	for _, h := range hits {
-		r := v.search.routes[h.Doc]
-		found = append(found, foundTool{Name: r.public, Server: r.entry.Key, Title: r.tool.Title, Description: r.tool.Description, InputSchema: r.tool.InputSchema})
-		names = append(names, r.public)
+		r := v.Search.Routes[h.Doc]
+		found = append(found, foundTool{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema})
+		names = append(names, r.Public)
 	}
 	if p.foundOf(req.Session).add(names) {
 		// Clients that refresh can call them natively now.
@@ -287,8 +145,8 @@ func (p *Proxy) findTools(v *view, req *session.Request, args map[string]any) *m
 
 // ownToolCall answers a call of one of switchboard's own tools in a search
 // view; handled is false for any other name.
-func (p *Proxy) ownToolCall(ctx context.Context, v *view, req *session.Request, params *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, handled bool, err error) {
-	if v.search == nil || (params.Name != FindToolsName && params.Name != CallToolName) {
+func (p *Proxy) ownToolCall(ctx context.Context, v *View, req *session.Request, params *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, handled bool, err error) {
+	if v.Search == nil || (params.Name != FindToolsName && params.Name != CallToolName) {
 		return nil, false, nil
 	}
 	args, err := decodeArgs(params.Arguments)
@@ -299,7 +157,7 @@ func (p *Proxy) ownToolCall(ctx context.Context, v *view, req *session.Request, 
 		return p.findTools(v, req, args), true, nil
 	}
 	name, _ := args["name"].(string)
-	rt, ok := v.tools[name]
+	rt, ok := v.Tools[name]
 	if !ok {
 		// Unknown, hidden by policy, or one of switchboard's own.
 		p.tel.Load().Denial(ctx)
@@ -311,6 +169,6 @@ func (p *Proxy) ownToolCall(ctx context.Context, v *view, req *session.Request, 
 	}
 	// The one path of every call: policy, limiter, validation, boundary,
 	// audit and metrics under the real tool's name.
-	res, err = p.forward(ctx, v.id, v.snap, rt, req, &mcp.CallToolParamsRaw{Name: name, Arguments: inner, Meta: params.Meta})
+	res, err = p.forward(ctx, v.ID, v.Snap, rt, req, &mcp.CallToolParamsRaw{Name: name, Arguments: inner, Meta: params.Meta})
 	return res, true, err
 }

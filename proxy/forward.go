@@ -34,10 +34,10 @@ const auditRefusal = "switchboard refused this tool call: the audit trail cannot
 // validation, the upstream call in a child span, then sanitising of the
 // result. Every call ends in one outcome, counted, audited and logged at
 // debug with its duration (never its arguments or result).
-func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
+func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
 	pr, _ := req.Session.Principal().(principal)
-	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.public, Server: r.entry.Key, Original: r.original, Outcome: "ok",
+	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
 		Token: pr.tokenID, Session: req.Session.ID()}
 	var raw []byte
 	// One audit log for the call: the one that refuses it records it.
@@ -51,12 +51,12 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		if err != nil && rec.Outcome == "ok" {
 			rec.Outcome = "error"
 		}
-		p.tel.Load().RecordCall(ctx, r.metrics, rec.Outcome, d)
+		p.tel.Load().RecordCall(ctx, r.Metrics, rec.Outcome, d)
 		if !audit.write(rec, raw) {
 			p.tel.Load().AuditWriteFailure(ctx)
 		}
 		if p.log.IsDebug() {
-			p.log.Debug("tool call", "tool", r.public, "upstream", r.entry.Key, "outcome", rec.Outcome, "duration", d)
+			p.log.Debug("tool call", "tool", r.Public, "upstream", r.Entry.Key, "outcome", rec.Outcome, "duration", d)
 		}
 	}()
 
@@ -74,29 +74,29 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		}
 	}
 	args, err := decodeArgs(in.Arguments)
-	if err == nil && r.schema != nil {
-		err = r.schema.Validate(forValidation(args))
+	if err == nil && r.Schema != nil {
+		err = r.Schema.Validate(forValidation(args))
 	}
 	if err != nil {
 		// A tool error, not a protocol error: the model reads it and can
 		// correct its call (2025-11-25 guidance, DESIGN §7).
 		rec.Outcome = "invalid_arguments"
-		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", r.public, err)), nil
+		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", r.Public, err)), nil
 	}
 	raw, err = json.Marshal(args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
 	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(in.Meta))
-	params := &mcp.CallToolParams{Name: r.original, Arguments: json.RawMessage(raw), Meta: meta,
+	params := &mcp.CallToolParams{Name: r.Original, Arguments: json.RawMessage(raw), Meta: meta,
 		InputResponses: in.InputResponses, RequestState: in.RequestState}
-	h := p.handleFor(r.entry, req.Session)
+	h := p.handleFor(r.Entry, req.Session)
 	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
-	src, opts := sanitize.Source{Server: r.entry.Key, Tool: r.original}, p.boundary(snap, r.entry)
+	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, p.boundary(snap, r.Entry)
 	up, err := h.CallTool(cctx, params, newCallSink(p, req, tok, src, opts))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
@@ -112,15 +112,15 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 		return p.toResult(ctx, err, src, opts)
 	}
 	if len(rep.Findings) > 0 {
-		rec.Suspicious = findingIDs(rep.Findings)
-		p.noteFindings(ctx, r.entry.Key, r.original, rep)
+		rec.Suspicious = FindingIDs(rep.Findings)
+		p.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 		if rep.Blocked {
 			rec.Outcome = "blocked"
 		}
 	}
 	if err := r.outputStillValid(up, out); err != nil {
 		rec.Outcome = "invalid_output"
-		return errorResult(fmt.Sprintf("the result of tool %q no longer matches its output schema once switchboard cleaned its structured content (%v); it is withheld", r.public, err)), nil
+		return errorResult(fmt.Sprintf("the result of tool %q no longer matches its output schema once switchboard cleaned its structured content (%v); it is withheld", r.Public, err)), nil
 	}
 	return out, nil
 }
@@ -129,11 +129,11 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *r
 // (neutralised or redacted a string) against the tool's output schema:
 // a client that validates it would refuse the result, and should learn
 // why. Unchanged content is the upstream's own and is not checked here.
-func (r *route) outputStillValid(up, out *mcp.CallToolResult) error {
-	if r.output == nil || out.IsError || out.StructuredContent == nil || sameValue(up.StructuredContent, out.StructuredContent) {
+func (r *Route) outputStillValid(up, out *mcp.CallToolResult) error {
+	if r.Output == nil || out.IsError || out.StructuredContent == nil || sameValue(up.StructuredContent, out.StructuredContent) {
 		return nil
 	}
-	return r.output.Validate(out.StructuredContent)
+	return r.Output.Validate(out.StructuredContent)
 }
 
 // sameValue reports whether a and b are the same map or slice (the

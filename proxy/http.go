@@ -96,7 +96,7 @@ func (a adminBackend) ReloadToken() string {
 	if a.p.opts.ConfigPath == "" {
 		return "" // the embedded config: nothing to reload
 	}
-	return a.p.serving.Load().snap.reloadToken
+	return a.p.serving.Load().access.reloadToken
 }
 
 func (a adminBackend) QueueReload() int64 {
@@ -161,7 +161,7 @@ func (p *Proxy) statusReport() StatusReport {
 		c.Error = p.redact(c.Error)
 		rep.LastReload = &c
 	}
-	for _, k := range sortedKeys(snap.Handles) {
+	for _, k := range SortedKeys(snap.Handles) {
 		st := snap.Handles[k].Status()
 		st.LastError = p.redact(st.LastError)
 		for i, l := range st.StderrTail {
@@ -173,8 +173,8 @@ func (p *Proxy) statusReport() StatusReport {
 		rep.Servers = append(rep.Servers, st)
 	}
 	if n := cur.notes; n != nil {
-		rep.Collisions = n.collisions
-		for _, f := range n.findings {
+		rep.Collisions = n.Collisions
+		for _, f := range n.Findings {
 			f.Skipped = p.redact(f.Skipped)
 			rep.Findings = append(rep.Findings, f)
 		}
@@ -185,7 +185,7 @@ func (p *Proxy) statusReport() StatusReport {
 		if name == "" {
 			name = "default"
 		}
-		rep.Views[name] = ViewStatus{Tools: len(v.tools), Sessions: counts[id]}
+		rep.Views[name] = ViewStatus{Tools: len(v.Tools), Sessions: counts[id]}
 	}
 	return rep
 }

@@ -80,7 +80,7 @@ func (p *Proxy) acknowledge(ctx context.Context, viewID string, ss *session.Sess
 		ResourcesListChanged: want.ResourcesListChanged,
 	}
 	for _, uri := range want.ResourceSubscriptions {
-		e := v.ownerOf(uri)
+		e := v.OwnerOf(uri)
 		if e == nil || !ss.Subscribe(uri) {
 			continue
 		}
@@ -102,7 +102,7 @@ func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
 	}
 	for _, uri := range ss.Subscriptions() {
 		ss.Unsubscribe(uri)
-		if e := v.ownerOf(uri); e != nil {
+		if e := v.OwnerOf(uri); e != nil {
 			_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
 		}
 	}

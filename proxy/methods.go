@@ -35,7 +35,7 @@ var capabilities = &mcp.ServerCapabilities{
 }
 
 // viewHandler answers one method in the view of the session that asks.
-type viewHandler func(ctx context.Context, v *view, r *session.Request) (any, error)
+type viewHandler func(ctx context.Context, v *View, r *session.Request) (any, error)
 
 // methods is the dispatch table every session uses: one handler per
 // method, whatever the transport. Each request loads the generation served
@@ -61,10 +61,10 @@ func (p *Proxy) methods() session.Methods {
 	add("resources/list", p.listResources)
 	add("resources/templates/list", p.listTemplates)
 	add("resources/read", p.readResource)
-	add("resources/subscribe", func(ctx context.Context, v *view, r *session.Request) (any, error) {
+	add("resources/subscribe", func(ctx context.Context, v *View, r *session.Request) (any, error) {
 		return p.subscribe(ctx, v, r, true)
 	})
-	add("resources/unsubscribe", func(ctx context.Context, v *view, r *session.Request) (any, error) {
+	add("resources/unsubscribe", func(ctx context.Context, v *View, r *session.Request) (any, error) {
 		return p.subscribe(ctx, v, r, false)
 	})
 	add("completion/complete", p.complete)
@@ -127,7 +127,7 @@ func (p *Proxy) closeSessionOf(pr principal) func(*session.Session) {
 		}
 		if v := p.serving.Load().views[pr.view]; v != nil {
 			for _, uri := range ss.Subscriptions() {
-				if e := v.ownerOf(uri); e != nil {
+				if e := v.OwnerOf(uri); e != nil {
 					_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
 				}
 			}
@@ -218,17 +218,17 @@ func (p *Proxy) authorize(ss *session.Session, r *http.Request) bool {
 // for them, bounded by their timeout, firstListTimeout and the request),
 // waits for the eager ones still on their first start (awaitFirstStarts),
 // then lists from the view. In search mode it waits for nothing.
-func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listTools(ctx context.Context, v *View, r *session.Request) (any, error) {
 	var params mcp.ListToolsParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	if v.search != nil {
+	if v.Search != nil {
 		// Search mode lists switchboard's own tools and the ones found
 		// before: nothing to wait for.
-		return listPage(p.sessionListing(v, r.Session), &params)
+		return ListPage(p.sessionListing(v, r.Session), &params)
 	}
-	wctx, cancel := context.WithTimeout(ctx, v.snap.Config.FirstListTimeout())
+	wctx, cancel := context.WithTimeout(ctx, v.Snap.Config.FirstListTimeout())
 	warmed := p.warmLazy(wctx, v)
 	cancel()
 	if warmed {
@@ -237,11 +237,11 @@ func (p *Proxy) listTools(ctx context.Context, v *view, r *session.Request) (any
 		v = p.latest(v)
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	return v.listTools(&params)
+	return v.ListTools(&params)
 }
 
 // callTool answers tools/call: the one path of every forwarded call.
-func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) callTool(ctx context.Context, v *View, r *session.Request) (any, error) {
 	var params mcp.CallToolParamsRaw
 	if err := decodeCallParams(r, &params); err != nil {
 		return nil, err
@@ -252,13 +252,13 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 		}
 		return res, nil
 	}
-	rt, ok := v.tools[params.Name]
+	rt, ok := v.Tools[params.Name]
 	if !ok {
 		// A server that may provide it has not listed yet: a call sent
 		// before any list (or to a lazy server by name) waits for it.
 		if nv := p.awaitTool(ctx, v, params.Name); nv != nil {
 			v = nv
-			rt, ok = v.tools[params.Name]
+			rt, ok = v.Tools[params.Name]
 		}
 	}
 	if !ok {
@@ -266,7 +266,7 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 		p.tel.Load().Denial(ctx)
 		return nil, unknownTool(params.Name)
 	}
-	res, err := p.forward(ctx, v.id, v.snap, rt, r, &params)
+	res, err := p.forward(ctx, v.ID, v.Snap, rt, r, &params)
 	if err != nil {
 		return nil, err
 	}
@@ -276,16 +276,16 @@ func (p *Proxy) callTool(ctx context.Context, v *view, r *session.Request) (any,
 	return res, nil
 }
 
-func (p *Proxy) listPrompts(ctx context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listPrompts(ctx context.Context, v *View, r *session.Request) (any, error) {
 	var params mcp.ListPromptsParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	names := sortedKeys(v.prompts)
+	names := SortedKeys(v.Prompts)
 	list := make([]*mcp.Prompt, len(names))
 	for i, n := range names {
-		list[i] = v.prompts[n].prompt
+		list[i] = v.Prompts[n].Prompt
 	}
 	page, next, err := paginate(list, params.Cursor, func(x *mcp.Prompt) string { return x.Name })
 	if err != nil {
@@ -294,16 +294,16 @@ func (p *Proxy) listPrompts(ctx context.Context, v *view, r *session.Request) (a
 	return &mcp.ListPromptsResult{Prompts: page, NextCursor: next}, nil
 }
 
-func (p *Proxy) listResources(ctx context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listResources(ctx context.Context, v *View, r *session.Request) (any, error) {
 	var params mcp.ListResourcesParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	uris := sortedKeys(v.resources)
+	uris := SortedKeys(v.Resources)
 	list := make([]*mcp.Resource, len(uris))
 	for i, u := range uris {
-		list[i] = v.resources[u].resource
+		list[i] = v.Resources[u].Resource
 	}
 	page, next, err := paginate(list, params.Cursor, func(x *mcp.Resource) string { return x.URI })
 	if err != nil {
@@ -312,15 +312,15 @@ func (p *Proxy) listResources(ctx context.Context, v *view, r *session.Request) 
 	return &mcp.ListResourcesResult{Resources: page, NextCursor: next}, nil
 }
 
-func (p *Proxy) listTemplates(ctx context.Context, v *view, r *session.Request) (any, error) {
+func (p *Proxy) listTemplates(ctx context.Context, v *View, r *session.Request) (any, error) {
 	var params mcp.ListResourceTemplatesParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	list := make([]*mcp.ResourceTemplate, len(v.templates))
-	for i, t := range v.templates {
-		list[i] = t.template
+	list := make([]*mcp.ResourceTemplate, len(v.Templates))
+	for i, t := range v.Templates {
+		list[i] = t.Template
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].URITemplate < list[j].URITemplate })
 	page, next, err := paginate(list, params.Cursor, func(x *mcp.ResourceTemplate) string { return x.URITemplate })
@@ -342,9 +342,9 @@ func paginate[T any](list []T, cursor string, key func(T) string) ([]T, string, 
 		list = list[i:]
 	}
 	next := ""
-	if len(list) > listPageSize {
-		list = list[:listPageSize:listPageSize]
-		next = base64.RawURLEncoding.EncodeToString([]byte(key(list[listPageSize-1])))
+	if len(list) > PageSize {
+		list = list[:PageSize:PageSize]
+		next = base64.RawURLEncoding.EncodeToString([]byte(key(list[PageSize-1])))
 	}
 	if list == nil {
 		list = []T{}
@@ -355,12 +355,12 @@ func paginate[T any](list []T, cursor string, key func(T) string) ([]T, string, 
 // subscribe forwards resources/subscribe (on) and unsubscribe (off) to the
 // URI's owner, ref-counted so one upstream subscription serves every
 // downstream session.
-func (p *Proxy) subscribe(ctx context.Context, v *view, r *session.Request, on bool) (any, error) {
+func (p *Proxy) subscribe(ctx context.Context, v *View, r *session.Request, on bool) (any, error) {
 	var params mcp.SubscribeParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	e := v.ownerOf(params.URI)
+	e := v.OwnerOf(params.URI)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
@@ -374,7 +374,7 @@ func (p *Proxy) subscribe(ctx context.Context, v *view, r *session.Request, on b
 		err = p.peer.unsubscribe(ctx, e.Handle, params.URI)
 	}
 	if err != nil {
-		return nil, p.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, p.boundary(v.snap, e))
+		return nil, p.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, p.boundary(v.Snap, e))
 	}
 	return json.RawMessage("{}"), nil
 }

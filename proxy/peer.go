@@ -275,7 +275,7 @@ func (p *Proxy) eachSessionExposing(h *upstream.Handle, f func(ss *session.Sessi
 	}
 	exposed := map[string]bool{}
 	for id, vs := range snap.Views {
-		exposed[id] = vs.exposes(h)
+		exposed[id] = vs.Exposes(h)
 	}
 	p.eachSession(func(ss *session.Session, viewID string) {
 		if exposed[viewID] {

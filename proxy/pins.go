@@ -149,7 +149,7 @@ func (s *pinStore) saveLocked() {
 
 // check reports whether tool t of server may be exposed under mode
 // ("warn", "block" or "off").
-func (s *pinStore) check(server string, t *mcp.Tool, mode string) bool {
+func (s *pinStore) Check(server string, t *mcp.Tool, mode string) bool {
 	if mode == "off" {
 		return true
 	}

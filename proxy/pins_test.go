@@ -25,20 +25,20 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 		"description":   func(x *mcp.Tool) { x.Description = "new" },
 	} {
 		s := newPinStore(hclog.NewNullLogger())
-		if !s.check("srv", base(), "block") {
+		if !s.Check("srv", base(), "block") {
 			t.Fatalf("%s: first sight withheld", name)
 		}
 		changed := base()
 		change(changed)
-		if s.check("srv", changed, "block") {
+		if s.Check("srv", changed, "block") {
 			t.Errorf("%s changed: not withheld in block mode", name)
 		}
 		s.approve(map[string]bool{"other": true})
-		if s.check("srv", changed, "block") {
+		if s.Check("srv", changed, "block") {
 			t.Errorf("%s changed: approved by a reload that changed another server", name)
 		}
 		s.approve(map[string]bool{"srv": true})
-		if !s.check("srv", changed, "block") {
+		if !s.Check("srv", changed, "block") {
 			t.Errorf("%s changed: still withheld after a reload that changed its server", name)
 		}
 	}
@@ -49,14 +49,14 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 	setPin(s.file.Pins, "srv", "t", sanitize.PinHash(old))
 	withTitle := base()
 	withTitle.Title = "same fields the old pin covers"
-	if !s.check("srv", withTitle, "block") {
+	if !s.Check("srv", withTitle, "block") {
 		t.Error("a definition matching its older pin was withheld")
 	}
 	if got := s.file.Pins["srv"]["t"]; got != sanitize.DefinitionHash(withTitle) {
 		t.Errorf("older pin not upgraded: %q", got)
 	}
 	withTitle.Title = "changed after the upgrade"
-	if s.check("srv", withTitle, "block") {
+	if s.Check("srv", withTitle, "block") {
 		t.Error("a title change after the upgrade was not withheld")
 	}
 }

@@ -82,14 +82,14 @@ type Proxy struct {
 	sdkLog     *slog.Logger
 	redactor   *secrets.Set
 	resolver   *secrets.Resolver
-	schemas    schemaCache
+	builder    *Builder
 
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
 	serving  atomic.Pointer[served]
 	pubMu    sync.Mutex // serialises publishing; guards draining and notices
 	draining []*served  // replaced generations still in use
-	notices  noticeLog  // what of the views' notes was logged (notices.go)
+	notices  NoticeLog  // what of the views' notes was logged (notices.go)
 	sessions sync.Map   // every open downstream session -> its view id
 	found    sync.Map   // a session in a search view -> its *foundSet
 	// sessionGone is signalled (never blocking) when a session closes.
@@ -244,12 +244,13 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		parked:      newParkedCalls(),
 		ids:         ids,
 	}
+	p.builder = &Builder{Redactor: redactor, Pins: p.pins, Log: log}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
 	p.offerModernFn, p.closeStateless = p.offerModern, p.closeStatelessSession
 	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
 	p.streamable.SetContinuity(streamhttp.Continuity{Mint: p.mintSessionID, Resume: p.resumeSession})
-	p.serving.Store(newServed(nil, map[string]*view{}))
+	p.serving.Store(newServed(nil, map[string]*View{}, access{}))
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
 		return nil, nil, err

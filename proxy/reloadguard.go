@@ -76,7 +76,7 @@ var errUnsettled = errors.New("config file still changing")
 // serverKeys lists the servers c runs (enabled, by handle key: an agent's
 // own server is key@agent), sorted.
 func serverKeys(c *config.Config) map[string]bool {
-	_, specs := planViews(c)
+	_, specs := Plan(c)
 	keys := make(map[string]bool, len(specs))
 	for k := range specs {
 		keys[k] = true

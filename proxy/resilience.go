@@ -11,8 +11,8 @@ import (
 // warmLazy starts the lazy servers of v that have not started yet. When
 // one of them was still starting, it publishes the views that expose it
 // and reports true, so a listing can include its tools.
-func (p *Proxy) warmLazy(ctx context.Context, v *view) bool {
-	spec := v.snap.Views[v.id]
+func (p *Proxy) warmLazy(ctx context.Context, v *View) bool {
+	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return false
 	}
@@ -48,12 +48,12 @@ func (p *Proxy) warmLazy(ctx context.Context, v *view) bool {
 // complete as the clients' patience allows. Servers that come later are
 // announced with list_changed. It returns the view to list from: v, or the
 // one published since if a server finished starting meanwhile.
-func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view) *view {
-	spec := v.snap.Views[v.id]
+func (p *Proxy) awaitFirstStarts(ctx context.Context, v *View) *View {
+	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return v
 	}
-	budget := p.started.Add(v.snap.Config.FirstListTimeout())
+	budget := p.started.Add(v.Snap.Config.FirstListTimeout())
 	waited := false
 	for _, e := range spec.Servers {
 		h := e.Handle
@@ -99,8 +99,8 @@ func minTime(a, b time.Time) time.Time {
 // started — it is started and waited for, each bounded by its connect
 // timeout and ctx, and the view is built again. It returns the view to
 // look again in, or nil when no server could still provide the name.
-func (p *Proxy) awaitTool(ctx context.Context, v *view, name string) *view {
-	spec := v.snap.Views[v.id]
+func (p *Proxy) awaitTool(ctx context.Context, v *View, name string) *View {
+	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return nil
 	}
@@ -125,8 +125,8 @@ func (p *Proxy) awaitTool(ctx context.Context, v *view, name string) *view {
 // latest is view v as the generation served now has it (v itself if that
 // generation no longer has the view). Only lists use it: what they show
 // changes no upstream.
-func (p *Proxy) latest(v *view) *view {
-	if nv := p.serving.Load().views[v.id]; nv != nil {
+func (p *Proxy) latest(v *View) *View {
+	if nv := p.serving.Load().views[v.ID]; nv != nil {
 		return nv
 	}
 	return v

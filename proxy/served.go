@@ -17,8 +17,11 @@ import (
 // (acquire) and uses only what it loaded.
 type served struct {
 	snap  *Snapshot
-	views map[string]*view // by view id; "" is the default view
-	notes *genNotes        // what building the views found, for /status
+	views map[string]*View // by view id; "" is the default view
+	notes *Notes        // what building the views found, for /status
+	// access is who may use it: the downstream tokens and the admin
+	// reload token, resolved from snap's config.
+	access access
 
 	// refs counts the requests using this generation; once it is replaced
 	// (retired) and refs reaches zero, drained closes. Handles a reload
@@ -29,8 +32,8 @@ type served struct {
 	drained chan struct{}
 }
 
-func newServed(snap *Snapshot, views map[string]*view) *served {
-	return &served{snap: snap, views: views, notes: gatherNotes(views), drained: make(chan struct{})}
+func newServed(snap *Snapshot, views map[string]*View, acc access) *served {
+	return &served{snap: snap, views: views, notes: GatherNotes(views), access: acc, drained: make(chan struct{})}
 }
 
 // acquire loads the current generation and counts the caller in it until
@@ -93,16 +96,16 @@ func (p *Proxy) swap(next *served) []*served {
 // publish makes snap current: it builds every view from it and swaps them
 // in with it at once, then tells each session of every list that changed.
 // It returns the generations still in use, as swap does.
-func (p *Proxy) publish(snap *Snapshot) []*served {
+func (p *Proxy) publish(snap *Snapshot, acc access) []*served {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
-	views := make(map[string]*view, len(snap.Views))
+	views := make(map[string]*View, len(snap.Views))
 	for id := range snap.Views {
-		views[id] = p.buildView(snap, id)
+		views[id] = p.builder.Build(snap, id)
 	}
 	prev := p.serving.Load()
-	next := newServed(snap, views)
-	p.notices.report(p.log, next.notes)
+	next := newServed(snap, views, acc)
+	p.notices.Report(p.log, next.notes)
 	waits := p.swap(next)
 	p.announce(prev.views, views)
 	return waits
@@ -117,19 +120,19 @@ func (p *Proxy) rebuild(keep func(spec *ViewSpec) bool) {
 	if cur.snap == nil {
 		return
 	}
-	views := make(map[string]*view, len(cur.views))
+	views := make(map[string]*View, len(cur.views))
 	changed := false
 	for id, v := range cur.views {
 		if spec := cur.snap.Views[id]; spec != nil && keep(spec) {
-			v, changed = p.buildView(cur.snap, id), true
+			v, changed = p.builder.Build(cur.snap, id), true
 		}
 		views[id] = v
 	}
 	if !changed {
 		return
 	}
-	next := newServed(cur.snap, views)
-	p.notices.report(p.log, next.notes)
+	next := newServed(cur.snap, views, cur.access)
+	p.notices.Report(p.log, next.notes)
 	p.swap(next)
 	p.announce(cur.views, views)
 }
@@ -139,35 +142,25 @@ func (p *Proxy) rebuildAll() { p.rebuild(func(*ViewSpec) bool { return true }) }
 
 // onUpstreamChange rebuilds every view that exposes h.
 func (p *Proxy) onUpstreamChange(h *upstream.Handle) {
-	p.rebuild(func(spec *ViewSpec) bool { return spec.exposes(h) })
+	p.rebuild(func(spec *ViewSpec) bool { return spec.Exposes(h) })
 	p.saveCatalog(h)
-}
-
-// exposes reports whether the view serves handle h.
-func (vs *ViewSpec) exposes(h *upstream.Handle) bool {
-	for _, e := range vs.Servers {
-		if e.Handle == h {
-			return true
-		}
-	}
-	return false
 }
 
 // announce tells the sessions of each view which of its lists differ
 // between before and after; a view that is gone lost all of them.
-func (p *Proxy) announce(before, after map[string]*view) {
-	empty := (&view{}).fingerprint()
+func (p *Proxy) announce(before, after map[string]*View) {
+	empty := (&View{}).Fingerprint()
 	changed := map[string][]string{}
 	for id, old := range before {
 		now := empty
 		if v := after[id]; v != nil {
-			now = v.hashes
+			now = v.Hashes
 		}
-		changed[id] = listChanges(old.hashes, now)
+		changed[id] = ListChanges(old.Hashes, now)
 	}
 	for id, v := range after {
 		if _, ok := before[id]; !ok {
-			changed[id] = listChanges(empty, v.hashes)
+			changed[id] = ListChanges(empty, v.Hashes)
 		}
 	}
 	p.eachSession(func(ss *session.Session, viewID string) {
@@ -178,22 +171,6 @@ func (p *Proxy) announce(before, after map[string]*view) {
 			_ = ss.Notify(context.Background(), m, nil)
 		}
 	})
-}
-
-// listChanges names the list_changed notifications between two versions
-// of a view.
-func listChanges(old, now listHashes) []string {
-	var out []string
-	if old.tools != now.tools {
-		out = append(out, "notifications/tools/list_changed")
-	}
-	if old.prompts != now.prompts {
-		out = append(out, "notifications/prompts/list_changed")
-	}
-	if old.resources != now.resources {
-		out = append(out, "notifications/resources/list_changed")
-	}
-	return out
 }
 
 // eachSession calls f for every open downstream session with its view id.

@@ -20,13 +20,13 @@ func isClosed(ch <-chan struct{}) bool {
 // replaced generation still in use, older ones included.
 func TestServedDrain(t *testing.T) {
 	p := &Proxy{}
-	g1 := newServed(nil, nil)
+	g1 := newServed(nil, nil, access{})
 	p.serving.Store(g1)
 	r1 := p.acquire()
 	if r1 != g1 {
 		t.Fatal("acquire did not return the current generation")
 	}
-	g2 := newServed(nil, nil)
+	g2 := newServed(nil, nil, access{})
 	if waits := p.swap(g2); len(waits) != 1 || waits[0] != g1 {
 		t.Fatalf("swap returned %v, want [g1]", waits)
 	}
@@ -34,7 +34,7 @@ func TestServedDrain(t *testing.T) {
 		t.Fatal("g1 drained with a request still using it")
 	}
 	r2 := p.acquire()
-	g3 := newServed(nil, nil)
+	g3 := newServed(nil, nil, access{})
 	if waits := p.swap(g3); len(waits) != 2 {
 		t.Fatalf("swap returned %d generations, want g1 and g2", len(waits))
 	}
@@ -46,7 +46,7 @@ func TestServedDrain(t *testing.T) {
 	if !isClosed(g1.drained) {
 		t.Error("g1 not drained after its only request released it")
 	}
-	if waits := p.swap(newServed(nil, nil)); len(waits) != 0 {
+	if waits := p.swap(newServed(nil, nil, access{})); len(waits) != 0 {
 		t.Errorf("swap returned %d generations no request uses", len(waits))
 	}
 	if !isClosed(g3.drained) {
@@ -58,7 +58,7 @@ func TestServedDrain(t *testing.T) {
 // ever holds a generation that already drained.
 func TestServedNeverDrainedInUse(t *testing.T) {
 	p := &Proxy{}
-	p.serving.Store(newServed(nil, nil))
+	p.serving.Store(newServed(nil, nil, access{}))
 	var (
 		stop atomic.Bool
 		bad  atomic.Int64
@@ -77,7 +77,7 @@ func TestServedNeverDrainedInUse(t *testing.T) {
 	}
 	for range 20000 {
 		p.pubMu.Lock()
-		p.swap(newServed(nil, nil))
+		p.swap(newServed(nil, nil, access{}))
 		p.pubMu.Unlock()
 	}
 	stop.Store(true)
@@ -86,7 +86,7 @@ func TestServedNeverDrainedInUse(t *testing.T) {
 		t.Errorf("%d requests held a drained generation", n)
 	}
 	p.pubMu.Lock()
-	waits := p.swap(newServed(nil, nil))
+	waits := p.swap(newServed(nil, nil, access{}))
 	p.pubMu.Unlock()
 	if len(waits) != 0 {
 		t.Errorf("%d generations never drained after every request released them", len(waits))

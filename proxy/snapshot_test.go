@@ -109,7 +109,7 @@ func TestSnapshotGolden(t *testing.T) {
 }
 
 func renderPlan(t *testing.T, c *config.Config) string {
-	views, specs := planViews(c)
+	views, specs := Plan(c)
 	out := map[string]any{"views": map[string][]string{}, "specs": specs}
 	ids := make([]string, 0, len(views))
 	for id := range views {
@@ -135,7 +135,7 @@ func TestServerDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, specs := planViews(c)
+	_, specs := Plan(c)
 	a, b, hc := specs["a"], specs["b"], specs["c"]
 	if a.Transport != "stdio" || b.Transport != "auto" || hc.Transport != "http" {
 		t.Errorf("transports: a=%s b=%s c=%s, want stdio, auto (url only) and http", a.Transport, b.Transport, hc.Transport)

@@ -52,14 +52,14 @@ func (p *Proxy) observe() telemetry.Observation {
 
 // callSpan starts the child span of one upstream call and returns the _meta
 // that carries its trace context to the upstream.
-func (p *Proxy) callSpan(ctx context.Context, r *route, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
+func (p *Proxy) callSpan(ctx context.Context, r *Route, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
 	// With tracing off there is no span of our own; an incoming trace
 	// context still travels on as the context's span.
 	span := trace.SpanFromContext(ctx)
 	tel := p.tel.Load()
 	if tel.Tracing {
-		ctx, span = tel.Tracer.Start(ctx, "tools/call "+r.original, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(telemetry.AttrMethod.String("tools/call"), telemetry.AttrTool.String(r.original), telemetry.AttrServer.String(r.entry.Key)))
+		ctx, span = tel.Tracer.Start(ctx, "tools/call "+r.Original, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(telemetry.AttrMethod.String("tools/call"), telemetry.AttrTool.String(r.Original), telemetry.AttrServer.String(r.Entry.Key)))
 	}
 	if span.SpanContext().IsValid() {
 		carrier := propagation.MapCarrier{}

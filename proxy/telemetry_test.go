@@ -22,7 +22,7 @@ func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	p := &Proxy{}
 	p.tel.Store(&telemetry.Telemetry{Tracer: noop.NewTracerProvider().Tracer("test")})
-	r := &route{original: "echo", entry: &ServerEntry{Key: "s"}}
+	r := &Route{Original: "echo", Entry: &ServerEntry{Key: "s"}}
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 	for name, req := range map[string]*session.Request{

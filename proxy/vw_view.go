@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -17,85 +16,84 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
-// view is one downstream view (the default view or an agent's) as one
+// View is one downstream View (the default View or an agent's) as one
 // generation serves it: the routes its sessions see, built from the
 // snapshot and the upstreams' catalogs. It is immutable once published;
 // the hot path reads it with one load (Proxy.acquire) and one map lookup.
-type view struct {
-	id        string
-	snap      *Snapshot
-	tools     map[string]*route
-	list      []*route    // sorted by public name, for the tools command and status
-	listed    []*mcp.Tool // the same tools as published, for tools/list
-	prompts   map[string]*promptRoute
-	resources map[string]*resourceRoute // by URI
-	templates []*templateRoute          // servers in key order
-	hashes    listHashes                // of the lists as published
+type View struct {
+	ID        string
+	Snap      *Snapshot
+	Tools     map[string]*Route
+	List      []*Route    // sorted by public name, for the tools command and status
+	Listed    []*mcp.Tool // the same tools as published, for tools/list
+	Prompts   map[string]*PromptRoute
+	Resources map[string]*ResourceRoute // by URI
+	Templates []*TemplateRoute          // servers in key order
+	Hashes    Hashes                // of the lists as published
 	// shown holds the servers the view shows (see showsServer): only
 	// their prompts, resources, templates and completions are served.
 	shown map[*ServerEntry]bool
-	// search is set in discovery's search mode (see discover.go).
-	search *searchView
-	// notes is what building the view found (notices.go).
-	notes viewNotes
+	// Search is set in discovery's Search mode (see discover.go).
+	Search *SearchIndex
+	// Notes is what building the view found (notices.go).
+	Notes viewNotes
 }
 
-// listHashes fingerprint what each list shows a client.
-type listHashes struct{ tools, prompts, resources string }
+// Hashes fingerprint what each list shows a client.
+type Hashes struct{ tools, prompts, resources string }
 
-// route is one public tool.
-type route struct {
-	public   string
-	entry    *ServerEntry
-	original string
-	tool     *mcp.Tool            // as published downstream
-	schema   *jsonschema.Resolved // nil: arguments are not validated
-	output   *jsonschema.Resolved // the published output schema; nil: none
-	defHash  string
-	metrics  *telemetry.CallAttrs
+// Route is one public tool.
+type Route struct {
+	Public   string
+	Entry    *ServerEntry
+	Original string
+	Tool     *mcp.Tool            // as published downstream
+	Schema   *jsonschema.Resolved // nil: arguments are not validated
+	Output   *jsonschema.Resolved // the published output schema; nil: none
+	DefHash  string
+	Metrics  *telemetry.CallAttrs
 }
 
-// buildView computes view id of snap from the upstreams' catalogs as they
+// Build computes view id of snap from the upstreams' catalogs as they
 // are now.
-func (p *Proxy) buildView(snap *Snapshot, id string) *view {
+func (b *Builder) Build(snap *Snapshot, id string) *View {
 	spec, ok := snap.Views[id]
 	if !ok {
 		spec = &ViewSpec{ID: id}
 	}
-	v := p.buildTools(snap, spec)
-	v.id = id
-	p.buildPrompts(snap, spec, v)
-	p.buildResources(snap, spec, v)
+	v := b.buildTools(snap, spec)
+	v.ID = id
+	b.buildPrompts(snap, spec, v)
+	b.buildResources(snap, spec, v)
 	v.buildListing(spec)
-	v.hashes = v.fingerprint()
+	v.Hashes = v.Fingerprint()
 	return v
 }
 
-// fingerprint hashes the published lists.
-func (v *view) fingerprint() listHashes {
-	var h listHashes
+// Fingerprint hashes the published lists.
+func (v *View) Fingerprint() Hashes {
+	var h Hashes
 	t := sha256.New()
-	for _, r := range v.list {
-		t.Write([]byte(r.public + "\x00" + r.defHash + "\x00"))
+	for _, r := range v.List {
+		t.Write([]byte(r.Public + "\x00" + r.DefHash + "\x00"))
 	}
 	h.tools = hex.EncodeToString(t.Sum(nil))
 	pr := sha256.New()
-	for _, name := range sortedKeys(v.prompts) {
-		pr.Write([]byte(name + "\x00" + v.prompts[name].defHash + "\x00"))
+	for _, name := range SortedKeys(v.Prompts) {
+		pr.Write([]byte(name + "\x00" + v.Prompts[name].defHash + "\x00"))
 	}
 	h.prompts = hex.EncodeToString(pr.Sum(nil))
 	rs := sha256.New()
-	for _, uri := range sortedKeys(v.resources) {
-		rs.Write([]byte(uri + "\x00" + v.resources[uri].defHash + "\x00"))
+	for _, uri := range SortedKeys(v.Resources) {
+		rs.Write([]byte(uri + "\x00" + v.Resources[uri].defHash + "\x00"))
 	}
-	for _, t := range v.templates {
-		rs.Write([]byte(t.template.URITemplate + "\x00" + t.defHash + "\x00"))
+	for _, t := range v.Templates {
+		rs.Write([]byte(t.Template.URITemplate + "\x00" + t.defHash + "\x00"))
 	}
 	h.resources = hex.EncodeToString(rs.Sum(nil))
 	return h
@@ -103,7 +101,7 @@ func (v *view) fingerprint() listHashes {
 
 // buildTools builds the view's tool routes: public names, policy, pins
 // and the trust boundary's cleaning of each definition.
-func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
+func (b *Builder) buildTools(snap *Snapshot, spec *ViewSpec) *View {
 	type src struct {
 		entry *ServerEntry
 		tool  *mcp.Tool
@@ -130,7 +128,7 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 	if snap.Config.Sanitize != nil {
 		profile = snap.Config.Sanitize.SchemaProfile
 	}
-	st := &view{snap: snap, tools: make(map[string]*route, table.Len()), shown: map[*ServerEntry]bool{}, notes: notes}
+	st := &View{Snap: snap, Tools: make(map[string]*Route, table.Len()), shown: map[*ServerEntry]bool{}, Notes: notes}
 	for _, e := range spec.Servers {
 		if spec.Tools.AllowsAny("mcp_" + e.Prefix + "_") {
 			st.shown[e] = true
@@ -148,31 +146,31 @@ func (p *Proxy) buildTools(snap *Snapshot, spec *ViewSpec) *view {
 		if !viewOK || !s.entry.Tools.AllowsAny(names...) {
 			continue
 		}
-		if !p.pins.check(s.entry.HandleKey, s.tool, snap.PinMode) {
+		if !b.Pins.Check(s.entry.HandleKey, s.tool, snap.PinMode) {
 			continue // a changed definition held back until approved
 		}
 		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
-		r, findings, err := p.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
-		st.notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block)
+		r, findings, err := b.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
+		st.Notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block)
 		if err != nil {
 			if !errors.Is(err, errWithheld) {
-				st.notes.skipped(s.entry.Key, "tool", s.tool.Name, err)
+				st.Notes.skipped(s.entry.Key, "tool", s.tool.Name, err)
 			}
 			continue
 		}
-		st.tools[r.public] = r
-		st.list = append(st.list, r)
+		st.Tools[r.Public] = r
+		st.List = append(st.List, r)
 	}
 	return st
 }
 
-// showsServer reports whether the view shows server e at all. Views apply
+// ShowsServer reports whether the view shows server e at all. Views apply
 // to every capability of a server (DESIGN §4): a server whose namespace the
 // view's global and agent rules hide (no tool of it would pass them, probed
 // with the name mcp_<prefix>_) and that has no tool they let through serves
 // none of its prompts, resources, resource templates or completions in this
 // view either. The server's own rules are about its tools only.
-func (v *view) showsServer(e *ServerEntry) bool { return v.shown[e] }
+func (v *View) ShowsServer(e *ServerEntry) bool { return v.shown[e] }
 
 // policyNames are the names the rules judge a tool or prompt by (policy on
 // identity, DESIGN §12): its public name, and its name before any cleaning,
@@ -192,24 +190,24 @@ func policyNames(public string, e *ServerEntry, original string) []string {
 // once per definition. It returns what the trust boundary found in the
 // definition, and with block a definition with findings is withheld
 // (errWithheld).
-func (p *Proxy) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, block bool) (*route, []sanitize.Finding, error) {
+func (b *Builder) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, block bool) (*Route, []sanitize.Finding, error) {
 	// Arguments are validated against the schema the upstream declared;
 	// the client sees it as the trust boundary cleaned it.
 	in, err := objectSchema(t.InputSchema)
 	if err != nil {
 		return nil, nil, err
 	}
-	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: p.redactor})
+	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
 	if len(findings) > 0 && block {
 		return nil, findings, errWithheld
 	}
-	r, err := p.publishedRoute(public, e, t.Name, clean, in, profile)
+	r, err := b.publishedRoute(public, e, t.Name, clean, in, profile)
 	return r, findings, err
 }
 
 // publishedRoute is newRoute's tool as published: clean is the definition
 // the trust boundary cleaned, in the input schema the upstream declared.
-func (p *Proxy) publishedRoute(public string, e *ServerEntry, original string, clean *mcp.Tool, in map[string]any, profile string) (*route, error) {
+func (b *Builder) publishedRoute(public string, e *ServerEntry, original string, clean *mcp.Tool, in map[string]any, profile string) (*Route, error) {
 	shown, err := objectSchema(clean.InputSchema)
 	if err != nil {
 		return nil, err
@@ -246,17 +244,17 @@ func (p *Proxy) publishedRoute(public string, e *ServerEntry, original string, c
 		Title:        clean.Title,
 		Icons:        clean.Icons,
 	}
-	r := &route{public: public, entry: e, original: original, tool: pub, metrics: telemetry.NewCallAttrs(e.Key, public)}
-	r.schema = p.schemas.resolve(in, p.log, e.Key, original)
+	r := &Route{Public: public, Entry: e, Original: original, Tool: pub, Metrics: telemetry.NewCallAttrs(e.Key, public)}
+	r.Schema = b.schemas.resolve(in, b.Log, e.Key, original)
 	if out, err := toMap(clean.OutputSchema); err == nil && out != nil {
-		r.output = p.schemas.resolve(out, p.log, e.Key, original)
+		r.Output = b.schemas.resolve(out, b.Log, e.Key, original)
 	}
 	def, err := json.Marshal(pub)
 	if err != nil {
 		return nil, fmt.Errorf("definition: %w", err)
 	}
 	sum := sha256.Sum256(def)
-	r.defHash = hex.EncodeToString(sum[:12]) + e.HandleKey
+	r.DefHash = hex.EncodeToString(sum[:12]) + e.HandleKey
 	return r, nil
 }
 
@@ -286,7 +284,7 @@ func objectSchema(schema any) (map[string]any, error) {
 	return in, nil
 }
 
-func findingIDs(fs []sanitize.Finding) []string {
+func FindingIDs(fs []sanitize.Finding) []string {
 	ids := make([]string, 0, len(fs))
 	seen := map[string]bool{}
 	for _, f := range fs {
@@ -360,37 +358,6 @@ func (c *schemaCache) resolve(schema map[string]any, log hclog.Logger, server, t
 	return r
 }
 
-// setLevel gives every upstream of view id the most verbose level any of
-// its sessions asked for; each session still gets only what its own level
-// lets through.
-func (p *Proxy) setLevel(ctx context.Context, id string) {
-	var min mcp.LoggingLevel
-	p.eachSession(func(ss *session.Session, viewID string) {
-		if l := ss.LogLevel(); viewID == id && l != "" && (min == "" || session.LevelRank(l) < session.LevelRank(min)) {
-			min = l
-		}
-	})
-	if min == "" {
-		return
-	}
-	vs, ok := p.serving.Load().snap.Views[id]
-	if !ok {
-		return
-	}
-	var wg sync.WaitGroup
-	for _, e := range vs.Servers {
-		if e.Handle == nil {
-			continue
-		}
-		wg.Go(func() {
-			if err := e.Handle.SetLoggingLevel(ctx, min); err != nil {
-				p.log.Debug("upstream logging level", "upstream", e.Key, "error", err)
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // buildNames builds the public names of one kind (tools or prompts) and
 // notes every collision the router settled.
 func buildNames(kind string, items []router.Item, notes *viewNotes) *router.Table {
@@ -401,18 +368,18 @@ func buildNames(kind string, items []router.Item, notes *viewNotes) *router.Tabl
 	return table
 }
 
-// listPageSize is the most tools one tools/list page carries, as the SDK's
+// PageSize is the most tools one tools/list page carries, as the SDK's
 // own default.
-const listPageSize = mcp.DefaultPageSize
+const PageSize = mcp.DefaultPageSize
 
-// listTools answers tools/list from the state: pages of listPageSize in
+// ListTools answers tools/list from the state: pages of listPageSize in
 // public-name order, the cursor being the last name of the previous page.
-func (v *view) listTools(params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	return listPage(v.listed, params)
+func (v *View) ListTools(params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	return ListPage(v.Listed, params)
 }
 
-// listPage is one page of tools (sorted by name) for params' cursor.
-func listPage(tools []*mcp.Tool, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+// ListPage is one page of tools (sorted by name) for params' cursor.
+func ListPage(tools []*mcp.Tool, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
 	if params != nil && params.Cursor != "" {
 		after, err := base64.RawURLEncoding.DecodeString(params.Cursor)
 		if err != nil {
@@ -422,12 +389,26 @@ func listPage(tools []*mcp.Tool, params *mcp.ListToolsParams) (*mcp.ListToolsRes
 		tools = tools[i:]
 	}
 	res := &mcp.ListToolsResult{Cacheable: mcp.Cacheable{CacheScope: "public"}, Tools: tools}
-	if len(tools) > listPageSize {
-		res.Tools = tools[:listPageSize:listPageSize]
-		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Tools[listPageSize-1].Name))
+	if len(tools) > PageSize {
+		res.Tools = tools[:PageSize:PageSize]
+		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(res.Tools[PageSize-1].Name))
 	}
 	if res.Tools == nil {
 		res.Tools = []*mcp.Tool{}
 	}
 	return res, nil
+}
+
+// Builder builds views; its schema cache is shared by every view it builds.
+type Builder struct {
+	Redactor sanitize.Redactor
+	Pins     PinChecker
+	Log      hclog.Logger
+	schemas  schemaCache
+}
+
+// PinChecker decides whether a tool definition may be published: with
+// pinTools on, a changed definition is held back until approved.
+type PinChecker interface {
+	Check(server string, t *mcp.Tool, mode string) bool
 }

@@ -31,8 +31,6 @@ type Snapshot struct {
 	// token or session within the view.
 	Limiters map[string]*policy.Limiter
 
-	auth        *authTable
-	reloadToken string
 }
 
 // ViewSpec is what one downstream view exposes.
@@ -134,7 +132,7 @@ func boolOr(p *bool, def bool) bool {
 	return *p
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -143,22 +141,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// plannedServer is one server of one view before handles exist.
-type plannedServer struct {
+// PlannedServer is one server of one view before handles exist.
+type PlannedServer struct {
 	key, handleKey string
 	cfg            *config.Server
 	spec           upstream.Spec
 }
 
-// planViews lists, per view id, the enabled servers it exposes, and the
+// Plan lists, per view id, the enabled servers it exposes, and the
 // specs of every distinct handle. A server shared by several views has one
 // handle; an agent that overrides a default server gets its own.
-func planViews(c *config.Config) (map[string][]plannedServer, map[string]upstream.Spec) {
+func Plan(c *config.Config) (map[string][]PlannedServer, map[string]upstream.Spec) {
 	base := c.BaseServers()
-	views := map[string][]plannedServer{}
+	views := map[string][]PlannedServer{}
 	specs := map[string]upstream.Spec{}
 	add := func(view string, servers map[string]*config.Server, own map[string]bool) {
-		for _, k := range sortedKeys(servers) {
+		for _, k := range SortedKeys(servers) {
 			s := servers[k]
 			if s == nil || !s.IsEnabled() {
 				continue
@@ -173,7 +171,7 @@ func planViews(c *config.Config) (map[string][]plannedServer, map[string]upstrea
 				spec.Name = hk
 			}
 			specs[hk] = spec
-			views[view] = append(views[view], plannedServer{key: k, handleKey: hk, cfg: s, spec: spec})
+			views[view] = append(views[view], PlannedServer{key: k, handleKey: hk, cfg: s, spec: spec})
 		}
 	}
 	add("", base, nil)
@@ -196,9 +194,9 @@ func planViews(c *config.Config) (map[string][]plannedServer, map[string]upstrea
 	return views, specs
 }
 
-// buildSnapshot assembles a snapshot from a validated config and handles
+// NewSnapshot assembles a snapshot from a validated config and handles
 // that already exist for every planned spec.
-func buildSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handle, views map[string][]plannedServer) *Snapshot {
+func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handle, views map[string][]PlannedServer) *Snapshot {
 	s := &Snapshot{
 		Gen:      gen,
 		Digest:   c.Digest(),

@@ -68,7 +68,7 @@ func (n *viewNotes) collide(kind, name, winner, loser, renamed string) {
 // suspicious notes a definition with findings, withheld or not.
 func (n *viewNotes) suspicious(server, kind, name string, findings []sanitize.Finding, blocked bool) {
 	if len(findings) > 0 {
-		n.findings = append(n.findings, FindingStatus{Server: server, Kind: kind, Name: name, Patterns: findingIDs(findings), Blocked: blocked})
+		n.findings = append(n.findings, FindingStatus{Server: server, Kind: kind, Name: name, Patterns: FindingIDs(findings), Blocked: blocked})
 	}
 }
 
@@ -85,46 +85,46 @@ func (n *viewNotes) definitionOK(snap *Snapshot, server, kind, name string, find
 	return len(findings) == 0 || !block
 }
 
-// genNotes is what every view of a generation found, each thing once, in
+// Notes is what every view of a generation found, each thing once, in
 // a stable order.
-type genNotes struct {
-	collisions []CollisionStatus // by kind, name, winner
-	findings   []FindingStatus   // by server, kind, name
+type Notes struct {
+	Collisions []CollisionStatus // by kind, name, winner
+	Findings   []FindingStatus   // by server, kind, name
 }
 
-// gatherNotes merges the notes of views.
-func gatherNotes(views map[string]*view) *genNotes {
+// GatherNotes merges the notes of views.
+func GatherNotes(views map[string]*View) *Notes {
 	type cKey struct{ kind, name, winner string }
 	losers := map[cKey]map[string]string{} // loser server -> renamed
 	type fKey struct{ server, kind, name string }
 	findings := map[fKey]FindingStatus{}
 	for _, v := range views {
-		for _, c := range v.notes.collisions {
+		for _, c := range v.Notes.collisions {
 			k := cKey{c.kind, c.name, c.winner}
 			if losers[k] == nil {
 				losers[k] = map[string]string{}
 			}
 			losers[k][c.loser] = c.renamed
 		}
-		for _, f := range v.notes.findings {
+		for _, f := range v.Notes.findings {
 			findings[fKey{f.Server, f.Kind, f.Name}] = f
 		}
 	}
-	g := &genNotes{}
+	g := &Notes{}
 	for k, ls := range losers {
 		c := CollisionStatus{Kind: k.kind, Name: k.name, Winner: k.winner}
-		for _, s := range sortedKeys(ls) {
+		for _, s := range SortedKeys(ls) {
 			c.Losers = append(c.Losers, CollisionLoser{Server: s, Renamed: ls[s]})
 		}
-		g.collisions = append(g.collisions, c)
+		g.Collisions = append(g.Collisions, c)
 	}
-	slices.SortFunc(g.collisions, func(a, b CollisionStatus) int {
+	slices.SortFunc(g.Collisions, func(a, b CollisionStatus) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Winner, b.Winner))
 	})
 	for _, f := range findings {
-		g.findings = append(g.findings, f)
+		g.Findings = append(g.Findings, f)
 	}
-	slices.SortFunc(g.findings, func(a, b FindingStatus) int {
+	slices.SortFunc(g.Findings, func(a, b FindingStatus) int {
 		return cmp.Or(cmp.Compare(a.Server, b.Server), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 	})
 	return g
@@ -133,22 +133,22 @@ func gatherNotes(views map[string]*view) *genNotes {
 // maxLoggedNames bounds the names one log line lists.
 const maxLoggedNames = 10
 
-// noticeLog remembers what was logged of the generations' notes, so that
+// NoticeLog remembers what was logged of the generations' notes, so that
 // each collision and finding is logged when it appears and not again while
 // it stays. One that goes away is forgotten: if it comes back, it is
 // logged again. Its methods require Proxy.pubMu.
-type noticeLog struct {
+type NoticeLog struct {
 	names    map[string]bool            // contested names: kind + " " + name
 	findings map[string]map[string]bool // by server: findingKey of each finding
 }
 
-// report logs what in g is new: every new contested name in one line, and
+// Report logs what in g is new: every new contested name in one line, and
 // per server one line for its new suspicious definitions and one for its
 // new skipped ones.
-func (l *noticeLog) report(log hclog.Logger, g *genNotes) {
+func (l *NoticeLog) Report(log hclog.Logger, g *Notes) {
 	names := map[string]bool{}
 	var fresh []string
-	for _, c := range g.collisions {
+	for _, c := range g.Collisions {
 		k := c.Kind + " " + c.Name
 		if !names[k] && !l.names[k] {
 			fresh = append(fresh, k)
@@ -163,7 +163,7 @@ func (l *noticeLog) report(log hclog.Logger, g *genNotes) {
 
 	seen := map[string]map[string]bool{}
 	var suspicious, skipped []FindingStatus
-	for _, f := range g.findings {
+	for _, f := range g.Findings {
 		k := findingKey(f)
 		if seen[f.Server] == nil {
 			seen[f.Server] = map[string]bool{}

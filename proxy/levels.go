@@ -1,0 +1,40 @@
+package proxy
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// setLevel gives every upstream of view id the most verbose level any of
+// its sessions asked for; each session still gets only what its own level
+// lets through.
+func (p *Proxy) setLevel(ctx context.Context, id string) {
+	var min mcp.LoggingLevel
+	p.eachSession(func(ss *session.Session, viewID string) {
+		if l := ss.LogLevel(); viewID == id && l != "" && (min == "" || session.LevelRank(l) < session.LevelRank(min)) {
+			min = l
+		}
+	})
+	if min == "" {
+		return
+	}
+	vs, ok := p.serving.Load().snap.Views[id]
+	if !ok {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, e := range vs.Servers {
+		if e.Handle == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := e.Handle.SetLoggingLevel(ctx, min); err != nil {
+				p.log.Debug("upstream logging level", "upstream", e.Key, "error", err)
+			}
+		})
+	}
+	wg.Wait()
+}
