@@ -88,13 +88,7 @@ func (s *Session) worker(j job) {
 func (s *Session) Handle(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
-		s.mu.Lock()
-		ch := s.asks[m.ID]
-		delete(s.asks, m.ID)
-		s.mu.Unlock()
-		if ch != nil {
-			ch <- m
-		}
+		s.outbound.answered(m)
 	case *jsonrpc.Request:
 		if !m.IsCall() {
 			s.notification(m)

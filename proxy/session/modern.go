@@ -327,7 +327,7 @@ const codeResourceNotFound = -32002
 // stream before is restored after.
 func (r *Request) Listen(ctx context.Context, ack any, admit func(method string) bool) error {
 	s := r.Session
-	prev := s.out.Load()
+	prev := s.outbound.out.Load()
 	// What is announced once the stream is the session's waits for the
 	// acknowledgement to be out: from then on, nothing is missed.
 	ls := &listenStream{out: r.out, id: r.ID, admit: admit, acked: make(chan struct{})}
@@ -335,7 +335,7 @@ func (r *Request) Listen(ctx context.Context, ack any, admit func(method string)
 	s.listens.Add(1)
 	defer func() {
 		s.listens.Add(-1)
-		s.out.Store(prev)
+		s.outbound.out.Store(prev)
 	}()
 	raw, err := encode(ack)
 	if err == nil {
