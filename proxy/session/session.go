@@ -39,10 +39,6 @@ type Handler func(ctx context.Context, r *Request) (any, error)
 // Methods is the dispatch table: one Handler per method.
 type Methods map[string]Handler
 
-// Versions are the protocol versions a session negotiates at initialize,
-// newest first: those with the initialize handshake.
-var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-
 // Options configure a Session. Every field but Methods may be left zero.
 type Options struct {
 	// ID names the session (Mcp-Session-Id on streamable HTTP).
@@ -91,14 +87,10 @@ type Session struct {
 	wg   sync.WaitGroup
 	busy atomic.Int32 // requests Go has running, bounded by MaxInFlight
 
+	protocol protocol // what initialize settled, the log level and the dispatch, see protocol.go
 	outbound outbound // the own stream, notifications and requests to the client, see outbound.go
 
 	mu          sync.Mutex
-	initialized bool
-	version     string
-	clientInfo  *mcp.Implementation
-	clientCaps  *mcp.ClientCapabilities
-	level       mcp.LoggingLevel
 	subs        map[string]bool
 	inflight    map[jsonrpc.ID]context.CancelFunc
 	answering   int           // requests out of inflight whose answer is being written
@@ -125,15 +117,6 @@ type Resumed struct {
 	ClientInfo *mcp.Implementation
 }
 
-// Negotiate is the version initialize answers a client that requested
-// requested: that one if the session speaks it, else the newest.
-func Negotiate(requested string) string {
-	if slices.Contains(Versions, requested) {
-		return requested
-	}
-	return Versions[0]
-}
-
 // New returns a session; out is its own stream (nil: none yet, see
 // SetStream).
 func New(opt Options, out Stream) *Session {
@@ -156,9 +139,11 @@ func New(opt Options, out Stream) *Session {
 	}
 	s.outbound = outbound{id: opt.ID, log: opt.Logger, max: opt.MaxQueued, done: s.done, lost: s.Close}
 	s.outbound.setStream(out)
+	s.protocol = protocol{methods: opt.Methods, info: opt.ServerInfo, caps: opt.Capabilities, instructions: opt.Instructions,
+		cache: opt.Cache, offerModern: opt.OfferModern, onLevel: opt.OnLevel}
 	if r := opt.Resumed; r != nil {
-		s.initialized, s.version, s.clientInfo = true, Negotiate(r.Version), r.ClientInfo
-		s.clientCaps, _ = decodeCaps(r.Caps)
+		caps, _ := decodeCaps(r.Caps)
+		s.protocol.hello = negotiated{initialized: true, version: Negotiate(r.Version), clientInfo: r.ClientInfo, clientCaps: caps}
 	}
 	return s
 }
@@ -197,11 +182,7 @@ func (s *Session) AfterClose(f func()) {
 }
 
 // Initialized reports whether initialize was answered.
-func (s *Session) Initialized() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.initialized
-}
+func (s *Session) Initialized() bool { return s.protocol.state().initialized }
 
 // Announced reports whether the session hears of list changes: it was
 // initialized, or a subscriptions/listen request of it is open.
@@ -210,34 +191,18 @@ func (s *Session) Announced() bool {
 }
 
 // ProtocolVersion is the negotiated version ("" before initialize).
-func (s *Session) ProtocolVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
+func (s *Session) ProtocolVersion() string { return s.protocol.state().version }
 
 // ClientCapabilities are the capabilities the client declared (nil before
 // initialize).
-func (s *Session) ClientCapabilities() *mcp.ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clientCaps
-}
+func (s *Session) ClientCapabilities() *mcp.ClientCapabilities { return s.protocol.state().clientCaps }
 
 // ClientInfo is the client's implementation info (nil before initialize).
-func (s *Session) ClientInfo() *mcp.Implementation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clientInfo
-}
+func (s *Session) ClientInfo() *mcp.Implementation { return s.protocol.state().clientInfo }
 
 // LogLevel is the level the client asked for ("": none; no log message is
 // sent until it asks).
-func (s *Session) LogLevel() mcp.LoggingLevel {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.level
-}
+func (s *Session) LogLevel() mcp.LoggingLevel { return s.protocol.logLevel() }
 
 // Subscribe records a subscription to uri and reports whether it is new.
 func (s *Session) Subscribe(uri string) bool {
@@ -306,7 +271,7 @@ func (s *Session) Notify(_ context.Context, method string, params any) error {
 // Log sends a log message on the session's own stream, if the client asked
 // for messages of its level.
 func (s *Session) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
-	if !s.wantsLog(p.Level) {
+	if !s.protocol.wantsLog(p.Level) {
 		return nil
 	}
 	return s.Notify(ctx, "notifications/message", p)
@@ -316,15 +281,10 @@ func (s *Session) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
 // notifications/message at level l): a message for many sessions is
 // encoded once.
 func (s *Session) LogEncoded(l mcp.LoggingLevel, params json.RawMessage) error {
-	if !s.wantsLog(l) {
+	if !s.protocol.wantsLog(l) {
 		return nil
 	}
 	return s.outbound.post(s.ctx, &jsonrpc.Request{Method: "notifications/message", Params: params})
-}
-
-func (s *Session) wantsLog(l mcp.LoggingLevel) bool {
-	want := s.LogLevel()
-	return want != "" && LevelRank(l) >= LevelRank(want)
 }
 
 // Ask sends a request to the client on the session's own stream and waits
@@ -495,17 +455,4 @@ func (r *Request) Ask(ctx context.Context, method string, params any) (json.RawM
 		return nil, ErrModernAsk
 	}
 	return r.Session.outbound.ask(ctx, r.out, method, params)
-}
-
-// levels are the MCP log levels, least severe first.
-var levels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
-// LevelRank orders log levels; an unknown level ranks after every known one.
-func LevelRank(l mcp.LoggingLevel) int {
-	for i, x := range levels {
-		if x == l {
-			return i
-		}
-	}
-	return len(levels)
 }
