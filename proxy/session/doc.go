@@ -14,6 +14,11 @@
 // version, capabilities and log level in _meta, needs no initialize, and
 // leaves nothing in its session.
 //
+// A Session keeps two parts in types of their own: protocol (protocol.go)
+// holds what initialize settled and the log level, and dispatches; outbound
+// (outbound.go, outbox.go) holds the session's own stream, the
+// notifications queued for it and switchboard's requests to the client.
+//
 // It imports no package of this module but the go-sdk's types. A Session is
 // safe for concurrent use; it owns the goroutines it starts for requests
 // (Go) and Close waits for them.

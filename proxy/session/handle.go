@@ -88,13 +88,7 @@ func (s *Session) worker(j job) {
 func (s *Session) Handle(ctx context.Context, msg jsonrpc.Message, out Stream) {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
-		s.mu.Lock()
-		ch := s.asks[m.ID]
-		delete(s.asks, m.ID)
-		s.mu.Unlock()
-		if ch != nil {
-			ch <- m
-		}
+		s.outbound.answered(m)
 	case *jsonrpc.Request:
 		if !m.IsCall() {
 			s.notification(m)
@@ -208,7 +202,7 @@ func (s *Session) run(ctx context.Context, release func(), m *jsonrpc.Request, o
 		err = merr
 	} else {
 		r.era = e
-		res, err = s.dispatch(ctx, r)
+		res, err = s.protocol.dispatch(ctx, r)
 	}
 	if !r.answer(res, err) && !errors.Is(err, ErrAnswered) {
 		s.log.Debug("a result after the request's early answer dropped", "method", m.Method, "error", err)
@@ -258,71 +252,6 @@ func (s *Session) idleLocked() {
 	}
 }
 
-func (s *Session) dispatch(ctx context.Context, r *Request) (any, error) {
-	if r.era != nil {
-		return s.dispatchModern(ctx, r)
-	}
-	switch r.Method {
-	case "initialize":
-		return s.initialize(r)
-	case "ping":
-		return json.RawMessage("{}"), nil
-	case "server/discover":
-		// A session is legacy: it lists the versions with a handshake, and
-		// a 2026-07-28 client falls back to initialize.
-		return s.discover(Versions), nil
-	}
-	if !s.Initialized() {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("method %q is invalid during session initialization", r.Method)}
-	}
-	if r.Method == "logging/setLevel" {
-		return s.setLevel(r)
-	}
-	h := s.opt.Methods[r.Method]
-	if h == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", r.Method)}
-	}
-	return h(ctx, r)
-}
-
-func (s *Session) initialize(r *Request) (any, error) {
-	var p mcp.InitializeParams
-	var raw struct {
-		Capabilities json.RawMessage `json:"capabilities"`
-	}
-	if err := json.Unmarshal(r.Params, &p); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "initialize: " + err.Error()}
-	}
-	if p.Capabilities != nil && json.Unmarshal(r.Params, &raw) == nil {
-		if caps, ok := decodeCaps(raw.Capabilities); ok { // with roots (see decodeCaps)
-			p.Capabilities = caps
-		}
-	}
-	version := Negotiate(p.ProtocolVersion)
-	s.mu.Lock()
-	s.initialized, s.version, s.clientInfo, s.clientCaps = true, version, p.ClientInfo, p.Capabilities
-	s.mu.Unlock()
-	info := s.opt.ServerInfo
-	if info == nil {
-		info = &mcp.Implementation{Name: "switchboard"}
-	}
-	return &mcp.InitializeResult{ProtocolVersion: version, Capabilities: s.opt.Capabilities, ServerInfo: info, Instructions: s.opt.Instructions}, nil
-}
-
-func (s *Session) setLevel(r *Request) (any, error) {
-	var p mcp.SetLoggingLevelParams
-	if err := json.Unmarshal(r.Params, &p); err != nil || LevelRank(p.Level) == len(levels) {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("logging/setLevel: unknown level %q", p.Level)}
-	}
-	s.mu.Lock()
-	s.level = p.Level
-	s.mu.Unlock()
-	if s.opt.OnLevel != nil {
-		s.opt.OnLevel(s, p.Level)
-	}
-	return json.RawMessage("{}"), nil
-}
-
 // reply writes a request's answer; a 2026-07-28 request's as that
 // protocol has it.
 func (s *Session) reply(out Stream, r *Request, res any, err error) {
@@ -334,7 +263,7 @@ func (s *Session) replyTo(out Stream, id jsonrpc.ID, modern bool, res any, err e
 	resp := &jsonrpc.Response{ID: id}
 	if err == nil {
 		if modern {
-			s.modernResult(res)
+			s.protocol.modernResult(res)
 		}
 		raw, eerr := encode(res)
 		if modern && eerr == nil {

@@ -176,17 +176,17 @@ var removedMethods = map[string]bool{
 
 // dispatchModern answers a 2026-07-28 request: no initialize gate, the
 // protocol's own methods of that era, every other method from the table.
-func (s *Session) dispatchModern(ctx context.Context, r *Request) (any, error) {
+func (p *protocol) dispatchModern(ctx context.Context, r *Request) (any, error) {
 	switch {
 	case removedMethods[r.Method]:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not part of protocol %s", r.Method, r.era.version)}
 	case r.Method == "server/discover":
-		if s.opt.OfferModern != nil && !s.opt.OfferModern(s, r.era.caps) {
-			return s.discover(Versions), nil
+		if p.offerModern != nil && !p.offerModern(r.Session, r.era.caps) {
+			return p.discover(Versions), nil
 		}
-		return s.discover(AllVersions), nil
+		return p.discover(AllVersions), nil
 	}
-	h := s.opt.Methods[r.Method]
+	h := p.methods[r.Method]
 	if h == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found", r.Method)}
 	}
@@ -194,8 +194,8 @@ func (s *Session) dispatchModern(ctx context.Context, r *Request) (any, error) {
 }
 
 // discover is the server/discover answer listing versions.
-func (s *Session) discover(versions []string) *mcp.DiscoverResult {
-	return &mcp.DiscoverResult{SupportedVersions: versions, Capabilities: s.opt.Capabilities, Instructions: s.opt.Instructions}
+func (p *protocol) discover(versions []string) *mcp.DiscoverResult {
+	return &mcp.DiscoverResult{SupportedVersions: versions, Capabilities: p.caps, Instructions: p.instructions}
 }
 
 // Cache is what a 2026-07-28 answer says about caching it (SEP-2549).
@@ -211,23 +211,23 @@ type Cache struct {
 // modernResult prepares a 2026-07-28 answer: it names switchboard as its
 // server, and lists, reads and discover say how they may be cached. A read keeps its upstream's shorter TTL and a
 // private scope.
-func (s *Session) modernResult(res any) {
+func (p *protocol) modernResult(res any) {
 	scope := "public"
-	if s.opt.Cache.Private {
+	if p.cache.Private {
 		scope = "private"
 	}
-	c := mcp.Cacheable{TTLMs: s.opt.Cache.TTL, CacheScope: scope}
+	c := mcp.Cacheable{TTLMs: p.cache.TTL, CacheScope: scope}
 	// SEP-2575: a result names its server in _meta (a copy: the map may
 	// be the upstream's).
 	if r, ok := res.(interface {
 		GetMeta() map[string]any
 		SetMeta(map[string]any)
-	}); ok && s.opt.ServerInfo != nil {
+	}); ok && p.info != nil {
 		m := maps.Clone(r.GetMeta())
 		if m == nil {
 			m = map[string]any{}
 		}
-		m[mcp.MetaKeyServerInfo] = serverInfoJSON(s.opt.ServerInfo)
+		m[mcp.MetaKeyServerInfo] = serverInfoJSON(p.info)
 		r.SetMeta(m)
 	}
 	switch v := res.(type) {
@@ -327,7 +327,7 @@ const codeResourceNotFound = -32002
 // stream before is restored after.
 func (r *Request) Listen(ctx context.Context, ack any, admit func(method string) bool) error {
 	s := r.Session
-	prev := s.out.Load()
+	prev := s.outbound.out.Load()
 	// What is announced once the stream is the session's waits for the
 	// acknowledgement to be out: from then on, nothing is missed.
 	ls := &listenStream{out: r.out, id: r.ID, admit: admit, acked: make(chan struct{})}
@@ -335,7 +335,7 @@ func (r *Request) Listen(ctx context.Context, ack any, admit func(method string)
 	s.listens.Add(1)
 	defer func() {
 		s.listens.Add(-1)
-		s.out.Store(prev)
+		s.outbound.out.Store(prev)
 	}()
 	raw, err := encode(ack)
 	if err == nil {

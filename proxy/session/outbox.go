@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,21 +35,22 @@ type outbox struct {
 }
 
 // post queues a notification for the session's own stream and starts its
-// sender when none is running. It never waits for the client.
-func (s *Session) post(msg *jsonrpc.Request) error {
+// sender when none is running; the sender writes with ctx, the session's.
+// It never waits for the client.
+func (o *outbound) post(ctx context.Context, msg *jsonrpc.Request) error {
 	select {
-	case <-s.done:
+	case <-o.done:
 		return ErrClosed
 	default:
 	}
-	out := s.stream()
+	out := o.stream()
 	if out == nil {
 		return ErrNoStream
 	}
 	if l, ok := out.(Listener); ok && !l.Listening() {
 		return ErrNoStream
 	}
-	ob := &s.outbox
+	ob := &o.outbox
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
 	if coalesces(msg.Method) {
@@ -57,11 +59,11 @@ func (s *Session) post(msg *jsonrpc.Request) error {
 				return nil
 			}
 		}
-	} else if ob.size+len(msg.Params) > s.opt.MaxQueued {
+	} else if ob.size+len(msg.Params) > o.max {
 		ob.dropped++
 		if ob.dropped == 1 {
-			s.log.Warn("notification dropped: the client is not keeping up with its stream",
-				"session_id", s.opt.ID, "method", msg.Method, "queued_bytes", ob.size)
+			o.log.Warn("notification dropped: the client is not keeping up with its stream",
+				"session_id", o.id, "method", msg.Method, "queued_bytes", ob.size)
 		}
 		return nil
 	}
@@ -69,7 +71,7 @@ func (s *Session) post(msg *jsonrpc.Request) error {
 	ob.size += len(msg.Params)
 	if !ob.writing {
 		ob.writing = true
-		go s.send()
+		go o.send(ctx)
 	}
 	return nil
 }
@@ -81,8 +83,8 @@ func coalesces(method string) bool {
 }
 
 // send writes what is queued until the queue is empty or the session ends.
-func (s *Session) send() {
-	ob := &s.outbox
+func (o *outbound) send(ctx context.Context) {
+	ob := &o.outbox
 	for {
 		ob.mu.Lock()
 		batch, dropped := ob.queue, ob.dropped
@@ -94,11 +96,11 @@ func (s *Session) send() {
 		}
 		ob.mu.Unlock()
 		if dropped > 1 {
-			s.log.Warn("notifications dropped: the client is not keeping up with its stream",
-				"session_id", s.opt.ID, "dropped", dropped)
+			o.log.Warn("notifications dropped: the client is not keeping up with its stream",
+				"session_id", o.id, "dropped", dropped)
 		}
 		for _, msg := range batch {
-			if !s.write(msg) {
+			if !o.write(ctx, msg) {
 				ob.mu.Lock()
 				ob.queue, ob.size, ob.writing = nil, 0, false
 				ob.mu.Unlock()
@@ -110,37 +112,37 @@ func (s *Session) send() {
 
 // write sends one queued notification; false once the session is over for
 // the sender.
-func (s *Session) write(msg *jsonrpc.Request) bool {
+func (o *outbound) write(ctx context.Context, msg *jsonrpc.Request) bool {
 	select {
-	case <-s.done:
+	case <-o.done:
 		return false
 	default:
 	}
-	out := s.stream()
+	out := o.stream()
 	if out == nil {
 		return true // no stream now: the notification has nowhere to go
 	}
-	err := out.Write(s.ctx, msg)
+	err := out.Write(ctx, msg)
 	if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
 		return true
 	}
 	// Not a byte taken for the whole write deadline: the client stopped
 	// reading. Its session ends (Close waits for nothing of this goroutine).
-	s.outbox.mu.Lock()
-	dropped := s.outbox.dropped
-	s.outbox.mu.Unlock()
-	s.log.Warn("downstream session closed", "session_id", s.opt.ID,
+	o.outbox.mu.Lock()
+	dropped := o.outbox.dropped
+	o.outbox.mu.Unlock()
+	o.log.Warn("downstream session closed", "session_id", o.id,
 		"reason", "the client stopped reading its stream", "dropped", dropped, "error", err)
-	go s.Close()
+	go o.lost()
 	return false
 }
 
-// notifyOwn sends a notification on the session's own stream through its
+// notify sends a notification on the session's own stream through its
 // outbox.
-func (s *Session) notifyOwn(method string, params any) error {
+func (o *outbound) notify(ctx context.Context, method string, params any) error {
 	raw, err := encode(params)
 	if err != nil {
 		return fmt.Errorf("%s: %w", method, err)
 	}
-	return s.post(&jsonrpc.Request{Method: method, Params: raw})
+	return o.post(ctx, &jsonrpc.Request{Method: method, Params: raw})
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,10 +38,6 @@ type Handler func(ctx context.Context, r *Request) (any, error)
 
 // Methods is the dispatch table: one Handler per method.
 type Methods map[string]Handler
-
-// Versions are the protocol versions a session negotiates at initialize,
-// newest first: those with the initialize handshake.
-var Versions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // Options configure a Session. Every field but Methods may be left zero.
 type Options struct {
@@ -91,20 +85,14 @@ type Session struct {
 	ctx  context.Context // the session's lifetime
 	stop context.CancelFunc
 	wg   sync.WaitGroup
-	out  atomic.Pointer[streamBox] // the session's own stream, if any
-	busy atomic.Int32              // requests Go has running, bounded by MaxInFlight
+	busy atomic.Int32 // requests Go has running, bounded by MaxInFlight
 
-	outbox outbox // notifications for the own stream, see outbox.go
+	protocol protocol // what initialize settled, the log level and the dispatch, see protocol.go
+	outbound outbound // the own stream, notifications and requests to the client, see outbound.go
 
 	mu          sync.Mutex
-	initialized bool
-	version     string
-	clientInfo  *mcp.Implementation
-	clientCaps  *mcp.ClientCapabilities
-	level       mcp.LoggingLevel
 	subs        map[string]bool
 	inflight    map[jsonrpc.ID]context.CancelFunc
-	asks        map[jsonrpc.ID]chan *jsonrpc.Response
 	answering   int           // requests out of inflight whose answer is being written
 	idle        chan struct{} // closed when the last request in flight is answered, for Drain
 	jobs        chan job      // requests for idle workers (unbuffered), made by the first Go
@@ -116,11 +104,8 @@ type Session struct {
 	afterClose  []func()      // see AfterClose
 	closedAll   chan struct{} // closed once Close has run OnClose and afterClose
 	done        chan struct{}
-	nextAskID   atomic.Int64
 	listens     atomic.Int32 // subscriptions/listen requests open
 }
-
-type streamBox struct{ s Stream }
 
 // Resumed is what a session resumed from its ID knows of the initialize
 // its client sent elsewhere. The log level and resource subscriptions the
@@ -130,15 +115,6 @@ type Resumed struct {
 	Version    string          // negotiated then; must be one of Versions
 	Caps       json.RawMessage // the client's capabilities as it sent them
 	ClientInfo *mcp.Implementation
-}
-
-// Negotiate is the version initialize answers a client that requested
-// requested: that one if the session speaks it, else the newest.
-func Negotiate(requested string) string {
-	if slices.Contains(Versions, requested) {
-		return requested
-	}
-	return Versions[0]
 }
 
 // New returns a session; out is its own stream (nil: none yet, see
@@ -161,12 +137,13 @@ func New(opt Options, out Stream) *Session {
 		done:      make(chan struct{}),
 		closedAll: make(chan struct{}),
 	}
-	if out != nil {
-		s.out.Store(&streamBox{out})
-	}
+	s.outbound = outbound{id: opt.ID, log: opt.Logger, max: opt.MaxQueued, done: s.done, lost: s.Close}
+	s.outbound.setStream(out)
+	s.protocol = protocol{methods: opt.Methods, info: opt.ServerInfo, caps: opt.Capabilities, instructions: opt.Instructions,
+		cache: opt.Cache, offerModern: opt.OfferModern, onLevel: opt.OnLevel}
 	if r := opt.Resumed; r != nil {
-		s.initialized, s.version, s.clientInfo = true, Negotiate(r.Version), r.ClientInfo
-		s.clientCaps, _ = decodeCaps(r.Caps)
+		caps, _ := decodeCaps(r.Caps)
+		s.protocol.hello = negotiated{initialized: true, version: Negotiate(r.Version), clientInfo: r.ClientInfo, clientCaps: caps}
 	}
 	return s
 }
@@ -205,11 +182,7 @@ func (s *Session) AfterClose(f func()) {
 }
 
 // Initialized reports whether initialize was answered.
-func (s *Session) Initialized() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.initialized
-}
+func (s *Session) Initialized() bool { return s.protocol.state().initialized }
 
 // Announced reports whether the session hears of list changes: it was
 // initialized, or a subscriptions/listen request of it is open.
@@ -218,34 +191,18 @@ func (s *Session) Announced() bool {
 }
 
 // ProtocolVersion is the negotiated version ("" before initialize).
-func (s *Session) ProtocolVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version
-}
+func (s *Session) ProtocolVersion() string { return s.protocol.state().version }
 
 // ClientCapabilities are the capabilities the client declared (nil before
 // initialize).
-func (s *Session) ClientCapabilities() *mcp.ClientCapabilities {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clientCaps
-}
+func (s *Session) ClientCapabilities() *mcp.ClientCapabilities { return s.protocol.state().clientCaps }
 
 // ClientInfo is the client's implementation info (nil before initialize).
-func (s *Session) ClientInfo() *mcp.Implementation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.clientInfo
-}
+func (s *Session) ClientInfo() *mcp.Implementation { return s.protocol.state().clientInfo }
 
 // LogLevel is the level the client asked for ("": none; no log message is
 // sent until it asks).
-func (s *Session) LogLevel() mcp.LoggingLevel {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.level
-}
+func (s *Session) LogLevel() mcp.LoggingLevel { return s.protocol.logLevel() }
 
 // Subscribe records a subscription to uri and reports whether it is new.
 func (s *Session) Subscribe(uri string) bool {
@@ -292,21 +249,7 @@ func (s *Session) Subscriptions() []string {
 }
 
 // SetStream sets (nil: clears) the session's own stream.
-func (s *Session) SetStream(out Stream) {
-	if out == nil {
-		s.out.Store(nil)
-		return
-	}
-	s.out.Store(&streamBox{out})
-}
-
-// stream is the session's own stream, or nil.
-func (s *Session) stream() Stream {
-	if b := s.out.Load(); b != nil {
-		return b.s
-	}
-	return nil
-}
+func (s *Session) SetStream(out Stream) { s.outbound.setStream(out) }
 
 // ErrNoStream is returned for a message that has no stream to go to.
 var ErrNoStream = errors.New("session: no open stream for the message")
@@ -322,24 +265,13 @@ var ErrSessionLimit = errors.New("too many open sessions")
 // Notify queues a notification for the session's own stream (see
 // outbox.go): it returns without waiting for the client.
 func (s *Session) Notify(_ context.Context, method string, params any) error {
-	return s.notifyOwn(method, params)
-}
-
-func (s *Session) notifyOn(ctx context.Context, out Stream, method string, params any) error {
-	if out == nil {
-		return ErrNoStream
-	}
-	raw, err := encode(params)
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	return out.Write(ctx, &jsonrpc.Request{Method: method, Params: raw})
+	return s.outbound.notify(s.ctx, method, params)
 }
 
 // Log sends a log message on the session's own stream, if the client asked
 // for messages of its level.
 func (s *Session) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
-	if !s.wantsLog(p.Level) {
+	if !s.protocol.wantsLog(p.Level) {
 		return nil
 	}
 	return s.Notify(ctx, "notifications/message", p)
@@ -349,65 +281,16 @@ func (s *Session) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
 // notifications/message at level l): a message for many sessions is
 // encoded once.
 func (s *Session) LogEncoded(l mcp.LoggingLevel, params json.RawMessage) error {
-	if !s.wantsLog(l) {
+	if !s.protocol.wantsLog(l) {
 		return nil
 	}
-	return s.post(&jsonrpc.Request{Method: "notifications/message", Params: params})
-}
-
-func (s *Session) wantsLog(l mcp.LoggingLevel) bool {
-	want := s.LogLevel()
-	return want != "" && LevelRank(l) >= LevelRank(want)
+	return s.outbound.post(s.ctx, &jsonrpc.Request{Method: "notifications/message", Params: params})
 }
 
 // Ask sends a request to the client on the session's own stream and waits
 // for the answer.
 func (s *Session) Ask(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	return s.askOn(ctx, s.stream(), method, params)
-}
-
-func (s *Session) askOn(ctx context.Context, out Stream, method string, params any) (json.RawMessage, error) {
-	if out == nil {
-		return nil, ErrNoStream
-	}
-	raw, err := encode(params)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", method, err)
-	}
-	id, _ := jsonrpc.MakeID("sb-" + strconv.FormatInt(s.nextAskID.Add(1), 10))
-	ch := make(chan *jsonrpc.Response, 1)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, ErrClosed
-	}
-	if s.asks == nil { // made on first use: most sessions never ask
-		s.asks = map[jsonrpc.ID]chan *jsonrpc.Response{}
-	}
-	s.asks[id] = ch
-	s.mu.Unlock()
-	forget := func() {
-		s.mu.Lock()
-		delete(s.asks, id)
-		s.mu.Unlock()
-	}
-	if err := out.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
-		forget()
-		return nil, err
-	}
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		return r.Result, nil
-	case <-ctx.Done():
-		forget()
-		_ = s.notifyOn(context.WithoutCancel(ctx), out, "notifications/cancelled", &mcp.CancelledParams{RequestID: id.Raw(), Reason: ctx.Err().Error()})
-		return nil, ctx.Err()
-	case <-s.done:
-		return nil, ErrClosed
-	}
+	return s.outbound.ask(ctx, s.outbound.stream(), method, params)
 }
 
 // Close ends the session: requests in flight are cancelled, requests to
@@ -546,7 +429,7 @@ func (r *Request) LogLevel() mcp.LoggingLevel {
 
 // Notify sends a notification about the request on the request's stream.
 func (r *Request) Notify(ctx context.Context, method string, params any) error {
-	return r.Session.notifyOn(ctx, r.out, method, params)
+	return notifyOn(ctx, r.out, method, params)
 }
 
 // Log sends a log message on the request's stream, if the client asked for
@@ -571,18 +454,5 @@ func (r *Request) Ask(ctx context.Context, method string, params any) (json.RawM
 	if r.era != nil {
 		return nil, ErrModernAsk
 	}
-	return r.Session.askOn(ctx, r.out, method, params)
-}
-
-// levels are the MCP log levels, least severe first.
-var levels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
-// LevelRank orders log levels; an unknown level ranks after every known one.
-func LevelRank(l mcp.LoggingLevel) int {
-	for i, x := range levels {
-		if x == l {
-			return i
-		}
-	}
-	return len(levels)
+	return r.Session.outbound.ask(ctx, r.out, method, params)
 }
