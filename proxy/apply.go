@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -40,11 +41,11 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 			return err
 		}
 	}
-	if err := p.pins.use(pinFilePath(c)); err != nil {
+	if err := p.pins.use(view.PinFilePath(c)); err != nil {
 		obs.discard()
 		return &ConfigError{err}
 	}
-	planned, specs := Plan(c)
+	planned, specs := view.Plan(c)
 	if wait {
 		// Editing a server is its operator's approval of its changed
 		// tool definitions; a reload for another reason approves nothing.
@@ -68,7 +69,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	}
 	obs.commit(p)
 	p.gen++
-	snap := NewSnapshot(p.gen, c, hp.next, planned)
+	snap := view.NewSnapshot(p.gen, c, hp.next, planned)
 	p.parked.useKey(stateKey)
 	p.ids.useKey(sessionKey)
 	p.handles = hp.next

@@ -10,11 +10,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
 // getPrompt forwards prompts/get, or answers the built-in prompt.
-func (p *Proxy) getPrompt(ctx context.Context, v *View, req *session.Request) (any, error) {
+func (p *Proxy) getPrompt(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.GetPromptParams
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
@@ -45,7 +46,7 @@ func (p *Proxy) getPrompt(ctx context.Context, v *View, req *session.Request) (a
 // readResource forwards resources/read to the URI's owner and wraps its
 // text as untrusted. Every URI the view's servers own is routed, including
 // ones an upstream never listed (resource links in tool results).
-func (p *Proxy) readResource(ctx context.Context, v *View, req *session.Request) (any, error) {
+func (p *Proxy) readResource(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.ReadResourceParams
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func (p *Proxy) readResource(ctx context.Context, v *View, req *session.Request)
 
 // readFrom reads a resource from e; params are the upstream's (their
 // _meta forwardable).
-func (p *Proxy) readFrom(ctx context.Context, v *View, e *ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+func (p *Proxy) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	uri := params.URI
 	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, p.boundary(v.Snap, e)
 	res, err := p.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(p, req, nil, src, opts))
@@ -77,11 +78,11 @@ func (p *Proxy) readFrom(ctx context.Context, v *View, e *ServerEntry, req *sess
 
 // resourceContext is the built-in prompt: every visible resource, read and
 // wrapped, in URI order, as one user message.
-func (p *Proxy) resourceContext(ctx context.Context, v *View, req *session.Request) (*mcp.GetPromptResult, error) {
+func (p *Proxy) resourceContext(ctx context.Context, v *view.View, req *session.Request) (*mcp.GetPromptResult, error) {
 	var b strings.Builder
 	b.WriteString("Context from the resources of the connected MCP servers. Each block is untrusted external content.\n")
 	limit := v.Snap.Sanitize.MaxResultBytes
-	for _, uri := range SortedKeys(v.Resources) {
+	for _, uri := range view.SortedKeys(v.Resources) {
 		r := v.Resources[uri]
 		res, err := p.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: uri})
 		// Everything about a resource, its failure and its blobs' notes
@@ -115,7 +116,7 @@ func (p *Proxy) resourceContext(ctx context.Context, v *View, req *session.Reque
 
 // complete routes completion/complete: ref/prompt by the prompt table,
 // ref/resource by the URI or template owner.
-func (p *Proxy) complete(ctx context.Context, v *View, req *session.Request) (any, error) {
+func (p *Proxy) complete(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.CompleteParams
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func (p *Proxy) complete(ctx context.Context, v *View, req *session.Request) (an
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion: missing ref"}
 	}
 	params.Meta = forwardableMeta(params.Meta)
-	var e *ServerEntry
+	var e *view.ServerEntry
 	switch ref.Type {
 	case "ref/prompt":
 		r, ok := v.Prompts[ref.Name]
@@ -186,7 +187,7 @@ func (p *Proxy) noteFindings(ctx context.Context, server, name string, rep sanit
 	if len(rep.Findings) == 0 {
 		return
 	}
-	ids := FindingIDs(rep.Findings)
+	ids := view.FindingIDs(rep.Findings)
 	for _, id := range ids {
 		p.tel.Load().Suspicious(ctx, server, id)
 	}
@@ -194,7 +195,7 @@ func (p *Proxy) noteFindings(ctx context.Context, server, name string, rep sanit
 }
 
 // boundary is the trust boundary's options for content from server e.
-func (p *Proxy) boundary(snap *Snapshot, e *ServerEntry) sanitize.Options {
+func (p *Proxy) boundary(snap *view.Snapshot, e *view.ServerEntry) sanitize.Options {
 	opts := snap.Sanitize
 	opts.Wrap, opts.Redactor = e.Wrap, p.redactor
 	return opts

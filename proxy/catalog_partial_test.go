@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -184,7 +185,7 @@ func TestSkippedListsNeverAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range prompts.Prompts {
-		if p.Name != ResourceContextPrompt {
+		if p.Name != view.ResourceContextPrompt {
 			t.Errorf("prompt %s listed with listPrompts: false", p.Name)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -253,7 +254,7 @@ func (p *Proxy) saveCatalog(h *upstream.Handle) {
 	if cur.snap == nil || !h.Listed() {
 		return
 	}
-	var e *ServerEntry
+	var e *view.ServerEntry
 	for _, vs := range cur.snap.Views {
 		for _, se := range vs.Servers {
 			if se.Handle == h && !se.PerClient {

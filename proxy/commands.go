@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -15,7 +16,7 @@ import (
 func LoadConfig(o Options) (*config.Config, error) { return loadConfig(o) }
 
 // PinFilePath is the pin file c's sanitize.pinFile names ("" if none).
-func PinFilePath(c *config.Config) string { return pinFilePath(c) }
+func PinFilePath(c *config.Config) string { return view.PinFilePath(c) }
 
 // RunPins lists or approves (action "list" or "approve") the pinned tool
 // definitions in the pin file at path, for one server or tool when set,
@@ -74,7 +75,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 		rows = append(rows, ToolRow{Public: r.Public, Server: r.Entry.Key, Original: r.Original, Description: r.Tool.Description})
 	}
 	var down []upstream.Status
-	for _, k := range SortedKeys(snap.Handles) {
+	for _, k := range view.SortedKeys(snap.Handles) {
 		if st := snap.Handles[k].Status(); st.State != upstream.StateReady && st.State != upstream.StateIdle {
 			st.LastError = p.redact(st.LastError)
 			for i, l := range st.StderrTail {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 )
 
 // Progressive tool discovery (discovery.mode "search"): a view lists only
@@ -81,7 +82,7 @@ func (p *Proxy) forgetFound(ss *session.Session) {
 // sessionListing is what tools/list shows the session in a search view:
 // the view's own listing and the tools the session found that the view
 // still has, in name order.
-func (p *Proxy) sessionListing(v *View, ss *session.Session) []*mcp.Tool {
+func (p *Proxy) sessionListing(v *view.View, ss *session.Session) []*mcp.Tool {
 	f, ok := p.found.Load(ss)
 	if !ok {
 		return v.Listed
@@ -109,10 +110,10 @@ type foundTool struct {
 // findTools answers switchboard_find_tools: the best visible tools for the
 // query (policy applied before: a hidden tool is not in the index), which
 // join the session's list.
-func (p *Proxy) findTools(v *View, req *session.Request, args map[string]any) *mcp.CallToolResult {
+func (p *Proxy) findTools(v *view.View, req *session.Request, args map[string]any) *mcp.CallToolResult {
 	query, _ := args["query"].(string)
 	if strings.TrimSpace(query) == "" {
-		return errorResult(FindToolsName + ": query is required: say in a few words what you want to do")
+		return errorResult(view.FindToolsName + ": query is required: say in a few words what you want to do")
 	}
 	limit := defaultFindLimit
 	if n, ok := args["limit"].(json.Number); ok {
@@ -145,15 +146,15 @@ func (p *Proxy) findTools(v *View, req *session.Request, args map[string]any) *m
 
 // ownToolCall answers a call of one of switchboard's own tools in a search
 // view; handled is false for any other name.
-func (p *Proxy) ownToolCall(ctx context.Context, v *View, req *session.Request, params *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, handled bool, err error) {
-	if v.Search == nil || (params.Name != FindToolsName && params.Name != CallToolName) {
+func (p *Proxy) ownToolCall(ctx context.Context, v *view.View, req *session.Request, params *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, handled bool, err error) {
+	if v.Search == nil || (params.Name != view.FindToolsName && params.Name != view.CallToolName) {
 		return nil, false, nil
 	}
 	args, err := decodeArgs(params.Arguments)
 	if err != nil {
 		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", params.Name, err)), true, nil
 	}
-	if params.Name == FindToolsName {
+	if params.Name == view.FindToolsName {
 		return p.findTools(v, req, args), true, nil
 	}
 	name, _ := args["name"].(string)

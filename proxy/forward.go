@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -34,7 +35,7 @@ const auditRefusal = "switchboard refused this tool call: the audit trail cannot
 // validation, the upstream call in a child span, then sanitising of the
 // result. Every call ends in one outcome, counted, audited and logged at
 // debug with its duration (never its arguments or result).
-func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
+func (p *Proxy) forward(ctx context.Context, viewID string, snap *view.Snapshot, r *view.Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
 	pr, _ := req.Session.Principal().(principal)
 	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
@@ -112,13 +113,13 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *R
 		return p.toResult(ctx, err, src, opts)
 	}
 	if len(rep.Findings) > 0 {
-		rec.Suspicious = FindingIDs(rep.Findings)
+		rec.Suspicious = view.FindingIDs(rep.Findings)
 		p.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 		if rep.Blocked {
 			rec.Outcome = "blocked"
 		}
 	}
-	if err := r.outputStillValid(up, out); err != nil {
+	if err := outputStillValid(r, up, out); err != nil {
 		rec.Outcome = "invalid_output"
 		return errorResult(fmt.Sprintf("the result of tool %q no longer matches its output schema once switchboard cleaned its structured content (%v); it is withheld", r.Public, err)), nil
 	}
@@ -129,7 +130,7 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *Snapshot, r *R
 // (neutralised or redacted a string) against the tool's output schema:
 // a client that validates it would refuse the result, and should learn
 // why. Unchanged content is the upstream's own and is not checked here.
-func (r *Route) outputStillValid(up, out *mcp.CallToolResult) error {
+func outputStillValid(r *view.Route, up, out *mcp.CallToolResult) error {
 	if r.Output == nil || out.IsError || out.StructuredContent == nil || sameValue(up.StructuredContent, out.StructuredContent) {
 		return nil
 	}

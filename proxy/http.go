@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -131,8 +132,8 @@ type StatusReport struct {
 	// Collisions are the names more than one server wants, and Findings
 	// the definitions the trust boundary flagged or skipped, in every
 	// view as served now. The log names each once, when it appears.
-	Collisions []CollisionStatus `json:"collisions,omitempty"`
-	Findings   []FindingStatus   `json:"findings,omitempty"`
+	Collisions []view.CollisionStatus `json:"collisions,omitempty"`
+	Findings   []view.FindingStatus   `json:"findings,omitempty"`
 	// Audit is the audit log's state; absent when it is off.
 	Audit *AuditStatus `json:"audit,omitempty"`
 }
@@ -161,7 +162,7 @@ func (p *Proxy) statusReport() StatusReport {
 		c.Error = p.redact(c.Error)
 		rep.LastReload = &c
 	}
-	for _, k := range SortedKeys(snap.Handles) {
+	for _, k := range view.SortedKeys(snap.Handles) {
 		st := snap.Handles[k].Status()
 		st.LastError = p.redact(st.LastError)
 		for i, l := range st.StderrTail {

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -35,7 +36,7 @@ type clientHandles struct {
 // handleFor returns the handle a request from ss uses for entry e: the
 // shared one, or with isolation: per-client the session's own instance
 // (its own process or upstream session), created on first use.
-func (p *Proxy) handleFor(e *ServerEntry, ss *session.Session) *upstream.Handle {
+func (p *Proxy) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Handle {
 	if !e.PerClient || ss == nil || e.Handle == nil {
 		return e.Handle
 	}

@@ -31,6 +31,11 @@ func inModule(pkg string) bool { return pkg == module || strings.HasPrefix(pkg, 
 // is run (proxy, upstream, sanitize, proxy/internal).
 var configImports = []string{module + "/policy", module + "/router", module + "/secrets"}
 
+// viewImports are the module packages proxy/view may import besides the
+// leaves: a view is compiled from a config for telemetry's per-route
+// attributes, and knows nothing of sessions, dispatch or the HTTP edge.
+var viewImports = []string{module + "/proxy/config", module + "/proxy/telemetry", module + "/proxy/discovery"}
+
 // TestLayering enforces the import direction of DESIGN §1: leaves import no
 // other package of the module, only cmd/ and examples/ import proxy/,
 // e2e/ imports nothing of the module, and proxy/config imports only the
@@ -62,6 +67,8 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s: e2e/ must not import module packages", pkg, imp)
 			case pkg == module+"/proxy/config" && !slices.Contains(configImports, imp):
 				t.Errorf("%s imports %s: the config schema imports only %v", pkg, imp, configImports)
+			case pkg == module+"/proxy/view" && leafOf(imp) == "" && !slices.Contains(viewImports, imp):
+				t.Errorf("%s imports %s: a view is compiled from the leaves and %v only", pkg, imp, viewImports)
 			}
 		}
 	}

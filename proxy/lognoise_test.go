@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -207,7 +208,7 @@ func TestSharedResourceURILoggedOnce(t *testing.T) {
 		t.Errorf("%d suspicious-definition lines, want one for each of the %d servers", len(w), n)
 	}
 	st := p.statusReport()
-	var found *CollisionStatus
+	var found *view.CollisionStatus
 	for i, c := range st.Collisions {
 		if c.Name == "shared://doc" {
 			found = &st.Collisions[i]

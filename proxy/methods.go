@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
@@ -35,7 +36,7 @@ var capabilities = &mcp.ServerCapabilities{
 }
 
 // viewHandler answers one method in the view of the session that asks.
-type viewHandler func(ctx context.Context, v *View, r *session.Request) (any, error)
+type viewHandler func(ctx context.Context, v *view.View, r *session.Request) (any, error)
 
 // methods is the dispatch table every session uses: one handler per
 // method, whatever the transport. Each request loads the generation served
@@ -61,10 +62,10 @@ func (p *Proxy) methods() session.Methods {
 	add("resources/list", p.listResources)
 	add("resources/templates/list", p.listTemplates)
 	add("resources/read", p.readResource)
-	add("resources/subscribe", func(ctx context.Context, v *View, r *session.Request) (any, error) {
+	add("resources/subscribe", func(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 		return p.subscribe(ctx, v, r, true)
 	})
-	add("resources/unsubscribe", func(ctx context.Context, v *View, r *session.Request) (any, error) {
+	add("resources/unsubscribe", func(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 		return p.subscribe(ctx, v, r, false)
 	})
 	add("completion/complete", p.complete)
@@ -218,7 +219,7 @@ func (p *Proxy) authorize(ss *session.Session, r *http.Request) bool {
 // for them, bounded by their timeout, firstListTimeout and the request),
 // waits for the eager ones still on their first start (awaitFirstStarts),
 // then lists from the view. In search mode it waits for nothing.
-func (p *Proxy) listTools(ctx context.Context, v *View, r *session.Request) (any, error) {
+func (p *Proxy) listTools(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 	var params mcp.ListToolsParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
@@ -226,7 +227,7 @@ func (p *Proxy) listTools(ctx context.Context, v *View, r *session.Request) (any
 	if v.Search != nil {
 		// Search mode lists switchboard's own tools and the ones found
 		// before: nothing to wait for.
-		return ListPage(p.sessionListing(v, r.Session), &params)
+		return view.ListPage(p.sessionListing(v, r.Session), &params)
 	}
 	wctx, cancel := context.WithTimeout(ctx, v.Snap.Config.FirstListTimeout())
 	warmed := p.warmLazy(wctx, v)
@@ -241,7 +242,7 @@ func (p *Proxy) listTools(ctx context.Context, v *View, r *session.Request) (any
 }
 
 // callTool answers tools/call: the one path of every forwarded call.
-func (p *Proxy) callTool(ctx context.Context, v *View, r *session.Request) (any, error) {
+func (p *Proxy) callTool(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 	var params mcp.CallToolParamsRaw
 	if err := decodeCallParams(r, &params); err != nil {
 		return nil, err
@@ -276,13 +277,13 @@ func (p *Proxy) callTool(ctx context.Context, v *View, r *session.Request) (any,
 	return res, nil
 }
 
-func (p *Proxy) listPrompts(ctx context.Context, v *View, r *session.Request) (any, error) {
+func (p *Proxy) listPrompts(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 	var params mcp.ListPromptsParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	names := SortedKeys(v.Prompts)
+	names := view.SortedKeys(v.Prompts)
 	list := make([]*mcp.Prompt, len(names))
 	for i, n := range names {
 		list[i] = v.Prompts[n].Prompt
@@ -294,13 +295,13 @@ func (p *Proxy) listPrompts(ctx context.Context, v *View, r *session.Request) (a
 	return &mcp.ListPromptsResult{Prompts: page, NextCursor: next}, nil
 }
 
-func (p *Proxy) listResources(ctx context.Context, v *View, r *session.Request) (any, error) {
+func (p *Proxy) listResources(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 	var params mcp.ListResourcesParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
 	v = p.awaitFirstStarts(ctx, v)
-	uris := SortedKeys(v.Resources)
+	uris := view.SortedKeys(v.Resources)
 	list := make([]*mcp.Resource, len(uris))
 	for i, u := range uris {
 		list[i] = v.Resources[u].Resource
@@ -312,7 +313,7 @@ func (p *Proxy) listResources(ctx context.Context, v *View, r *session.Request) 
 	return &mcp.ListResourcesResult{Resources: page, NextCursor: next}, nil
 }
 
-func (p *Proxy) listTemplates(ctx context.Context, v *View, r *session.Request) (any, error) {
+func (p *Proxy) listTemplates(ctx context.Context, v *view.View, r *session.Request) (any, error) {
 	var params mcp.ListResourceTemplatesParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
@@ -342,9 +343,9 @@ func paginate[T any](list []T, cursor string, key func(T) string) ([]T, string, 
 		list = list[i:]
 	}
 	next := ""
-	if len(list) > PageSize {
-		list = list[:PageSize:PageSize]
-		next = base64.RawURLEncoding.EncodeToString([]byte(key(list[PageSize-1])))
+	if len(list) > view.PageSize {
+		list = list[:view.PageSize:view.PageSize]
+		next = base64.RawURLEncoding.EncodeToString([]byte(key(list[view.PageSize-1])))
 	}
 	if list == nil {
 		list = []T{}
@@ -355,7 +356,7 @@ func paginate[T any](list []T, cursor string, key func(T) string) ([]T, string, 
 // subscribe forwards resources/subscribe (on) and unsubscribe (off) to the
 // URI's owner, ref-counted so one upstream subscription serves every
 // downstream session.
-func (p *Proxy) subscribe(ctx context.Context, v *View, r *session.Request, on bool) (any, error) {
+func (p *Proxy) subscribe(ctx context.Context, v *view.View, r *session.Request, on bool) (any, error) {
 	var params mcp.SubscribeParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err

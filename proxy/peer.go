@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -133,7 +134,7 @@ func (p *Proxy) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Option
 	if snap == nil {
 		return src, sanitize.Options{Wrap: true, Redactor: p.redactor}
 	}
-	var byName *ServerEntry
+	var byName *view.ServerEntry
 	for _, vs := range snap.Views {
 		for _, e := range vs.Servers {
 			if e.Handle == h {

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -82,16 +83,16 @@ type Proxy struct {
 	sdkLog     *slog.Logger
 	redactor   *secrets.Set
 	resolver   *secrets.Resolver
-	builder    *Builder
+	builder    *view.Builder
 
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
 	serving  atomic.Pointer[served]
-	pubMu    sync.Mutex // serialises publishing; guards draining and notices
-	draining []*served  // replaced generations still in use
-	notices  NoticeLog  // what of the views' notes was logged (notices.go)
-	sessions sync.Map   // every open downstream session -> its view id
-	found    sync.Map   // a session in a search view -> its *foundSet
+	pubMu    sync.Mutex     // serialises publishing; guards draining and notices
+	draining []*served      // replaced generations still in use
+	notices  view.NoticeLog // what of the views' notes was logged (notices.go)
+	sessions sync.Map       // every open downstream session -> its view id
+	found    sync.Map       // a session in a search view -> its *foundSet
 	// sessionGone is signalled (never blocking) when a session closes.
 	sessionGone chan struct{}
 	held        sessionCounts
@@ -244,13 +245,13 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		parked:      newParkedCalls(),
 		ids:         ids,
 	}
-	p.builder = &Builder{Redactor: redactor, Pins: p.pins, Log: log}
+	p.builder = &view.Builder{Redactor: redactor, Pins: p.pins, Log: log}
 	p.peer = &peer{p: p, subs: map[subKey]int{}}
 	p.dispatch = p.methods()
 	p.offerModernFn, p.closeStateless = p.offerModern, p.closeStatelessSession
 	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
 	p.streamable.SetContinuity(streamhttp.Continuity{Mint: p.mintSessionID, Resume: p.resumeSession})
-	p.serving.Store(newServed(nil, map[string]*View{}, access{}))
+	p.serving.Store(newServed(nil, map[string]*view.View{}, access{}))
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
 		return nil, nil, err

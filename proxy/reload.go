@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy/view"
+
 	"github.com/fsnotify/fsnotify"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
@@ -62,7 +64,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 		w = nil
 	}
 	base := filepath.Base(p.opts.ConfigPath)
-	pinPath := pinFilePath(p.serving.Load().snap.Config)
+	pinPath := view.PinFilePath(p.serving.Load().snap.Config)
 	if pinPath != "" {
 		pinPath, _ = filepath.Abs(pinPath)
 		if w != nil && filepath.Dir(pinPath) != filepath.Dir(p.opts.ConfigPath) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 )
 
 // settleRounds bounds how long settle waits for a file that keeps
@@ -76,7 +77,7 @@ var errUnsettled = errors.New("config file still changing")
 // serverKeys lists the servers c runs (enabled, by handle key: an agent's
 // own server is key@agent), sorted.
 func serverKeys(c *config.Config) map[string]bool {
-	_, specs := Plan(c)
+	_, specs := view.Plan(c)
 	keys := make(map[string]bool, len(specs))
 	for k := range specs {
 		keys[k] = true

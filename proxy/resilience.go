@@ -6,12 +6,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 )
 
 // warmLazy starts the lazy servers of v that have not started yet. When
 // one of them was still starting, it publishes the views that expose it
 // and reports true, so a listing can include its tools.
-func (p *Proxy) warmLazy(ctx context.Context, v *View) bool {
+func (p *Proxy) warmLazy(ctx context.Context, v *view.View) bool {
 	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return false
@@ -36,7 +38,7 @@ func (p *Proxy) warmLazy(ctx context.Context, v *View) bool {
 	}
 	// The handle's own change notification rebuilds the view too, but
 	// possibly after this answer; rebuild now so it is in.
-	p.rebuild(func(vs *ViewSpec) bool { return vs == spec })
+	p.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
 	return true
 }
 
@@ -48,7 +50,7 @@ func (p *Proxy) warmLazy(ctx context.Context, v *View) bool {
 // complete as the clients' patience allows. Servers that come later are
 // announced with list_changed. It returns the view to list from: v, or the
 // one published since if a server finished starting meanwhile.
-func (p *Proxy) awaitFirstStarts(ctx context.Context, v *View) *View {
+func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view.View) *view.View {
 	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return v
@@ -99,7 +101,7 @@ func minTime(a, b time.Time) time.Time {
 // started — it is started and waited for, each bounded by its connect
 // timeout and ctx, and the view is built again. It returns the view to
 // look again in, or nil when no server could still provide the name.
-func (p *Proxy) awaitTool(ctx context.Context, v *View, name string) *View {
+func (p *Proxy) awaitTool(ctx context.Context, v *view.View, name string) *view.View {
 	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return nil
@@ -118,14 +120,14 @@ func (p *Proxy) awaitTool(ctx context.Context, v *View, name string) *View {
 	}
 	// The server's own change notification rebuilds the view too, but
 	// possibly after this call looks; rebuild now so its tools are in.
-	p.rebuild(func(vs *ViewSpec) bool { return vs == spec })
+	p.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
 	return p.latest(v)
 }
 
 // latest is view v as the generation served now has it (v itself if that
 // generation no longer has the view). Only lists use it: what they show
 // changes no upstream.
-func (p *Proxy) latest(v *View) *View {
+func (p *Proxy) latest(v *view.View) *view.View {
 	if nv := p.serving.Load().views[v.ID]; nv != nil {
 		return nv
 	}

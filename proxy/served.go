@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -16,9 +17,9 @@ import (
 // sanitize options and handles at once, and each request loads it once
 // (acquire) and uses only what it loaded.
 type served struct {
-	snap  *Snapshot
-	views map[string]*View // by view id; "" is the default view
-	notes *Notes        // what building the views found, for /status
+	snap  *view.Snapshot
+	views map[string]*view.View // by view id; "" is the default view
+	notes *view.Notes           // what building the views found, for /status
 	// access is who may use it: the downstream tokens and the admin
 	// reload token, resolved from snap's config.
 	access access
@@ -32,8 +33,8 @@ type served struct {
 	drained chan struct{}
 }
 
-func newServed(snap *Snapshot, views map[string]*View, acc access) *served {
-	return &served{snap: snap, views: views, notes: GatherNotes(views), access: acc, drained: make(chan struct{})}
+func newServed(snap *view.Snapshot, views map[string]*view.View, acc access) *served {
+	return &served{snap: snap, views: views, notes: view.GatherNotes(views), access: acc, drained: make(chan struct{})}
 }
 
 // acquire loads the current generation and counts the caller in it until
@@ -96,10 +97,10 @@ func (p *Proxy) swap(next *served) []*served {
 // publish makes snap current: it builds every view from it and swaps them
 // in with it at once, then tells each session of every list that changed.
 // It returns the generations still in use, as swap does.
-func (p *Proxy) publish(snap *Snapshot, acc access) []*served {
+func (p *Proxy) publish(snap *view.Snapshot, acc access) []*served {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
-	views := make(map[string]*View, len(snap.Views))
+	views := make(map[string]*view.View, len(snap.Views))
 	for id := range snap.Views {
 		views[id] = p.builder.Build(snap, id)
 	}
@@ -113,14 +114,14 @@ func (p *Proxy) publish(snap *Snapshot, acc access) []*served {
 
 // rebuild rebuilds the views that keep reports true for, from the current
 // snapshot and the upstreams' catalogs as they are now, and publishes them.
-func (p *Proxy) rebuild(keep func(spec *ViewSpec) bool) {
+func (p *Proxy) rebuild(keep func(spec *view.ViewSpec) bool) {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
 	cur := p.serving.Load()
 	if cur.snap == nil {
 		return
 	}
-	views := make(map[string]*View, len(cur.views))
+	views := make(map[string]*view.View, len(cur.views))
 	changed := false
 	for id, v := range cur.views {
 		if spec := cur.snap.Views[id]; spec != nil && keep(spec) {
@@ -138,29 +139,29 @@ func (p *Proxy) rebuild(keep func(spec *ViewSpec) bool) {
 }
 
 // rebuildAll rebuilds every view.
-func (p *Proxy) rebuildAll() { p.rebuild(func(*ViewSpec) bool { return true }) }
+func (p *Proxy) rebuildAll() { p.rebuild(func(*view.ViewSpec) bool { return true }) }
 
 // onUpstreamChange rebuilds every view that exposes h.
 func (p *Proxy) onUpstreamChange(h *upstream.Handle) {
-	p.rebuild(func(spec *ViewSpec) bool { return spec.Exposes(h) })
+	p.rebuild(func(spec *view.ViewSpec) bool { return spec.Exposes(h) })
 	p.saveCatalog(h)
 }
 
 // announce tells the sessions of each view which of its lists differ
 // between before and after; a view that is gone lost all of them.
-func (p *Proxy) announce(before, after map[string]*View) {
-	empty := (&View{}).Fingerprint()
+func (p *Proxy) announce(before, after map[string]*view.View) {
+	empty := (&view.View{}).Fingerprint()
 	changed := map[string][]string{}
 	for id, old := range before {
 		now := empty
 		if v := after[id]; v != nil {
 			now = v.Hashes
 		}
-		changed[id] = ListChanges(old.Hashes, now)
+		changed[id] = view.ListChanges(old.Hashes, now)
 	}
 	for id, v := range after {
 		if _, ok := before[id]; !ok {
-			changed[id] = ListChanges(empty, v.Hashes)
+			changed[id] = view.ListChanges(empty, v.Hashes)
 		}
 	}
 	p.eachSession(func(ss *session.Session, viewID string) {

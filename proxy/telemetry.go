@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -52,7 +53,7 @@ func (p *Proxy) observe() telemetry.Observation {
 
 // callSpan starts the child span of one upstream call and returns the _meta
 // that carries its trace context to the upstream.
-func (p *Proxy) callSpan(ctx context.Context, r *Route, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
+func (p *Proxy) callSpan(ctx context.Context, r *view.Route, meta mcp.Meta) (context.Context, trace.Span, mcp.Meta) {
 	// With tracing off there is no span of our own; an incoming trace
 	// context still travels on as the context's span.
 	span := trace.SpanFromContext(ctx)

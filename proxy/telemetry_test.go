@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -22,7 +23,7 @@ func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	p := &Proxy{}
 	p.tel.Store(&telemetry.Telemetry{Tracer: noop.NewTracerProvider().Tracer("test")})
-	r := &Route{Original: "echo", Entry: &ServerEntry{Key: "s"}}
+	r := &view.Route{Original: "echo", Entry: &view.ServerEntry{Key: "s"}}
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 	for name, req := range map[string]*session.Request{

@@ -1,4 +1,4 @@
-package proxy
+package view
 
 import "github.com/mcp-switchboard/switchboard/upstream"
 

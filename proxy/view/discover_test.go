@@ -1,6 +1,8 @@
-package proxy
+package view
 
-import "testing"
+import (
+	"testing"
+)
 
 func TestOwnToolNames(t *testing.T) {
 	if ownTools[0].Name != FindToolsName || ownTools[1].Name != CallToolName {

@@ -1,4 +1,4 @@
-package proxy
+package view
 
 import (
 	"cmp"
@@ -320,7 +320,7 @@ func maxDescriptionChars(c *config.Config) int {
 	return config.DefaultMaxDescChars
 }
 
-func pinFilePath(c *config.Config) string {
+func PinFilePath(c *config.Config) string {
 	if c.Sanitize != nil {
 		return c.Sanitize.PinFile
 	}

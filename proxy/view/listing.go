@@ -1,4 +1,4 @@
-package proxy
+package view
 
 import (
 	"encoding/json"
