@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/proxy/instance"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -28,9 +29,9 @@ func TestPrintStatusTable(t *testing.T) {
 				CatalogRetry: now.Add(10 * time.Second)},
 		},
 		Views: map[string]proxy.ViewStatus{"default": {Tools: 4, Sessions: 1}},
-		Collisions: []proxy.CollisionStatus{{Kind: "resource", Name: "file:///README.md", Winner: "a",
-			Losers: []proxy.CollisionLoser{{Server: "b"}, {Server: "c"}, {Server: "d"}, {Server: "e"}, {Server: "f"}}}},
-		Findings: []proxy.FindingStatus{
+		Collisions: []view.CollisionStatus{{Kind: "resource", Name: "file:///README.md", Winner: "a",
+			Losers: []view.CollisionLoser{{Server: "b"}, {Server: "c"}, {Server: "d"}, {Server: "e"}, {Server: "f"}}}},
+		Findings: []view.FindingStatus{
 			{Server: "up", Kind: "tool", Name: "helper", Patterns: []string{"ignore-previous", "tool-instruction"}},
 			{Server: "pg", Kind: "template", Name: "pg://{", Skipped: "malformed template"},
 		},

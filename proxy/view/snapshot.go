@@ -30,7 +30,6 @@ type Snapshot struct {
 	// Limiters holds each view's rate limiter (nil: unlimited), keyed per
 	// token or session within the view.
 	Limiters map[string]*policy.Limiter
-
 }
 
 // ViewSpec is what one downstream view exposes.

@@ -34,7 +34,7 @@ type View struct {
 	Prompts   map[string]*PromptRoute
 	Resources map[string]*ResourceRoute // by URI
 	Templates []*TemplateRoute          // servers in key order
-	Hashes    Hashes                // of the lists as published
+	Hashes    Hashes                    // of the lists as published
 	// shown holds the servers the view shows (see showsServer): only
 	// their prompts, resources, templates and completions are served.
 	shown map[*ServerEntry]bool
