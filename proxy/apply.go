@@ -70,7 +70,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	obs.commit(p)
 	p.gen++
 	snap := view.NewSnapshot(p.gen, c, hp.next, planned)
-	p.parked.useKey(stateKey)
+	p.parked.UseKey(stateKey)
 	p.ids.useKey(sessionKey)
 	p.handles = hp.next
 	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {

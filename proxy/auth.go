@@ -167,6 +167,10 @@ func bearer(r *http.Request) (string, bool) {
 	return f[1], true
 }
 
+// Caller is what a call's requestState is bound to (mrtr.Caller): the
+// view and the token.
+func (pr principal) Caller() string { return pr.view + "\x00" + pr.tokenID }
+
 func principalOf(r *http.Request) principal {
 	pr, _ := r.Context().Value(viewKey).(principal)
 	return pr

@@ -34,6 +34,10 @@ var configImports = []string{module + "/policy", module + "/router", module + "/
 // viewImports are the module packages proxy/view may import besides the
 // leaves: a view is compiled from a config for telemetry's per-route
 // attributes, and knows nothing of sessions, dispatch or the HTTP edge.
+// mrtrImports are the module packages proxy/mrtr may import: it is a
+// middleware on session handlers.
+var mrtrImports = []string{module + "/proxy/session", module + "/proxy/internal/sjson"}
+
 var viewImports = []string{module + "/proxy/config", module + "/proxy/telemetry", module + "/proxy/discovery"}
 
 // TestLayering enforces the import direction of DESIGN §1: leaves import no
@@ -69,6 +73,8 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s: the config schema imports only %v", pkg, imp, configImports)
 			case pkg == module+"/proxy/view" && leafOf(imp) == "" && !slices.Contains(viewImports, imp):
 				t.Errorf("%s imports %s: a view is compiled from the leaves and %v only", pkg, imp, viewImports)
+			case pkg == module+"/proxy/mrtr" && !slices.Contains(mrtrImports, imp):
+				t.Errorf("%s imports %s: multi-round-trip requests know sessions only (%v)", pkg, imp, mrtrImports)
 			}
 		}
 	}

@@ -71,7 +71,7 @@ func (p *Proxy) methods() session.Methods {
 	add("completion/complete", p.complete)
 	m["subscriptions/listen"] = p.subscriptionsListen
 	for _, method := range []string{"tools/call", "prompts/get", "resources/read"} {
-		m[method] = p.resumable(method, m[method])
+		m[method] = p.parked.Wrap(method, m[method])
 	}
 	return m
 }

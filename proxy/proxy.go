@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
+	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -123,8 +124,8 @@ type Proxy struct {
 	// Made once, not per session: a 2026-07-28 request opens one.
 	offerModernFn  func(*session.Session, *mcp.ClientCapabilities) bool
 	closeStateless func(*session.Session)
-	parked         *parkedCalls // 2026-07-28 calls waiting for input (mrtr.go)
-	ids            *continuity  // session IDs and their key (continuity.go)
+	parked         *mrtr.Calls // 2026-07-28 calls waiting for input (mrtr.go)
+	ids            *continuity // session IDs and their key (continuity.go)
 	clients        clientHandles
 	tel            atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
 	audit          atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
@@ -242,7 +243,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		pins:        newPinStore(log.Named("pins")),
 		catalogs:    newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
 		started:     time.Now(),
-		parked:      newParkedCalls(),
+		parked:      mrtr.New(),
 		ids:         ids,
 	}
 	p.builder = &view.Builder{Redactor: redactor, Pins: p.pins, Log: log}
@@ -341,7 +342,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	go func() { _ = srv.Shutdown(sctx) }()
 	// No retry gets in from here: the calls of 2026-07-28 requests that
 	// wait for one (their POSTs counted below) end now.
-	p.parked.stopAsking()
+	p.parked.StopAsking()
 	p.inflight.drain(sctx)
 	// Requests that outlive their POST (legacy SSE answers on its stream)
 	// get the same deadline; then every session ends.
@@ -464,7 +465,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	wg.Wait()
 	// Calls still waiting for a 2026-07-28 client's input end with their
 	// upstreams, or now.
-	p.parked.close()
+	p.parked.Close()
 	_ = p.resolver.Close()
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()

@@ -1,4 +1,4 @@
-package proxy
+package mrtr
 
 import (
 	"bytes"
@@ -27,14 +27,14 @@ var b64 = base64.RawURLEncoding.Strict()
 // useKey keys requestStates with secret (requestStateKey, resolved; ""
 // the process's own key). A state issued under another key no longer
 // opens.
-func (pc *parkedCalls) useKey(secret string) {
+func (cs *Calls) UseKey(secret string) {
 	if secret == "" {
-		pc.key.Store(&pc.own)
+		cs.key.Store(&cs.own)
 		return
 	}
 	sum := sha256.Sum256([]byte(secret))
 	key := sum[:]
-	pc.key.Store(&key)
+	cs.key.Store(&key)
 }
 
 // badState refuses a requestState switchboard did not issue for the
@@ -50,13 +50,13 @@ const (
 
 // sealUpstream seals the state of an upstream's input_required result, so
 // that only the caller it went to can continue it, unaltered.
-func (pc *parkedCalls) sealUpstream(res any, bind *binding) {
+func (cs *Calls) sealUpstream(res any, bind *binding) {
 	_, state, ok := inputsOf(res)
 	if !ok {
 		return
 	}
 	head := upstreamPrefix + base64.RawURLEncoding.EncodeToString([]byte(state))
-	sealed := head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind.String()))
+	sealed := head + "." + base64.RawURLEncoding.EncodeToString(cs.mac(head, bind.String()))
 	switch v := res.(type) {
 	case *mcp.CallToolResult:
 		v.RequestState = sealed
@@ -68,14 +68,14 @@ func (pc *parkedCalls) sealUpstream(res any, bind *binding) {
 }
 
 // openUpstream checks a sealed upstream state and returns the upstream's.
-func (pc *parkedCalls) openUpstream(sealed, bind string) (string, bool) {
+func (cs *Calls) openUpstream(sealed, bind string) (string, bool) {
 	i := strings.LastIndexByte(sealed, '.')
 	if i < len(upstreamPrefix) {
 		return "", false
 	}
 	head, sig := sealed[:i], sealed[i+1:]
 	got, err := b64.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
+	if err != nil || !hmac.Equal(got, cs.mac(head, bind)) {
 		return "", false
 	}
 	state, err := b64.DecodeString(head[len(upstreamPrefix):])
@@ -118,34 +118,41 @@ func (b *binding) String() string {
 	return b.v
 }
 
+// Caller is a session's principal as a call's state is bound to it: the
+// same string for every session of the same caller.
+type Caller interface{ Caller() string }
+
 // bindingOf is what a call's state is bound to: the caller (view and
 // token) and the call (method and what it names).
 func bindingOf(r *session.Request, method string) string {
-	pr, _ := r.Session.Principal().(principal)
+	who := ""
+	if c, ok := r.Session.Principal().(Caller); ok {
+		who = c.Caller()
+	}
 	var named struct {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
 	}
 	_, _ = sjson.Parse(r.Params, &named, 0) // one pass; a call's arguments are skipped
-	return strings.Join([]string{pr.view, pr.tokenID, method, named.Name, named.URI}, "\x00")
+	return strings.Join([]string{who, method, named.Name, named.URI}, "\x00")
 }
 
 // seal is a call's requestState for a round: the call's ID, the round and
 // an HMAC over them and what the call is bound to.
-func (pc *parkedCalls) seal(id string, round int, bind string) string {
+func (cs *Calls) seal(id string, round int, bind string) string {
 	head := parkedPrefix + id + "." + strconv.Itoa(round)
-	return head + "." + base64.RawURLEncoding.EncodeToString(pc.mac(head, bind))
+	return head + "." + base64.RawURLEncoding.EncodeToString(cs.mac(head, bind))
 }
 
 // open checks a requestState and returns the call ID and round it holds.
-func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
+func (cs *Calls) open(state, bind string) (string, int, bool) {
 	i := strings.LastIndexByte(state, '.')
 	if i < 0 {
 		return "", 0, false
 	}
 	head, sig := state[:i], state[i+1:]
 	got, err := b64.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, pc.mac(head, bind)) {
+	if err != nil || !hmac.Equal(got, cs.mac(head, bind)) {
 		return "", 0, false
 	}
 	id, r, _ := strings.Cut(strings.TrimPrefix(head, parkedPrefix), ".")
@@ -153,8 +160,8 @@ func (pc *parkedCalls) open(state, bind string) (string, int, bool) {
 	return id, round, err == nil && strings.HasPrefix(head, parkedPrefix)
 }
 
-func (pc *parkedCalls) mac(id, bind string) []byte {
-	m := hmac.New(sha256.New, *pc.key.Load())
+func (cs *Calls) mac(id, bind string) []byte {
+	m := hmac.New(sha256.New, *cs.key.Load())
 	m.Write([]byte(id))
 	m.Write([]byte{0})
 	m.Write([]byte(bind))

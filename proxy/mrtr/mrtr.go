@@ -1,4 +1,4 @@
-package proxy
+package mrtr
 
 import (
 	"context"
@@ -39,8 +39,8 @@ import (
 // maxParked bounds the calls waiting for input at once; more are refused.
 const maxParked = 1024
 
-// parkedCalls are the calls of 2026-07-28 requests that asked for input.
-type parkedCalls struct {
+// Calls are the calls of 2026-07-28 requests that asked for input.
+type Calls struct {
 	own []byte                 // HMAC key of requestState made by this process
 	key atomic.Pointer[[]byte] // the one in use: own, or requestStateKey's
 
@@ -54,10 +54,10 @@ type parkedCalls struct {
 	finish context.CancelFunc
 }
 
-func newParkedCalls() *parkedCalls {
+func New() *Calls {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
-	pc := &parkedCalls{own: key, calls: map[string]*parkedCall{}}
+	pc := &Calls{own: key, calls: map[string]*parkedCall{}}
 	pc.key.Store(&key)
 	pc.done, pc.finish = context.WithCancel(context.Background())
 	return pc
@@ -65,22 +65,22 @@ func newParkedCalls() *parkedCalls {
 
 // close cancels the calls still running. It is safe to call again and
 // concurrently.
-func (pc *parkedCalls) close() { pc.finish() }
+func (cs *Calls) Close() { cs.finish() }
 
 // stopAsking is for a shutdown that refuses new requests: no retry can
 // continue a call any more. The calls that wait for one are cancelled,
 // and a call that asks from now on is refused (its upstream is told).
 // Those a retry is waiting on run on.
-func (pc *parkedCalls) stopAsking() {
-	pc.mu.Lock()
-	pc.stopping = true
+func (cs *Calls) StopAsking() {
+	cs.mu.Lock()
+	cs.stopping = true
 	var idle []*parkedCall
-	for _, c := range pc.calls {
+	for _, c := range cs.calls {
 		if c.waiters.Load() == 0 {
 			idle = append(idle, c)
 		}
 	}
-	pc.mu.Unlock()
+	cs.mu.Unlock()
 	for _, c := range idle {
 		c.cancel()
 	}
@@ -88,7 +88,7 @@ func (pc *parkedCalls) stopAsking() {
 
 // parkedCall is one call running for a 2026-07-28 client.
 type parkedCall struct {
-	pc     *parkedCalls
+	pc     *Calls
 	from   *binding // the request that started it, for its binding
 	cancel context.CancelFunc
 	relay  relay // the stream of the request currently waiting
@@ -135,17 +135,17 @@ func (r *relay) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return req.Stream().Write(ctx, msg)
 }
 
-// resumable wraps the handler of a method that may ask for input
+// Wrap wraps the handler of a method that may ask for input
 // (tools/call, prompts/get, resources/read). A 2026-07-28 request runs as a
 // parked call, or resumes the one its requestState names; an upstream's
 // own input_required passes through with its state sealed. A legacy
 // request whose upstream (of 2026-07-28) asks for input gets the questions
 // asked of its client, and the call retried with the answers, round after
 // round.
-func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
+func (cs *Calls) Wrap(method string, next session.Handler) session.Handler {
 	return func(ctx context.Context, r *session.Request) (any, error) {
 		if !r.Modern() {
-			return p.inputLoop(ctx, r, next)
+			return inputLoop(ctx, r, next)
 		}
 		rt, err := retryParams(r.Params, r.Peek())
 		if err != nil {
@@ -157,22 +157,22 @@ func (p *Proxy) resumable(method string, next session.Handler) session.Handler {
 		case rt.State == "":
 			// Answers without a state go to the server as they are: a
 			// 2026-07-28 server may take them, a legacy one ignores them.
-			res, err = p.parked.call(ctx, r, bind, next)
+			res, err = cs.call(ctx, r, bind, next)
 		case strings.HasPrefix(rt.State, upstreamPrefix):
-			up, ok := p.parked.openUpstream(rt.State, bind.String())
+			up, ok := cs.openUpstream(rt.State, bind.String())
 			if !ok {
 				return nil, badState
 			}
-			res, err = p.parked.call(ctx, withRetry(r, up, nil), bind, next)
+			res, err = cs.call(ctx, withRetry(r, up, nil), bind, next)
 		default:
 			var pc *parkedCall
-			if pc, err = p.parked.resume(rt, bind.String()); err != nil {
+			if pc, err = cs.resume(rt, bind.String()); err != nil {
 				return nil, err
 			}
-			res, err = p.parked.wait(ctx, pc, r)
+			res, err = cs.wait(ctx, pc, r)
 		}
 		if err == nil {
-			p.parked.sealUpstream(res, bind)
+			cs.sealUpstream(res, bind)
 		}
 		return res, err
 	}
@@ -186,7 +186,7 @@ const maxInputRounds = 10
 // 2026-07-28 upstream is answered by asking the client (with real
 // requests), and the call retried with the answers and the upstream's
 // state.
-func (p *Proxy) inputLoop(ctx context.Context, r *session.Request, next session.Handler) (any, error) {
+func inputLoop(ctx context.Context, r *session.Request, next session.Handler) (any, error) {
 	res, err := next(ctx, r)
 	for round := 1; err == nil; round++ {
 		inputs, state, ok := inputsOf(res)
@@ -275,8 +275,8 @@ func withRetry(r *session.Request, state string, answers map[string]json.RawMess
 // input_required (ask), and the call goes on here until a retry takes its
 // result: the handler then returns session.ErrAnswered. Most calls never
 // ask, and pay no hand-off to another goroutine.
-func (pc *parkedCalls) call(ctx context.Context, r *session.Request, from *binding, next session.Handler) (any, error) {
-	c := &parkedCall{pc: pc, from: from, first: r}
+func (cs *Calls) call(ctx context.Context, r *session.Request, from *binding, next session.Handler) (any, error) {
+	c := &parkedCall{pc: cs, from: from, first: r}
 	c.relay.cur.Store(r)
 	// The call keeps the request's values (the principal, the trace), not
 	// its end: it ends with its own cancel, once r was answered early.
@@ -302,9 +302,9 @@ func (pc *parkedCalls) call(ctx context.Context, r *session.Request, from *bindi
 		stop()
 	}
 	if id != "" {
-		pc.mu.Lock()
-		delete(pc.calls, id)
-		pc.mu.Unlock()
+		cs.mu.Lock()
+		delete(cs.calls, id)
+		cs.mu.Unlock()
 		close(done)
 	}
 	if first == nil {
@@ -314,7 +314,7 @@ func (pc *parkedCalls) call(ctx context.Context, r *session.Request, from *bindi
 }
 
 // park makes a call answered early (r is the request that started it)
-// end with the parkedCalls and with r's session: a stdio session's close
+// end with the Calls and with r's session: a stdio session's close
 // waits for its handlers, and a stateless session closes after its call
 // anyway. A call that never asks registers with neither: pc.done is
 // every call's, so that would lock one mutex on every call.
@@ -400,14 +400,14 @@ func (c *parkedCall) ask(ctx context.Context, method string, params any) (json.R
 }
 
 // resume finds the call a retry's state names and hands it the answers.
-func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
-	id, round, ok := pc.open(rt.State, bind)
+func (cs *Calls) resume(rt retry, bind string) (*parkedCall, error) {
+	id, round, ok := cs.open(rt.State, bind)
 	if !ok {
 		return nil, badState
 	}
-	pc.mu.Lock()
-	c := pc.calls[id]
-	pc.mu.Unlock()
+	cs.mu.Lock()
+	c := cs.calls[id]
+	cs.mu.Unlock()
 	if c == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the call this requestState continues has ended (its input came too late); call again"}
 	}
@@ -427,7 +427,7 @@ func (pc *parkedCalls) resume(rt retry, bind string) (*parkedCall, error) {
 
 // wait answers r for the call: with its result, or with input_required
 // naming what it asks (those of a round not answered yet first).
-func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Request) (any, error) {
+func (cs *Calls) wait(ctx context.Context, c *parkedCall, r *session.Request) (any, error) {
 	c.waiters.Add(1)
 	defer c.waiters.Add(-1)
 	c.relay.cur.Store(r)
@@ -436,7 +436,7 @@ func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Reque
 	c.mu.Unlock()
 	if unanswered {
 		// The client left some questions out: they are asked again.
-		return pc.inputRequired(c, nil)
+		return cs.inputRequired(c, nil)
 	}
 	select {
 	case a := <-c.asks:
@@ -449,7 +449,7 @@ func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Reque
 				more = false
 			}
 		}
-		return pc.inputRequired(c, asks)
+		return cs.inputRequired(c, asks)
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
@@ -462,7 +462,7 @@ func (pc *parkedCalls) wait(ctx context.Context, c *parkedCall, r *session.Reque
 
 // inputRequired is the answer naming the call's open questions, with the
 // state that continues it.
-func (pc *parkedCalls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawMessage, error) {
+func (cs *Calls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawMessage, error) {
 	c.mu.Lock()
 	if len(asks) > 0 {
 		c.round++ // new questions: a new state, and the old one is spent
@@ -485,7 +485,7 @@ func (pc *parkedCalls) inputRequired(c *parkedCall, asks []*inputAsk) (json.RawM
 		ResultType    string                     `json:"resultType"`
 		InputRequests map[string]json.RawMessage `json:"inputRequests"`
 		RequestState  string                     `json:"requestState"`
-	}{"input_required", reqs, pc.seal(id, round, bind)})
+	}{"input_required", reqs, cs.seal(id, round, bind)})
 }
 
 // inputKind names an input key after what it asks.

@@ -1,4 +1,4 @@
-package proxy
+package mrtr
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // TestRequestStateSeal: a sealed state opens only as written, for the
 // binding it was sealed to; every one-character change is refused.
 func TestRequestStateSeal(t *testing.T) {
-	pc := newParkedCalls()
+	pc := New()
 	for _, tc := range []struct {
 		name   string
 		sealed string
@@ -61,14 +61,14 @@ func TestRequestStateSeal(t *testing.T) {
 	if _, ok := pc.openUpstream(pc.seal("x", 1, "bind"), "bind"); ok {
 		t.Error("a parked call's state opens as an upstream's")
 	}
-	if _, _, ok := newParkedCalls().open(pc.seal("x", 1, "bind"), "bind"); ok {
+	if _, _, ok := New().open(pc.seal("x", 1, "bind"), "bind"); ok {
 		t.Error("a state opens under another process's key")
 	}
 }
 
 // FuzzRequestState: no state a client makes up opens, and none panics.
 func FuzzRequestState(f *testing.F) {
-	pc := newParkedCalls()
+	pc := New()
 	f.Add("p.abc.1.AAAA")
 	f.Add("u.c3RhdGU.AAAA")
 	f.Add(pc.seal("id", 1, "bind") + "x")
