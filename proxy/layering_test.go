@@ -36,7 +36,7 @@ var configImports = []string{module + "/policy", module + "/router", module + "/
 // attributes, and knows nothing of sessions, dispatch or the HTTP edge.
 // mrtrImports are the module packages proxy/mrtr may import: it is a
 // middleware on session handlers.
-var mrtrImports = []string{module + "/proxy/session", module + "/proxy/internal/sjson"}
+var mrtrImports = []string{module + "/proxy/session"}
 
 var viewImports = []string{module + "/proxy/config", module + "/proxy/telemetry", module + "/proxy/discovery"}
 
