@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,7 +37,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	obs := &observers{}
-	if prev := p.serving.Load().snap; prev != nil {
+	if prev := p.serving.Load().Snap; prev != nil {
 		if obs, err = p.prepareObservers(ctx, prev.Config, c); err != nil {
 			return err
 		}
@@ -79,7 +80,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		p.log.SetLevel(hclog.Info)
 	}
 	p.streamable.SetIdleTimeout(c.SessionIdleTimeout())
-	inUse := p.publish(snap, access{auth: at, reloadToken: reloadToken})
+	inUse := p.publish(snap, dispatch.Access{Tokens: at, ReloadToken: reloadToken})
 	for _, h := range hp.started {
 		// Servers that listed before the snapshot was published (their
 		// change had no view to rebuild) are kept now.
@@ -120,15 +121,9 @@ func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
 			hp.next[key], hp.kept[key] = h, h
 			continue
 		}
-		h := upstream.New(spec, upstream.Options{
-			Logger:      p.log.Named("upstream"),
-			SDKLogger:   p.sdkLog,
-			Expander:    upstreamSecrets{p.resolver},
-			OnChange:    p.onUpstreamChange,
-			Peer:        p.peer,
-			RedactLines: p.redactor.RedactJoined,
-			ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
-		})
+		o := p.handleOptions(p.d.Peer())
+		o.OnChange = p.onUpstreamChange
+		h := upstream.New(spec, o)
 		hp.next[key] = h
 		hp.started = append(hp.started, h)
 	}
@@ -140,12 +135,33 @@ func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
 	return hp
 }
 
+// handleOptions are what every upstream handle runs with; what it sends
+// outside a call goes to peer.
+func (p *Proxy) handleOptions(peer upstream.Peer) upstream.Options {
+	return upstream.Options{
+		Logger:      p.log.Named("upstream"),
+		SDKLogger:   p.sdkLog,
+		Expander:    upstreamSecrets{p.resolver},
+		Peer:        peer,
+		RedactLines: p.redactor.RedactJoined,
+		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
+	}
+}
+
+// newHandle makes the handle of a per-client instance of spec.
+func (p *Proxy) newHandle(spec upstream.Spec, peer upstream.Peer) *upstream.Handle {
+	return upstream.New(spec, p.handleOptions(peer))
+}
+
+// redact is s with every resolved secret masked.
+func (p *Proxy) redact(s string) string { return p.redactor.Redact(s) }
+
 // retire drains and stops handles that left the config, in the
 // background: once every generation that could still route to them
 // (inUse) was released by its last request, or when the drain timeout
 // ends, each handle lets its own calls finish (bounded by the same
 // timeout) and stops.
-func (p *Proxy) retire(hs []*upstream.Handle, inUse []*served, drain time.Duration) {
+func (p *Proxy) retire(hs []*upstream.Handle, inUse []*dispatch.Gen, drain time.Duration) {
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
@@ -153,7 +169,7 @@ func (p *Proxy) retire(hs []*upstream.Handle, inUse []*served, drain time.Durati
 		defer cancel()
 		for _, s := range inUse {
 			select {
-			case <-s.drained:
+			case <-s.Drained():
 			case <-ctx.Done():
 			}
 		}
@@ -161,7 +177,7 @@ func (p *Proxy) retire(hs []*upstream.Handle, inUse []*served, drain time.Durati
 		for _, h := range hs {
 			wg.Go(func() {
 				_ = h.Close(ctx)
-				p.closeClients(func(k clientKey) bool { return k.shared == h })
+				p.d.CloseClients(h)
 				p.log.Info("upstream retired", "upstream", h.Name())
 			})
 		}

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
@@ -13,48 +11,13 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 )
-
-// authTable holds the resolved downstream bearer tokens of one snapshot.
-// Tokens are kept only as SHA-256 digests; comparison is constant time.
-// access is who may use one generation: the downstream tokens and the
-// admin reload token, resolved from its config.
-type access struct {
-	auth        *authTable
-	reloadToken string
-}
-
-type authTable struct {
-	entries []authEntry
-}
-
-type authEntry struct {
-	digest [sha256.Size]byte
-	id     string // config path of the token, logged and audited instead of the token
-	view   string // "" with any=true: a global token; else the agent's view
-	any    bool
-}
-
-// match returns the entry for token. Every entry is compared, so the time
-// taken does not depend on which one matches.
-func (t *authTable) match(token string) (authEntry, bool) {
-	d := sha256.Sum256([]byte(token))
-	var found authEntry
-	ok := false
-	for _, e := range t.entries {
-		if subtle.ConstantTimeCompare(d[:], e.digest[:]) == 1 && !ok {
-			found, ok = e, true
-		}
-	}
-	return found, ok
-}
-
-func (t *authTable) enabled() bool { return t != nil && len(t.entries) > 0 }
 
 // resolveAuth resolves every downstream token (they may be secret
 // references). Resolution happens at load and reload, never per request.
-func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*authTable, string, error) {
-	t := &authTable{}
+func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*dispatch.Tokens, string, error) {
+	t := &dispatch.Tokens{}
 	var errs []error
 	add := func(path, ref, view string, any bool) {
 		v, err := p.resolver.Expand(ctx, ref)
@@ -67,7 +30,7 @@ func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*authTable, 
 			return
 		}
 		p.redactor.Add(v)
-		t.entries = append(t.entries, authEntry{digest: sha256.Sum256([]byte(v)), id: path, view: view, any: any})
+		t.Add(v, path, view, any)
 	}
 	if c.Auth != nil {
 		for i, tok := range c.Auth.Tokens {
@@ -101,12 +64,6 @@ type ctxKey int
 
 const viewKey ctxKey = 0
 
-// principal is who a downstream request is, once authenticated.
-type principal struct {
-	view    string
-	tokenID string
-}
-
 // authenticate picks the view of a downstream request and checks its bearer
 // token. Without configured tokens every request is let through to the view
 // its path names (an unknown agent is 404). With tokens, a missing or wrong
@@ -117,22 +74,22 @@ type principal struct {
 func (p *Proxy) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cur := p.serving.Load()
-		snap, at := cur.snap, cur.access.auth
+		snap, at := cur.Snap, cur.Access.Tokens
 		pathView, byPath := mux.Vars(r)["agent"]
 		// With tokens, an unknown agent is answered only after the token
 		// is checked: without one, a known and an unknown agent get the
 		// same 401, and the agents cannot be enumerated.
 		unknown := byPath && (pathView == "" || snap.Views[pathView] == nil)
-		if unknown && !at.enabled() {
+		if unknown && !at.Enabled() {
 			http.Error(w, "unknown agent", http.StatusNotFound)
 			return
 		}
-		pr := principal{view: pathView}
-		if at.enabled() {
+		pr := dispatch.Principal{View: pathView}
+		if at.Enabled() {
 			tok, ok := bearer(r)
-			var e authEntry
+			var e dispatch.TokenEntry
 			if ok {
-				e, ok = at.match(tok)
+				e, ok = at.Match(tok)
 			}
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
@@ -143,16 +100,16 @@ func (p *Proxy) authenticate(next http.Handler) http.Handler {
 			case unknown:
 				http.Error(w, "unknown agent", http.StatusNotFound)
 				return
-			case e.any:
-			case byPath && e.view != pathView:
+			case e.Any:
+			case byPath && e.View != pathView:
 				http.Error(w, "token not valid for this agent", http.StatusForbidden)
 				return
 			case !byPath:
-				pr.view = e.view
+				pr.View = e.View
 			}
 			// Sessions are bound to the token that opened them (see
 			// authorize).
-			pr.tokenID = e.id
+			pr.TokenID = e.ID
 		}
 		r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
 		next.ServeHTTP(w, r)
@@ -167,12 +124,8 @@ func bearer(r *http.Request) (string, bool) {
 	return f[1], true
 }
 
-// Caller is what a call's requestState is bound to (mrtr.Caller): the
-// view and the token.
-func (pr principal) Caller() string { return pr.view + "\x00" + pr.tokenID }
-
-func principalOf(r *http.Request) principal {
-	pr, _ := r.Context().Value(viewKey).(principal)
+func principalOf(r *http.Request) dispatch.Principal {
+	pr, _ := r.Context().Value(viewKey).(dispatch.Principal)
 	return pr
 }
 
@@ -180,7 +133,7 @@ func principalOf(r *http.Request) principal {
 // for non-loopback deployments); on loopback the SDK's own check applies.
 func (p *Proxy) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		allowed := p.serving.Load().snap.Config.AllowedHosts
+		allowed := p.serving.Load().Snap.Config.AllowedHosts
 		if len(allowed) > 0 {
 			host := r.Host
 			if h, _, err := net.SplitHostPort(host); err == nil {

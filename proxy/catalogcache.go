@@ -251,11 +251,11 @@ func (c *catalogCache) use(dir string) {
 // a shared server (a per-client instance's catalog is its client's).
 func (p *Proxy) saveCatalog(h *upstream.Handle) {
 	cur := p.serving.Load()
-	if cur.snap == nil || !h.Listed() {
+	if cur.Snap == nil || !h.Listed() {
 		return
 	}
 	var e *view.ServerEntry
-	for _, vs := range cur.snap.Views {
+	for _, vs := range cur.Snap.Views {
 		for _, se := range vs.Servers {
 			if se.Handle == h && !se.PerClient {
 				e = se
@@ -265,6 +265,6 @@ func (p *Proxy) saveCatalog(h *upstream.Handle) {
 	if e == nil {
 		return
 	}
-	mode := cur.snap.PinMode
+	mode := cur.Snap.PinMode
 	p.catalogs.save(h, func(t *mcp.Tool) bool { return p.pins.approved(e.HandleKey, t, mode) }, p.redactor)
 }

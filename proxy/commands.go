@@ -53,7 +53,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 		return nil, nil, err
 	}
 	defer p.closeAll()
-	snap := p.serving.Load().snap
+	snap := p.serving.Load().Snap
 	if wait == 0 {
 		for _, h := range snap.Handles {
 			wait = max(wait, h.Spec().ConnectTimeout)
@@ -71,7 +71,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	}
 	p.rebuildAll()
 	var rows []ToolRow
-	for _, r := range p.serving.Load().views[""].List {
+	for _, r := range p.serving.Load().Views[""].List {
 		rows = append(rows, ToolRow{Public: r.Public, Server: r.Entry.Key, Original: r.Original, Description: r.Tool.Description})
 	}
 	var down []upstream.Status

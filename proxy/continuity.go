@@ -85,8 +85,8 @@ func (p *Proxy) mintSessionID(r *http.Request, init *jsonrpc.Request) string {
 		Caps:    caps.Bytes(),
 		Client:  params.ClientInfo.Name,
 		ClientV: params.ClientInfo.Version,
-		View:    pr.view,
-		Token:   pr.tokenID,
+		View:    pr.View,
+		Token:   pr.TokenID,
 	})
 }
 
@@ -98,12 +98,12 @@ func (p *Proxy) resumeSession(r *http.Request, id string) (*session.Session, err
 		return nil, fmt.Errorf("%w: %v", streamhttp.ErrNoSession, err)
 	}
 	pr := principalOf(r)
-	if pr.view != st.View || pr.tokenID != st.Token {
+	if pr.View != st.View || pr.TokenID != st.Token {
 		return nil, streamhttp.ErrNotYours
 	}
 	var info *mcp.Implementation
 	if st.Client != "" || st.ClientV != "" {
 		info = &mcp.Implementation{Name: st.Client, Version: st.ClientV}
 	}
-	return p.openSession(pr, id, nil, &session.Resumed{Version: st.Version, Caps: st.Caps, ClientInfo: info})
+	return p.d.Open(pr, id, nil, &session.Resumed{Version: st.Version, Caps: st.Caps, ClientInfo: info})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -21,7 +22,7 @@ func (p *Proxy) routes() http.Handler {
 	streamable := p.streamable
 	legacy := sse.New(p.openHTTPStream, p.authorize, p.log)
 	// Like the listeners' header timeout, fixed for the process.
-	read := p.serving.Load().snap.Config.ReadTimeout()
+	read := p.serving.Load().Snap.Config.ReadTimeout()
 	streamable.SetBodyTimeout(read)
 	legacy.SetBodyTimeout(read)
 	// Order: host check, then authentication (which picks the view), then
@@ -56,7 +57,7 @@ type adminBackend struct{ p *Proxy }
 // Readiness: ready once every eager server finished its first attempt
 // (ready or not), or, with requireReady, once those servers are ready.
 func (a adminBackend) Readiness() admin.Readiness {
-	snap := a.p.serving.Load().snap
+	snap := a.p.serving.Load().Snap
 	waiting := []string{}
 	if snap != nil {
 		required := map[string]bool{}
@@ -82,7 +83,7 @@ func (a adminBackend) Readiness() admin.Readiness {
 	stopping := a.p.stopping.Load()
 	// Not ready while audit records are lost; the probe also retries the
 	// write, as no call may come to find out that it works again.
-	audit := a.p.audit.Load().retry(time.Second)
+	audit := a.p.d.Audit.Load().Retry(time.Second)
 	return admin.Readiness{Ready: snap != nil && len(waiting) == 0 && !stopping && !audit, Waiting: waiting, Stopping: stopping,
 		AuditFailing: audit}
 }
@@ -91,18 +92,18 @@ func (a adminBackend) Status() any { return a.p.statusReport() }
 func (a adminBackend) Restart(server string) int {
 	return a.p.restart(server)
 }
-func (a adminBackend) Metrics() http.Handler { return a.p.tel.Load().MetricsHandler() }
+func (a adminBackend) Metrics() http.Handler { return a.p.d.Tel.Load().MetricsHandler() }
 
 func (a adminBackend) ReloadToken() string {
 	if a.p.opts.ConfigPath == "" {
 		return "" // the embedded config: nothing to reload
 	}
-	return a.p.serving.Load().access.reloadToken
+	return a.p.serving.Load().Access.ReloadToken
 }
 
 func (a adminBackend) QueueReload() int64 {
 	a.p.triggerReload("admin")
-	return a.p.serving.Load().snap.Gen
+	return a.p.serving.Load().Snap.Gen
 }
 
 // StatusReport is the JSON of GET /status.
@@ -135,7 +136,7 @@ type StatusReport struct {
 	Collisions []view.CollisionStatus `json:"collisions,omitempty"`
 	Findings   []view.FindingStatus   `json:"findings,omitempty"`
 	// Audit is the audit log's state; absent when it is off.
-	Audit *AuditStatus `json:"audit,omitempty"`
+	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -146,7 +147,7 @@ type ViewStatus struct {
 
 func (p *Proxy) statusReport() StatusReport {
 	cur := p.serving.Load()
-	snap := cur.snap
+	snap := cur.Snap
 	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
 		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine(),
 		Replica: p.ids.replica, SessionsResumed: p.streamable.Resumed()}
@@ -154,7 +155,7 @@ func (p *Proxy) statusReport() StatusReport {
 		return rep
 	}
 	rep.Gen, rep.Digest = snap.Gen, snap.Digest
-	if rep.Audit = p.audit.Load().status(); rep.Audit != nil {
+	if rep.Audit = p.d.Audit.Load().Status(); rep.Audit != nil {
 		rep.Audit.LastError = p.redact(rep.Audit.LastError)
 	}
 	if lr := p.lastReload.Load(); lr != nil {
@@ -173,15 +174,15 @@ func (p *Proxy) statusReport() StatusReport {
 		}
 		rep.Servers = append(rep.Servers, st)
 	}
-	if n := cur.notes; n != nil {
+	if n := cur.Notes; n != nil {
 		rep.Collisions = n.Collisions
 		for _, f := range n.Findings {
 			f.Skipped = p.redact(f.Skipped)
 			rep.Findings = append(rep.Findings, f)
 		}
 	}
-	counts := p.sessionCounts()
-	for id, v := range cur.views {
+	counts := p.d.SessionCounts()
+	for id, v := range cur.Views {
 		name := id
 		if name == "" {
 			name = "default"

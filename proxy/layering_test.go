@@ -34,6 +34,13 @@ var configImports = []string{module + "/policy", module + "/router", module + "/
 // viewImports are the module packages proxy/view may import besides the
 // leaves: a view is compiled from a config for telemetry's per-route
 // attributes, and knows nothing of sessions, dispatch or the HTTP edge.
+// dispatchImports are the module packages proxy/dispatch may import
+// besides the leaves: it reads views and answers sessions, and knows
+// nothing of the HTTP edge, of multi-round-trip requests (a middleware it
+// is given) or of how the proxy is put together.
+var dispatchImports = []string{module + "/proxy/view", module + "/proxy/session", module + "/proxy/telemetry",
+	module + "/proxy/config", module + "/proxy/discovery"}
+
 // mrtrImports are the module packages proxy/mrtr may import: it is a
 // middleware on session handlers.
 var mrtrImports = []string{module + "/proxy/session"}
@@ -57,8 +64,8 @@ func TestLayering(t *testing.T) {
 		}
 		checked++
 		for _, imp := range strings.Fields(imports) {
-			if !inModule(imp) {
-				continue
+			if !inModule(imp) || imp == module+"/proxy/internal/testutil" {
+				continue // tests' helpers may be used by any test below proxy/
 			}
 			l := leafOf(pkg)
 			switch {
@@ -73,6 +80,8 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s: the config schema imports only %v", pkg, imp, configImports)
 			case pkg == module+"/proxy/view" && leafOf(imp) == "" && !slices.Contains(viewImports, imp):
 				t.Errorf("%s imports %s: a view is compiled from the leaves and %v only", pkg, imp, viewImports)
+			case pkg == module+"/proxy/dispatch" && leafOf(imp) == "" && !slices.Contains(dispatchImports, imp):
+				t.Errorf("%s imports %s: dispatch reads views and sessions only (%v)", pkg, imp, dispatchImports)
 			case pkg == module+"/proxy/mrtr" && !slices.Contains(mrtrImports, imp):
 				t.Errorf("%s imports %s: multi-round-trip requests know sessions only (%v)", pkg, imp, mrtrImports)
 			}

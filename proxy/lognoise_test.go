@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -25,52 +25,13 @@ import (
 // "First contact", item 5: a 19-minute run with 8 servers wrote 159 WARN
 // lines, the same collisions and findings on every rebuild.
 
-// lineLog records every log line the proxy writes.
-type lineLog struct {
-	mu    sync.Mutex
-	lines []string
-}
+// lineLog records log lines (testutil.Lines).
+type lineLog = testutil.Lines
 
-func (l *lineLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for line := range strings.SplitSeq(strings.TrimRight(string(b), "\n"), "\n") {
-		l.lines = append(l.lines, line)
-	}
-	return len(b), nil
-}
-
-// String is every line, each ended by a newline.
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.lines) == 0 {
-		return ""
-	}
-	return strings.Join(l.lines, "\n") + "\n"
-}
-
-// matching returns the lines that contain every one of subs.
-func (l *lineLog) matching(subs ...string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-next:
-	for _, line := range l.lines {
-		for _, s := range subs {
-			if !strings.Contains(line, s) {
-				continue next
-			}
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
-// warnCounts counts each WARN line by its text after the timestamp.
-func (l *lineLog) warnCounts() map[string]int {
+// warnCounts counts each WARN line of l by its text after the timestamp.
+func warnCounts(l *lineLog) map[string]int {
 	n := map[string]int{}
-	for _, line := range l.matching("[WARN]") {
+	for _, line := range l.Matching("[WARN]") {
 		_, rest, _ := strings.Cut(line, "[WARN]")
 		n[strings.TrimSpace(rest)]++
 	}
@@ -193,8 +154,8 @@ func TestSharedResourceURILoggedOnce(t *testing.T) {
 	waitReport(t, p, "every server ready", allReady(n))
 	p.rebuildAll()
 
-	lines := log.matching("[WARN]", "collision")
-	t.Logf("%d collision lines, %d WARN lines, %d lines in all", len(lines), len(log.matching("[WARN]")), len(log.matching("")))
+	lines := log.Matching("[WARN]", "collision")
+	t.Logf("%d collision lines, %d WARN lines, %d lines in all", len(lines), len(log.Matching("[WARN]")), len(log.Matching("")))
 	if len(lines) != 1 {
 		t.Fatalf("%d collision lines, want 1; the first: %q", len(lines), lines[:min(3, len(lines))])
 	}
@@ -204,7 +165,7 @@ func TestSharedResourceURILoggedOnce(t *testing.T) {
 	if len(lines[0]) > 2000 {
 		t.Errorf("the collision line is %d bytes long", len(lines[0]))
 	}
-	if w := log.matching("[WARN]", "suspicious"); len(w) != n {
+	if w := log.Matching("[WARN]", "suspicious"); len(w) != n {
 		t.Errorf("%d suspicious-definition lines, want one for each of the %d servers", len(w), n)
 	}
 	st := p.statusReport()
@@ -232,7 +193,7 @@ func TestRebuildLogsNoWarnTwice(t *testing.T) {
 	log := &lineLog{}
 	p, path := runLogged(t, sharedConfig(u, n, map[string]any{"namespace": false}), log)
 	waitReport(t, p, "every server ready", allReady(n))
-	first := log.warnCounts()
+	first := warnCounts(log)
 
 	for i := range 3 {
 		// A reload that keeps every upstream and changes a setting.
@@ -252,7 +213,7 @@ func TestRebuildLogsNoWarnTwice(t *testing.T) {
 	}
 	waitReport(t, p, "every server ready", allReady(n))
 
-	for line, c := range log.warnCounts() {
+	for line, c := range warnCounts(log) {
 		if c > 1 {
 			t.Errorf("logged %d times: %s", c, line)
 		}
@@ -260,8 +221,8 @@ func TestRebuildLogsNoWarnTwice(t *testing.T) {
 	if len(first) == 0 {
 		t.Error("no WARN line at all: the collisions and findings were not logged")
 	}
-	t.Logf("WARN lines: %d after start, %d in all", len(first), len(log.matching("[WARN]")))
-	for _, line := range log.matching("[WARN]") {
+	t.Logf("WARN lines: %d after start, %d in all", len(first), len(log.Matching("[WARN]")))
+	for _, line := range log.Matching("[WARN]") {
 		t.Log(line)
 	}
 }

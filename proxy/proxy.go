@@ -19,12 +19,12 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
-	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -75,28 +75,20 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // Proxy is a running switchboard.
 type Proxy struct {
-	opts    Options
-	log     hclog.Logger
-	sessLog hclog.Logger // every downstream session's, made once
-	// serverInfo is what initialize answers as switchboard's
-	// implementation; every session shares it and only encodes it.
-	serverInfo *mcp.Implementation
-	sdkLog     *slog.Logger
-	redactor   *secrets.Set
-	resolver   *secrets.Resolver
-	builder    *view.Builder
+	opts     Options
+	log      hclog.Logger
+	sdkLog   *slog.Logger
+	redactor *secrets.Set
+	resolver *secrets.Resolver
+	builder  *view.Builder
 
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (served.go).
-	serving  atomic.Pointer[served]
-	pubMu    sync.Mutex     // serialises publishing; guards draining and notices
-	draining []*served      // replaced generations still in use
-	notices  view.NoticeLog // what of the views' notes was logged (notices.go)
-	sessions sync.Map       // every open downstream session -> its view id
-	found    sync.Map       // a session in a search view -> its *foundSet
-	// sessionGone is signalled (never blocking) when a session closes.
-	sessionGone chan struct{}
-	held        sessionCounts
+	serving *dispatch.Serving
+	pubMu   sync.Mutex     // serialises publishing; guards notices
+	notices view.NoticeLog // what of the views' notes was logged (package view)
+	// d answers the downstream sessions (package dispatch).
+	d *dispatch.Dispatcher
 	// streamable serves /mcp and /agents/{id}/mcp; it lives as long as the
 	// proxy so a reload can set its idle timeout.
 	streamable *streamhttp.Handler
@@ -119,16 +111,8 @@ type Proxy struct {
 	pins     *pinStore
 	catalogs *catalogCache // each server's last catalog on disk (catalogcache.go)
 	started  time.Time     // when New made the proxy: the first lists' wait counts from it
-	peer     *peer
-	dispatch session.Methods
-	// Made once, not per session: a 2026-07-28 request opens one.
-	offerModernFn  func(*session.Session, *mcp.ClientCapabilities) bool
-	closeStateless func(*session.Session)
-	parked         *mrtr.Calls // 2026-07-28 calls waiting for input (mrtr.go)
-	ids            *continuity // session IDs and their key (continuity.go)
-	clients        clientHandles
-	tel            atomic.Pointer[telemetry.Telemetry] // replaced when a reload changes telemetry
-	audit          atomic.Pointer[auditLog]            // replaced when a reload changes audit; nil: off
+	parked   *mrtr.Calls   // 2026-07-28 calls waiting for input (package mrtr)
+	ids      *continuity   // session IDs and their key (continuity.go)
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -230,40 +214,44 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	redactor := secrets.NewSet()
 	log := newLogger(c, o.Stderr, redactor)
 	p := &Proxy{
-		opts:        o,
-		log:         log,
-		sessLog:     log.Named("session"),
-		serverInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
-		sdkLog:      slog.New(logbridge.New(log.Named("sdk"), true)),
-		redactor:    redactor,
-		resolver:    secrets.NewResolver(resolverOptions(redactor)),
-		handles:     map[string]*upstream.Handle{},
-		reloadReq:   make(chan string, 1),
-		sessionGone: make(chan struct{}, 1),
-		pins:        newPinStore(log.Named("pins")),
-		catalogs:    newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
-		started:     time.Now(),
-		parked:      mrtr.New(),
-		ids:         ids,
+		opts:      o,
+		log:       log,
+		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
+		redactor:  redactor,
+		resolver:  secrets.NewResolver(resolverOptions(redactor)),
+		handles:   map[string]*upstream.Handle{},
+		reloadReq: make(chan string, 1),
+		pins:      newPinStore(log.Named("pins")),
+		catalogs:  newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
+		started:   time.Now(),
+		parked:    mrtr.New(),
+		ids:       ids,
 	}
 	p.builder = &view.Builder{Redactor: redactor, Pins: p.pins, Log: log}
-	p.peer = &peer{p: p, subs: map[subKey]int{}}
-	p.dispatch = p.methods()
-	p.offerModernFn, p.closeStateless = p.offerModern, p.closeStatelessSession
+	p.serving = dispatch.NewServing(dispatch.NewGen(nil, map[string]*view.View{}, dispatch.Access{}))
+	p.d = dispatch.New(dispatch.Options{
+		Log:        log,
+		ServerInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
+		Redactor:   redactor,
+		Serving:    p.serving,
+		Rebuild:    p.rebuild,
+		NewClient:  p.newHandle,
+		Resumable:  p.parked.Wrap,
+		Started:    p.started,
+	})
 	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
 	p.streamable.SetContinuity(streamhttp.Continuity{Mint: p.mintSessionID, Resume: p.resumeSession})
-	p.serving.Store(newServed(nil, map[string]*view.View{}, access{}))
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
 		return nil, nil, err
 	}
-	p.tel.Store(tel)
-	p.pins.onViolation = func() { p.tel.Load().PinViolation(context.Background()) }
-	audit, err := newAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
+	p.d.Tel.Store(tel)
+	p.pins.onViolation = func() { p.d.Tel.Load().PinViolation(context.Background()) }
+	audit, err := dispatch.NewAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
 	if err != nil {
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 	}
-	p.audit.Store(audit)
+	p.d.Audit.Store(audit)
 	return p, c, nil
 }
 
@@ -336,7 +324,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.stopping.Store(true)
 	// Stop accepting new requests, let in-flight tool calls finish (bounded),
 	// then drop the long-lived streams.
-	stopBy = time.Now().Add(p.serving.Load().snap.Config.ShutdownTimeout())
+	stopBy = time.Now().Add(p.serving.Load().Snap.Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
 	go func() { _ = srv.Shutdown(sctx) }()
@@ -360,7 +348,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 // (until ctx is done), then closes the sessions.
 func (p *Proxy) closeSessions(ctx context.Context) {
 	var all []*session.Session
-	p.eachSession(func(ss *session.Session, _ string) { all = append(all, ss) })
+	p.d.EachSession(func(ss *session.Session, _ string) { all = append(all, ss) })
 	var wg sync.WaitGroup
 	for _, ss := range all {
 		wg.Go(func() { _ = ss.Drain(ctx) })
@@ -385,7 +373,7 @@ func (p *Proxy) linger(ctx context.Context) {
 	defer t.Stop()
 	for {
 		n := 0
-		p.eachSession(func(*session.Session, string) { n++ })
+		p.d.EachSession(func(*session.Session, string) { n++ })
 		if n == 0 {
 			return
 		}
@@ -394,7 +382,7 @@ func (p *Proxy) linger(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
-		case <-p.sessionGone:
+		case <-p.d.SessionGone():
 		}
 	}
 }
@@ -410,14 +398,14 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	ss, err := p.openSession(principal{}, "", nil, nil)
+	ss, err := p.d.Open(dispatch.Principal{}, "", nil, nil)
 	if err != nil {
 		return err
 	}
 	// The requests outlive ctx by the shutdown grace below: they keep its
 	// values, not its end.
 	err = stdio.Serve(ctx, ss, stdin, stdout, p.log.Named("stdio"))
-	*stopBy = time.Now().Add(p.serving.Load().snap.Config.ShutdownTimeout())
+	*stopBy = time.Now().Add(p.serving.Load().Snap.Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
 	defer cancel()
 	_ = ss.Drain(sctx)
@@ -450,7 +438,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 		deadline = time.Now().Add(10 * time.Second)
 	}
 	p.bg.Wait()
-	p.closeClients(func(clientKey) bool { return true })
+	p.d.CloseClients(nil)
 	hs := p.handleList()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
@@ -469,22 +457,9 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	_ = p.resolver.Close()
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
-	p.tel.Load().Close(tctx)
-	p.audit.Load().close()
+	p.d.Tel.Load().Close(tctx)
+	p.d.Audit.Load().Close()
 	p.log.Info("stopped")
-}
-
-// waitGroup waits for wg until ctx is done.
-func waitGroup(ctx context.Context, wg *sync.WaitGroup) {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
 }
 
 func orDefault(s, def string) string {

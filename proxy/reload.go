@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 
 	"github.com/fsnotify/fsnotify"
@@ -64,7 +65,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 		w = nil
 	}
 	base := filepath.Base(p.opts.ConfigPath)
-	pinPath := view.PinFilePath(p.serving.Load().snap.Config)
+	pinPath := view.PinFilePath(p.serving.Load().Snap.Config)
 	if pinPath != "" {
 		pinPath, _ = filepath.Abs(pinPath)
 		if w != nil && filepath.Dir(pinPath) != filepath.Dir(p.opts.ConfigPath) {
@@ -88,7 +89,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := p.audit.Load().reopen(); err != nil {
+				if err := p.d.Audit.Load().Reopen(); err != nil {
 					p.log.Warn("audit log reopen", "error", err)
 				}
 				p.triggerReload("sighup")
@@ -177,7 +178,7 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 		if res.OK {
 			p.retryFailed()
 		}
-		snap := p.serving.Load().snap
+		snap := p.serving.Load().Snap
 		res.Gen, res.Digest = snap.Gen, snap.Digest
 		p.lastReload.Store(res)
 		result := "ok"
@@ -187,7 +188,7 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 		case !res.OK:
 			result = "failed"
 		}
-		p.tel.Load().Reload(ctx, result)
+		p.d.Tel.Load().Reload(ctx, result)
 	}()
 	var c *config.Config
 	var err error
@@ -196,7 +197,7 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 	} else {
 		c, err = loadConfig(p.opts)
 	}
-	running := p.serving.Load().snap
+	running := p.serving.Load().Snap
 	if err == nil && c.Digest() == running.Digest {
 		res.OK, res.Noop = true, true
 		p.log.Debug("reload skipped", "reason", reason, "digest", c.Digest())
@@ -223,7 +224,7 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 		return
 	}
 	res.OK = true
-	snap := p.serving.Load().snap
+	snap := p.serving.Load().Snap
 	if len(removed) > 0 {
 		p.log.Warn("servers removed by reload", "names", removed, "count", len(removed), "reason", reason, "gen", snap.Gen)
 	}
@@ -235,7 +236,7 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 // override, key@agent, is one too) and returns how many.
 func (p *Proxy) restart(server string) int {
 	n := 0
-	for key, h := range p.serving.Load().snap.Handles {
+	for key, h := range p.serving.Load().Snap.Handles {
 		if key == server || strings.HasPrefix(key, server+"@") {
 			if h.Restart() {
 				p.log.Info("upstream restart requested", "upstream", key)
@@ -249,7 +250,7 @@ func (p *Proxy) restart(server string) int {
 // retryFailed restarts the servers that gave up: a reload, even of an
 // unchanged config, is the operator saying the cause may be fixed.
 func (p *Proxy) retryFailed() {
-	for key, h := range p.serving.Load().snap.Handles {
+	for key, h := range p.serving.Load().Snap.Handles {
 		if h.Status().State == upstream.StateFailed && h.Restart() {
 			p.log.Info("failed upstream retried on reload", "upstream", key)
 		}
@@ -278,7 +279,7 @@ func fixedSettings(old, c *config.Config) error {
 // observers are the audit log and telemetry a reload builds when their
 // settings changed; commit puts them in place and closes the old ones.
 type observers struct {
-	audit    *auditLog
+	audit    *dispatch.AuditLog
 	newAudit bool
 	tel      *telemetry.Telemetry
 }
@@ -289,7 +290,7 @@ type observers struct {
 func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*observers, error) {
 	o := &observers{}
 	if !reflect.DeepEqual(old.Audit, c.Audit) {
-		a, err := newAuditLog(c.Audit, p.opts.Stderr, p.redact, p.log.Named("audit"))
+		a, err := dispatch.NewAuditLog(c.Audit, p.opts.Stderr, p.redact, p.log.Named("audit"))
 		if err != nil {
 			return nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 		}
@@ -309,10 +310,10 @@ func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*o
 // commit puts the new observers in place and closes the ones they replace.
 func (o *observers) commit(p *Proxy) {
 	if o.newAudit {
-		p.audit.Swap(o.audit).close()
+		p.d.Audit.Swap(o.audit).Close()
 	}
 	if o.tel != nil {
-		old := p.tel.Swap(o.tel)
+		old := p.d.Tel.Swap(o.tel)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		old.Close(ctx)
@@ -321,7 +322,7 @@ func (o *observers) commit(p *Proxy) {
 
 // discard closes observers a failed reload built.
 func (o *observers) discard() {
-	o.audit.close()
+	o.audit.Close()
 	if o.tel != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

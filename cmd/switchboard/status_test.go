@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy"
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/instance"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -17,7 +18,7 @@ func TestPrintStatusTable(t *testing.T) {
 	rep := proxy.StatusReport{
 		Version: "v1", Gen: 3, Digest: "abc", Time: now, Goroutines: 42, Replica: "gw-7f9c", SessionsResumed: 5,
 		LastReload: &proxy.ReloadResult{OK: false, At: now, Reason: "sighup", Error: "mcpServers.x.command: required"},
-		Audit: &proxy.AuditStatus{File: "/var/log/audit.log", OnError: "refuse", Failing: true, FailingSince: &now, WriteFailures: 7,
+		Audit: &dispatch.AuditStatus{File: "/var/log/audit.log", OnError: "refuse", Failing: true, FailingSince: &now, WriteFailures: 7,
 			LastError: "write /var/log/audit.log: no space left on device"},
 		Servers: []upstream.Status{
 			{Name: "up", Transport: "stdio", State: upstream.StateReady, PID: 123, Tools: 4, Uptime: 3725, Breaker: "closed"},

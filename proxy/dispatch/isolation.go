@@ -1,12 +1,10 @@
-package proxy
+package dispatch
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -36,11 +34,11 @@ type clientHandles struct {
 // handleFor returns the handle a request from ss uses for entry e: the
 // shared one, or with isolation: per-client the session's own instance
 // (its own process or upstream session), created on first use.
-func (p *Proxy) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Handle {
+func (d *Dispatcher) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Handle {
 	if !e.PerClient || ss == nil || e.Handle == nil {
 		return e.Handle
 	}
-	c := &p.clients
+	c := &d.clients
 	k := clientKey{e.Handle, ss}
 	c.mu.Lock()
 	if h, ok := c.handles[k]; ok {
@@ -51,14 +49,7 @@ func (p *Proxy) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Ha
 	spec.Name = e.HandleKey + "#" + shortID(ss.ID())
 	spec.Lazy = false
 	spec.ClientRoots = true
-	h := upstream.New(spec, upstream.Options{
-		Logger:      p.log.Named("upstream"),
-		SDKLogger:   p.sdkLog,
-		Expander:    upstreamSecrets{p.resolver},
-		Peer:        p.peer,
-		RedactLines: p.redactor.RedactJoined,
-		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
-	})
+	h := d.newClient(spec, d.peer)
 	if c.handles == nil {
 		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*session.Session{}
 	}
@@ -67,20 +58,20 @@ func (p *Proxy) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Ha
 	c.n.Store(int32(len(c.handles)))
 	c.mu.Unlock()
 	h.Start()
-	p.log.Info("per-client upstream started", "upstream", spec.Name)
+	d.log.Info("per-client upstream started", "upstream", spec.Name)
 	return h
 }
 
 // sessionOf returns the downstream session a per-client handle belongs to.
-func (p *Proxy) sessionOf(h *upstream.Handle) *session.Session {
-	p.clients.mu.Lock()
-	defer p.clients.mu.Unlock()
-	return p.clients.owner[h]
+func (d *Dispatcher) sessionOf(h *upstream.Handle) *session.Session {
+	d.clients.mu.Lock()
+	defer d.clients.mu.Unlock()
+	return d.clients.owner[h]
 }
 
 // closeClients stops the per-client instances whose key matches.
-func (p *Proxy) closeClients(match func(clientKey) bool) {
-	c := &p.clients
+func (d *Dispatcher) closeClients(match func(clientKey) bool) {
+	c := &d.clients
 	if c.n.Load() == 0 {
 		return
 	}
@@ -106,7 +97,7 @@ func (p *Proxy) closeClients(match func(clientKey) bool) {
 		go func() {
 			defer wg.Done()
 			_ = h.Close(ctx)
-			p.log.Info("per-client upstream stopped", "upstream", h.Name())
+			d.log.Info("per-client upstream stopped", "upstream", h.Name())
 		}()
 	}
 	wg.Wait()
@@ -123,11 +114,11 @@ func shortID(id string) string {
 }
 
 // clientHandlesOf lists the per-client instances of a session.
-func (p *Proxy) clientHandlesOf(ss *session.Session) []*upstream.Handle {
-	p.clients.mu.Lock()
-	defer p.clients.mu.Unlock()
+func (d *Dispatcher) clientHandlesOf(ss *session.Session) []*upstream.Handle {
+	d.clients.mu.Lock()
+	defer d.clients.mu.Unlock()
 	var hs []*upstream.Handle
-	for k, h := range p.clients.handles {
+	for k, h := range d.clients.handles {
 		if k.ss == ss {
 			hs = append(hs, h)
 		}

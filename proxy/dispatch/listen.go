@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // must not keep a reload's retired servers running. Resource
 // subscriptions go to the URIs' owners as resources/subscribe does; a URI
 // no server of the view owns is left out of the acknowledgement.
-func (p *Proxy) subscriptionsListen(ctx context.Context, r *session.Request) (any, error) {
+func (d *Dispatcher) subscriptionsListen(ctx context.Context, r *session.Request) (any, error) {
 	if !r.Modern() {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is part of protocol %s", r.Method, session.Modern)}
 	}
@@ -33,17 +33,17 @@ func (p *Proxy) subscriptionsListen(ctx context.Context, r *session.Request) (an
 	if params.Notifications != nil {
 		want = *params.Notifications
 	}
-	pr, _ := r.Session.Principal().(principal)
+	pr, _ := r.Session.Principal().(Principal)
 	ss := r.Session
-	ack, err := p.acknowledge(ctx, pr.view, ss, want)
+	ack, err := d.acknowledge(ctx, pr.View, ss, want)
 	if err != nil {
 		return nil, err
 	}
 	// A stateless session joins the sessions announcements go to for as
 	// long as it listens; a session with a stream of its own (stdio) is
 	// among them already.
-	if _, known := p.sessions.LoadOrStore(ss, pr.view); !known {
-		defer p.sessions.Delete(ss)
+	if _, known := d.sessions.LoadOrStore(ss, pr.View); !known {
+		defer d.sessions.Delete(ss)
 	}
 	admit := func(method string) bool {
 		switch method {
@@ -61,16 +61,16 @@ func (p *Proxy) subscriptionsListen(ctx context.Context, r *session.Request) (an
 	if err := r.Listen(ctx, &mcp.SubscriptionsAcknowledgedParams{Notifications: ack}, admit); err != nil {
 		return nil, err
 	}
-	p.unsubscribeAll(pr.view, ss)
+	d.unsubscribeAll(pr.View, ss)
 	return &mcp.SubscriptionsListenResult{}, nil
 }
 
 // acknowledge subscribes the session to what it asked for that the view
 // has, and returns that.
-func (p *Proxy) acknowledge(ctx context.Context, viewID string, ss *session.Session, want mcp.NotificationSubscriptions) (mcp.NotificationSubscriptions, error) {
-	s := p.acquire()
-	defer s.release()
-	v := s.views[viewID]
+func (d *Dispatcher) acknowledge(ctx context.Context, viewID string, ss *session.Session, want mcp.NotificationSubscriptions) (mcp.NotificationSubscriptions, error) {
+	s := d.serving.Acquire()
+	defer s.Release()
+	v := s.Views[viewID]
 	if v == nil {
 		return want, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this view no longer exists"}
 	}
@@ -84,9 +84,9 @@ func (p *Proxy) acknowledge(ctx context.Context, viewID string, ss *session.Sess
 		if e == nil || !ss.Subscribe(uri) {
 			continue
 		}
-		if err := p.peer.subscribe(ctx, e.Handle, uri); err != nil {
+		if err := d.peer.subscribe(ctx, e.Handle, uri); err != nil {
 			ss.Unsubscribe(uri)
-			p.log.Warn("resource subscription refused", "upstream", e.Key, "error", err)
+			d.log.Warn("resource subscription refused", "upstream", e.Key, "error", err)
 			continue
 		}
 		ack.ResourceSubscriptions = append(ack.ResourceSubscriptions, uri)
@@ -95,15 +95,15 @@ func (p *Proxy) acknowledge(ctx context.Context, viewID string, ss *session.Sess
 }
 
 // unsubscribeAll ends the session's resource subscriptions upstream.
-func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
-	v := p.serving.Load().views[viewID]
+func (d *Dispatcher) unsubscribeAll(viewID string, ss *session.Session) {
+	v := d.serving.Load().Views[viewID]
 	if v == nil {
 		return
 	}
 	for _, uri := range ss.Subscriptions() {
 		ss.Unsubscribe(uri)
 		if e := v.OwnerOf(uri); e != nil {
-			_ = p.peer.unsubscribe(context.Background(), e.Handle, uri)
+			_ = d.peer.unsubscribe(context.Background(), e.Handle, uri)
 		}
 	}
 }
@@ -115,9 +115,9 @@ func (p *Proxy) unsubscribeAll(viewID string, ss *session.Session) {
 // call waiting for the client's input outlives the request that started
 // it, whose session would end the server. Those clients keep a legacy
 // session, where all of it works.
-func (p *Proxy) offerModern(ss *session.Session, _ *mcp.ClientCapabilities) bool {
-	pr, _ := ss.Principal().(principal)
-	if vs := p.serving.Load().snap.Views[pr.view]; vs != nil {
+func (d *Dispatcher) offerModern(ss *session.Session, _ *mcp.ClientCapabilities) bool {
+	pr, _ := ss.Principal().(Principal)
+	if vs := d.serving.Load().Snap.Views[pr.View]; vs != nil {
 		for _, e := range vs.Servers {
 			if e.PerClient {
 				return false

@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // warmLazy starts the lazy servers of v that have not started yet. When
 // one of them was still starting, it publishes the views that expose it
 // and reports true, so a listing can include its tools.
-func (p *Proxy) warmLazy(ctx context.Context, v *view.View) bool {
+func (d *Dispatcher) warmLazy(ctx context.Context, v *view.View) bool {
 	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return false
@@ -38,7 +38,7 @@ func (p *Proxy) warmLazy(ctx context.Context, v *view.View) bool {
 	}
 	// The handle's own change notification rebuilds the view too, but
 	// possibly after this answer; rebuild now so it is in.
-	p.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
+	d.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
 	return true
 }
 
@@ -50,12 +50,12 @@ func (p *Proxy) warmLazy(ctx context.Context, v *view.View) bool {
 // complete as the clients' patience allows. Servers that come later are
 // announced with list_changed. It returns the view to list from: v, or the
 // one published since if a server finished starting meanwhile.
-func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view.View) *view.View {
+func (d *Dispatcher) awaitFirstStarts(ctx context.Context, v *view.View) *view.View {
 	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return v
 	}
-	budget := p.started.Add(v.Snap.Config.FirstListTimeout())
+	budget := d.started.Add(v.Snap.Config.FirstListTimeout())
 	waited := false
 	for _, e := range spec.Servers {
 		h := e.Handle
@@ -85,7 +85,7 @@ func (p *Proxy) awaitFirstStarts(ctx context.Context, v *view.View) *view.View {
 	}
 	// A server's catalog is published before its first attempt counts as
 	// finished, so the generation served now has it.
-	return p.latest(v)
+	return d.latest(v)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -101,7 +101,7 @@ func minTime(a, b time.Time) time.Time {
 // started — it is started and waited for, each bounded by its connect
 // timeout and ctx, and the view is built again. It returns the view to
 // look again in, or nil when no server could still provide the name.
-func (p *Proxy) awaitTool(ctx context.Context, v *view.View, name string) *view.View {
+func (d *Dispatcher) awaitTool(ctx context.Context, v *view.View, name string) *view.View {
 	spec := v.Snap.Views[v.ID]
 	if spec == nil {
 		return nil
@@ -120,49 +120,16 @@ func (p *Proxy) awaitTool(ctx context.Context, v *view.View, name string) *view.
 	}
 	// The server's own change notification rebuilds the view too, but
 	// possibly after this call looks; rebuild now so its tools are in.
-	p.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
-	return p.latest(v)
+	d.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
+	return d.latest(v)
 }
 
 // latest is view v as the generation served now has it (v itself if that
 // generation no longer has the view). Only lists use it: what they show
 // changes no upstream.
-func (p *Proxy) latest(v *view.View) *view.View {
-	if nv := p.serving.Load().views[v.ID]; nv != nil {
+func (d *Dispatcher) latest(v *view.View) *view.View {
+	if nv := d.serving.Load().Views[v.ID]; nv != nil {
 		return nv
 	}
 	return v
-}
-
-// requestGate counts downstream requests in flight for graceful shutdown. A
-// bare sync.WaitGroup does not do: an Add from zero must happen before Wait,
-// and HTTP handlers start whenever a request arrives. The gate orders every
-// enter before drain, after which new requests are refused.
-type requestGate struct {
-	mu     sync.RWMutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// enter admits one request, or reports false once drain began.
-func (g *requestGate) enter() bool {
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	if g.closed {
-		return false
-	}
-	g.wg.Add(1)
-	return true
-}
-
-// leave ends a request that enter admitted.
-func (g *requestGate) leave() { g.wg.Done() }
-
-// drain refuses new requests and waits for those in flight until ctx is
-// done. It may be called more than once.
-func (g *requestGate) drain(ctx context.Context) {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
-	waitGroup(ctx, &g.wg)
 }

@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // getPrompt forwards prompts/get, or answers the built-in prompt.
-func (p *Proxy) getPrompt(ctx context.Context, v *view.View, req *session.Request) (any, error) {
+func (d *Dispatcher) getPrompt(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.GetPromptParams
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
@@ -25,28 +25,28 @@ func (p *Proxy) getPrompt(ctx context.Context, v *view.View, req *session.Reques
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", params.Name)}
 	}
 	if r.Entry == nil {
-		return p.resourceContext(ctx, v, req)
+		return d.resourceContext(ctx, v, req)
 	}
-	src, opts := sanitize.Source{Server: r.Entry.Key, Prompt: r.Original}, p.boundary(v.Snap, r.Entry)
+	src, opts := sanitize.Source{Server: r.Entry.Key, Prompt: r.Original}, d.boundary(v.Snap, r.Entry)
 	up := &mcp.GetPromptParams{Name: r.Original, Arguments: params.Arguments, Meta: withProgress(&params),
 		InputResponses: params.InputResponses, RequestState: params.RequestState}
-	res, err := p.handleFor(r.Entry, req.Session).GetPrompt(ctx, up,
-		newCallSink(p, req, progressToken(req.Params), src, opts))
+	res, err := d.handleFor(r.Entry, req.Session).GetPrompt(ctx, up,
+		newCallSink(d, req, progressToken(req.Params), src, opts))
 	if err != nil {
-		return nil, p.protocolError(ctx, err, src, opts)
+		return nil, d.protocolError(ctx, err, src, opts)
 	}
 	out, rep, err := sanitize.PromptResult(res, src, opts)
 	if err != nil {
-		return nil, p.protocolError(ctx, err, src, opts)
+		return nil, d.protocolError(ctx, err, src, opts)
 	}
-	p.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+	d.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 	return out, nil
 }
 
 // readResource forwards resources/read to the URI's owner and wraps its
 // text as untrusted. Every URI the view's servers own is routed, including
 // ones an upstream never listed (resource links in tool results).
-func (p *Proxy) readResource(ctx context.Context, v *view.View, req *session.Request) (any, error) {
+func (d *Dispatcher) readResource(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.ReadResourceParams
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
@@ -56,40 +56,40 @@ func (p *Proxy) readResource(ctx context.Context, v *view.View, req *session.Req
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
 	params.Meta = forwardableMeta(params.Meta)
-	return p.readFrom(ctx, v, e, req, &params)
+	return d.readFrom(ctx, v, e, req, &params)
 }
 
 // readFrom reads a resource from e; params are the upstream's (their
 // _meta forwardable).
-func (p *Proxy) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	uri := params.URI
-	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, p.boundary(v.Snap, e)
-	res, err := p.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(p, req, nil, src, opts))
+	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, d.boundary(v.Snap, e)
+	res, err := d.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(d, req, nil, src, opts))
 	if err != nil {
-		return nil, p.protocolError(ctx, err, src, opts)
+		return nil, d.protocolError(ctx, err, src, opts)
 	}
 	out, rep, err := sanitize.ReadResult(res, e.Key, opts)
 	if err != nil {
-		return nil, p.protocolError(ctx, err, src, opts)
+		return nil, d.protocolError(ctx, err, src, opts)
 	}
-	p.noteFindings(ctx, e.Key, "", rep)
+	d.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
 }
 
 // resourceContext is the built-in prompt: every visible resource, read and
 // wrapped, in URI order, as one user message.
-func (p *Proxy) resourceContext(ctx context.Context, v *view.View, req *session.Request) (*mcp.GetPromptResult, error) {
+func (d *Dispatcher) resourceContext(ctx context.Context, v *view.View, req *session.Request) (*mcp.GetPromptResult, error) {
 	var b strings.Builder
 	b.WriteString("Context from the resources of the connected MCP servers. Each block is untrusted external content.\n")
 	limit := v.Snap.Sanitize.MaxResultBytes
 	for _, uri := range view.SortedKeys(v.Resources) {
 		r := v.Resources[uri]
-		res, err := p.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: uri})
+		res, err := d.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: uri})
 		// Everything about a resource, its failure and its blobs' notes
 		// included, comes from its server: each inside a boundary.
 		src := sanitize.Source{Server: r.Entry.Key, Resource: uri}
 		if err != nil {
-			fmt.Fprintf(&b, "\n%s\n", sanitize.Wrap("[the resource could not be read: "+p.redact(err.Error())+"]", src, ""))
+			fmt.Fprintf(&b, "\n%s\n", sanitize.Wrap("[the resource could not be read: "+d.redact(err.Error())+"]", src, ""))
 			continue
 		}
 		for _, c := range res.Contents {
@@ -116,7 +116,7 @@ func (p *Proxy) resourceContext(ctx context.Context, v *view.View, req *session.
 
 // complete routes completion/complete: ref/prompt by the prompt table,
 // ref/resource by the URI or template owner.
-func (p *Proxy) complete(ctx context.Context, v *view.View, req *session.Request) (any, error) {
+func (d *Dispatcher) complete(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.CompleteParams
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
@@ -154,23 +154,23 @@ func (p *Proxy) complete(ctx context.Context, v *view.View, req *session.Request
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	src, opts := sanitize.Source{Server: e.Key}, p.boundary(v.Snap, e)
-	res, err := p.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(p, req, nil, src, opts))
+	src, opts := sanitize.Source{Server: e.Key}, d.boundary(v.Snap, e)
+	res, err := d.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(d, req, nil, src, opts))
 	if err != nil {
-		return nil, p.protocolError(ctx, err, src, opts)
+		return nil, d.protocolError(ctx, err, src, opts)
 	}
 	out, rep := sanitize.Completion(res, opts)
-	p.noteFindings(ctx, e.Key, "", rep)
+	d.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
 }
 
 // protocolError maps an upstream failure on a non-tool request to a JSON-RPC
 // error (there is no isError result outside tools/call); an upstream's own
 // JSON-RPC error passes the trust boundary.
-func (p *Proxy) protocolError(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) error {
+func (d *Dispatcher) protocolError(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) error {
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
-		return p.upstreamError(ctx, we, src, opts)
+		return d.upstreamError(ctx, we, src, opts)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -179,33 +179,33 @@ func (p *Proxy) protocolError(ctx context.Context, err error, src sanitize.Sourc
 	if errors.As(err, &se) {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: se.Error()}
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: p.redact(err.Error())}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: d.redact(err.Error())}
 }
 
 // noteFindings logs and counts suspicious patterns found in a result.
-func (p *Proxy) noteFindings(ctx context.Context, server, name string, rep sanitize.Report) {
+func (d *Dispatcher) noteFindings(ctx context.Context, server, name string, rep sanitize.Report) {
 	if len(rep.Findings) == 0 {
 		return
 	}
 	ids := view.FindingIDs(rep.Findings)
 	for _, id := range ids {
-		p.tel.Load().Suspicious(ctx, server, id)
+		d.Tel.Load().Suspicious(ctx, server, id)
 	}
-	p.log.Warn("suspicious content", "upstream", server, "tool", name, "reason", ids, "blocked", rep.Blocked)
+	d.log.Warn("suspicious content", "upstream", server, "tool", name, "reason", ids, "blocked", rep.Blocked)
 }
 
 // boundary is the trust boundary's options for content from server e.
-func (p *Proxy) boundary(snap *view.Snapshot, e *view.ServerEntry) sanitize.Options {
+func (d *Dispatcher) boundary(snap *view.Snapshot, e *view.ServerEntry) sanitize.Options {
 	opts := snap.Sanitize
-	opts.Wrap, opts.Redactor = e.Wrap, p.redactor
+	opts.Wrap, opts.Redactor = e.Wrap, d.redactor
 	return opts
 }
 
 // upstreamError passes an upstream's JSON-RPC error through the trust
 // boundary: its message is content like a result's (cleaned, redacted,
 // scanned, wrapped), its data redacted and scanned.
-func (p *Proxy) upstreamError(ctx context.Context, we *jsonrpc.Error, src sanitize.Source, opts sanitize.Options) *jsonrpc.Error {
+func (d *Dispatcher) upstreamError(ctx context.Context, we *jsonrpc.Error, src sanitize.Source, opts sanitize.Options) *jsonrpc.Error {
 	out, rep := sanitize.Error(we, src, opts)
-	p.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
+	d.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
 	return out
 }

@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"bytes"
@@ -35,29 +35,29 @@ const auditRefusal = "switchboard refused this tool call: the audit trail cannot
 // validation, the upstream call in a child span, then sanitising of the
 // result. Every call ends in one outcome, counted, audited and logged at
 // debug with its duration (never its arguments or result).
-func (p *Proxy) forward(ctx context.Context, viewID string, snap *view.Snapshot, r *view.Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
+func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snapshot, r *view.Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
-	pr, _ := req.Session.Principal().(principal)
+	pr, _ := req.Session.Principal().(Principal)
 	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
-		Token: pr.tokenID, Session: req.Session.ID()}
+		Token: pr.TokenID, Session: req.Session.ID()}
 	var raw []byte
 	// One audit log for the call: the one that refuses it records it.
-	audit := p.audit.Load()
+	audit := d.Audit.Load()
 	defer func() {
-		d := time.Since(start)
-		rec.DurationMS = float64(d.Microseconds()) / 1000
+		took := time.Since(start)
+		rec.DurationMS = float64(took.Microseconds()) / 1000
 		if res != nil && rec.Outcome == "ok" && res.IsError {
 			rec.Outcome = "tool_error"
 		}
 		if err != nil && rec.Outcome == "ok" {
 			rec.Outcome = "error"
 		}
-		p.tel.Load().RecordCall(ctx, r.Metrics, rec.Outcome, d)
+		d.Tel.Load().RecordCall(ctx, r.Metrics, rec.Outcome, took)
 		if !audit.write(rec, raw) {
-			p.tel.Load().AuditWriteFailure(ctx)
+			d.Tel.Load().AuditWriteFailure(ctx)
 		}
-		if p.log.IsDebug() {
-			p.log.Debug("tool call", "tool", r.Public, "upstream", r.Entry.Key, "outcome", rec.Outcome, "duration", d)
+		if d.log.IsDebug() {
+			d.log.Debug("tool call", "tool", r.Public, "upstream", r.Entry.Key, "outcome", rec.Outcome, "duration", took)
 		}
 	}()
 
@@ -70,7 +70,7 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *view.Snapshot,
 	if lim := snap.Limiters[viewID]; lim != nil {
 		if ok, retry := lim.Allow(callerKey(req.Session), start); !ok {
 			rec.Outcome = "rate_limited"
-			p.tel.Load().RateLimited(ctx)
+			d.Tel.Load().RateLimited(ctx)
 			return rateLimited(retry), nil
 		}
 	}
@@ -88,33 +88,33 @@ func (p *Proxy) forward(ctx context.Context, viewID string, snap *view.Snapshot,
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
-	cctx, span, meta := p.callSpan(ctx, r, forwardableMeta(in.Meta))
+	cctx, span, meta := d.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.Original, Arguments: json.RawMessage(raw), Meta: meta,
 		InputResponses: in.InputResponses, RequestState: in.RequestState}
-	h := p.handleFor(r.Entry, req.Session)
+	h := d.handleFor(r.Entry, req.Session)
 	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
-	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, p.boundary(snap, r.Entry)
-	up, err := h.CallTool(cctx, params, newCallSink(p, req, tok, src, opts))
+	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.boundary(snap, r.Entry)
+	up, err := h.CallTool(cctx, params, newCallSink(d, req, tok, src, opts))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
 		span.End()
-		return p.toResult(ctx, err, src, opts)
+		return d.toResult(ctx, err, src, opts)
 	}
 	span.End()
 	out, rep, err := sanitize.ToolResult(up, src, opts)
 	rec.Bytes = rep.Bytes
 	if err != nil {
 		rec.Outcome = "too_large"
-		return p.toResult(ctx, err, src, opts)
+		return d.toResult(ctx, err, src, opts)
 	}
 	if len(rep.Findings) > 0 {
 		rec.Suspicious = view.FindingIDs(rep.Findings)
-		p.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+		d.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 		if rep.Blocked {
 			rec.Outcome = "blocked"
 		}
@@ -178,7 +178,7 @@ func outcomeOf(err error) string {
 // capability (2026-07-28), which stays a protocol error; the caller going away is
 // returned as is; anything else is an internal error with a generic
 // message.
-func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) (*mcp.CallToolResult, error) {
+func (d *Dispatcher) toResult(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) (*mcp.CallToolResult, error) {
 	var (
 		we *jsonrpc.Error
 		se *sanitize.SizeError
@@ -187,23 +187,23 @@ func (p *Proxy) toResult(ctx context.Context, err error, src sanitize.Source, op
 	case errors.As(err, &we) && we.Code == mcp.CodeMissingRequiredClientCapabilities:
 		// The client must learn which capability it lacks, as the
 		// protocol's error: no model can supply it.
-		return nil, p.upstreamError(ctx, we, src, opts)
+		return nil, d.upstreamError(ctx, we, src, opts)
 	case errors.As(err, &we):
-		return errorResult(p.upstreamError(ctx, we, src, opts).Message), nil
+		return errorResult(d.upstreamError(ctx, we, src, opts).Message), nil
 	case errors.Is(err, upstream.ErrUnavailable), errors.As(err, &se):
-		return errorResult(p.redact(err.Error())), nil
+		return errorResult(d.redact(err.Error())), nil
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, err
 	}
-	p.log.Error("internal error", "error", err)
+	d.log.Error("internal error", "error", err)
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 }
 
-func (p *Proxy) redact(s string) string {
-	if p.redactor == nil {
+func (d *Dispatcher) redact(s string) string {
+	if d.redactor == nil {
 		return s
 	}
-	return p.redactor.Redact(s)
+	return d.redactor.Redact(s)
 }
 
 func errorResult(msg string) *mcp.CallToolResult {
@@ -266,8 +266,8 @@ func withProgress(params mcp.Params) mcp.Meta {
 // callerKey identifies the caller for rate limiting: its token when the
 // view requires one, else its session.
 func callerKey(ss *session.Session) string {
-	if pr, _ := ss.Principal().(principal); pr.tokenID != "" {
-		return "token:" + pr.tokenID
+	if pr, _ := ss.Principal().(Principal); pr.TokenID != "" {
+		return "token:" + pr.TokenID
 	}
 	if id := ss.ID(); id != "" {
 		return "session:" + id

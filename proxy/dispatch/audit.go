@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"crypto/sha256"
@@ -32,13 +32,13 @@ type auditRecord struct {
 	Arguments  string    `json:"arguments,omitempty"` // only with audit.arguments, redacted
 }
 
-// auditLog writes JSON lines to stderr or a file. A file is reopened on
+// AuditLog writes JSON lines to stderr or a file. A file is reopened on
 // SIGHUP (reopen) and when it was renamed away (logrotate), checked at most
 // once a second. A record that cannot be written (a full disk) is counted,
 // logged (rate-limited, auditHealth) and shown in /status; with onError
 // "refuse" tool calls are refused until records can be written again. Safe
 // for concurrent use.
-type auditLog struct {
+type AuditLog struct {
 	mu      sync.Mutex
 	path    string
 	w       io.Writer
@@ -87,14 +87,14 @@ type AuditStatus struct {
 	LastErrorAt   *time.Time `json:"lastErrorAt,omitempty"`
 }
 
-func newAuditLog(c *config.Audit, stderr io.Writer, redact func(string) string, log hclog.Logger) (*auditLog, error) {
+func NewAuditLog(c *config.Audit, stderr io.Writer, redact func(string) string, log hclog.Logger) (*AuditLog, error) {
 	if c == nil || (c.Enabled != nil && !*c.Enabled) {
 		return nil, nil
 	}
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	a := &auditLog{path: c.File, args: c.Arguments, refuse: c.OnError == config.AuditRefuse, redact: redact, w: stderr,
+	a := &AuditLog{path: c.File, args: c.Arguments, refuse: c.OnError == config.AuditRefuse, redact: redact, w: stderr,
 		log: log, now: time.Now}
 	if c.File != "" && c.File != "-" {
 		if err := a.reopenLocked(); err != nil {
@@ -105,7 +105,7 @@ func newAuditLog(c *config.Audit, stderr io.Writer, redact func(string) string, 
 }
 
 // reopenLocked requires a.mu (or exclusive use).
-func (a *auditLog) reopenLocked() error {
+func (a *AuditLog) reopenLocked() error {
 	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -117,8 +117,8 @@ func (a *auditLog) reopenLocked() error {
 	return nil
 }
 
-// reopen is called on SIGHUP.
-func (a *auditLog) reopen() error {
+// Reopen is called on SIGHUP.
+func (a *AuditLog) Reopen() error {
 	if a == nil || a.f == nil {
 		return nil
 	}
@@ -130,7 +130,7 @@ func (a *auditLog) reopen() error {
 // write writes the record of one call. It reports false when the record
 // could not be written; the failure is logged and kept for /status here,
 // the caller counts it.
-func (a *auditLog) write(r *auditRecord, rawArgs []byte) bool {
+func (a *AuditLog) write(r *auditRecord, rawArgs []byte) bool {
 	if a == nil {
 		return true
 	}
@@ -164,7 +164,7 @@ func (a *auditLog) write(r *auditRecord, rawArgs []byte) bool {
 
 // writeLocked writes one line; after a line cut short it starts a new one,
 // so the cut line stands alone. It requires a.mu.
-func (a *auditLog) writeLocked(b []byte) error {
+func (a *AuditLog) writeLocked(b []byte) error {
 	if a.health.partial {
 		b = append([]byte{'\n'}, b...)
 	}
@@ -183,7 +183,7 @@ func (a *auditLog) writeLocked(b []byte) error {
 // failedLocked records a write that failed, and logs the first failure of
 // a run at once and the following ones at most once per auditLogEvery. It
 // requires a.mu.
-func (a *auditLog) failedLocked(b []byte, err error) {
+func (a *AuditLog) failedLocked(b []byte, err error) {
 	h, now := &a.health, a.now()
 	h.failures++
 	h.run++
@@ -206,7 +206,7 @@ func (a *auditLog) failedLocked(b []byte, err error) {
 
 // recoveredLocked ends a run of failed writes after a write succeeded. It
 // requires a.mu.
-func (a *auditLog) recoveredLocked() {
+func (a *AuditLog) recoveredLocked() {
 	h := &a.health
 	if h.since.IsZero() {
 		return
@@ -216,11 +216,11 @@ func (a *auditLog) recoveredLocked() {
 	a.failing.Store(false)
 }
 
-// retry writes the last record that could not be written again, at most
+// Retry writes the last record that could not be written again, at most
 // once per every, and reports whether writes fail still. Without calls
 // nothing else would notice that the disk has room again: /readyz (which
 // keeps calls away while writes fail) and refused calls retry.
-func (a *auditLog) retry(every time.Duration) (failing bool) {
+func (a *AuditLog) Retry(every time.Duration) (failing bool) {
 	if a == nil || !a.failing.Load() {
 		return false
 	}
@@ -244,12 +244,12 @@ func (a *auditLog) retry(every time.Duration) (failing bool) {
 
 // refusing reports whether a tool call must be refused: onError is
 // "refuse" and records cannot be written (after one more try).
-func (a *auditLog) refusing() bool {
-	return a != nil && a.refuse && a.failing.Load() && a.retry(0)
+func (a *AuditLog) refusing() bool {
+	return a != nil && a.refuse && a.failing.Load() && a.Retry(0)
 }
 
-// status is the audit log's state for /status; nil when it is off.
-func (a *auditLog) status() *AuditStatus {
+// Status is the audit log's state for /status; nil when it is off.
+func (a *AuditLog) Status() *AuditStatus {
 	if a == nil {
 		return nil
 	}
@@ -281,11 +281,22 @@ func mustStat(f *os.File) os.FileInfo {
 	return st
 }
 
-func (a *auditLog) close() {
+func (a *AuditLog) Close() {
 	if a == nil || a.f == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_ = a.f.Close()
+}
+
+// SetOutput makes w stand for the audit file from now on: records are
+// written to w and the file is closed (a test's disk that fills and frees).
+func (a *AuditLog) SetOutput(w io.Writer) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.f != nil {
+		_ = a.f.Close()
+	}
+	a.f, a.w = nil, w
 }

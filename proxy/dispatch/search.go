@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"context"
@@ -61,11 +61,11 @@ func (f *foundSet) list() []string {
 }
 
 // foundOf is the session's found set (made on first use).
-func (p *Proxy) foundOf(ss *session.Session) *foundSet {
-	if f, ok := p.found.Load(ss); ok {
+func (d *Dispatcher) foundOf(ss *session.Session) *foundSet {
+	if f, ok := d.found.Load(ss); ok {
 		return f.(*foundSet)
 	}
-	f, _ := p.found.LoadOrStore(ss, &foundSet{})
+	f, _ := d.found.LoadOrStore(ss, &foundSet{})
 	return f.(*foundSet)
 }
 
@@ -73,17 +73,17 @@ func (p *Proxy) foundOf(ss *session.Session) *foundSet {
 // nothing, and a 2026-07-28 request's session closes with it: a Delete
 // locks the map's root even for a missing key, a Load does not. Nothing
 // stores for ss between the two: its handlers have returned.
-func (p *Proxy) forgetFound(ss *session.Session) {
-	if _, ok := p.found.Load(ss); ok {
-		p.found.Delete(ss)
+func (d *Dispatcher) forgetFound(ss *session.Session) {
+	if _, ok := d.found.Load(ss); ok {
+		d.found.Delete(ss)
 	}
 }
 
 // sessionListing is what tools/list shows the session in a search view:
 // the view's own listing and the tools the session found that the view
 // still has, in name order.
-func (p *Proxy) sessionListing(v *view.View, ss *session.Session) []*mcp.Tool {
-	f, ok := p.found.Load(ss)
+func (d *Dispatcher) sessionListing(v *view.View, ss *session.Session) []*mcp.Tool {
+	f, ok := d.found.Load(ss)
 	if !ok {
 		return v.Listed
 	}
@@ -110,7 +110,7 @@ type foundTool struct {
 // findTools answers switchboard_find_tools: the best visible tools for the
 // query (policy applied before: a hidden tool is not in the index), which
 // join the session's list.
-func (p *Proxy) findTools(v *view.View, req *session.Request, args map[string]any) *mcp.CallToolResult {
+func (d *Dispatcher) findTools(v *view.View, req *session.Request, args map[string]any) *mcp.CallToolResult {
 	query, _ := args["query"].(string)
 	if strings.TrimSpace(query) == "" {
 		return errorResult(view.FindToolsName + ": query is required: say in a few words what you want to do")
@@ -130,7 +130,7 @@ func (p *Proxy) findTools(v *view.View, req *session.Request, args map[string]an
 		found = append(found, foundTool{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema})
 		names = append(names, r.Public)
 	}
-	if p.foundOf(req.Session).add(names) {
+	if d.foundOf(req.Session).add(names) {
 		// Clients that refresh can call them natively now.
 		_ = req.Session.Notify(context.Background(), "notifications/tools/list_changed", nil)
 	}
@@ -146,7 +146,7 @@ func (p *Proxy) findTools(v *view.View, req *session.Request, args map[string]an
 
 // ownToolCall answers a call of one of switchboard's own tools in a search
 // view; handled is false for any other name.
-func (p *Proxy) ownToolCall(ctx context.Context, v *view.View, req *session.Request, params *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, handled bool, err error) {
+func (d *Dispatcher) ownToolCall(ctx context.Context, v *view.View, req *session.Request, params *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, handled bool, err error) {
 	if v.Search == nil || (params.Name != view.FindToolsName && params.Name != view.CallToolName) {
 		return nil, false, nil
 	}
@@ -155,13 +155,13 @@ func (p *Proxy) ownToolCall(ctx context.Context, v *view.View, req *session.Requ
 		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", params.Name, err)), true, nil
 	}
 	if params.Name == view.FindToolsName {
-		return p.findTools(v, req, args), true, nil
+		return d.findTools(v, req, args), true, nil
 	}
 	name, _ := args["name"].(string)
 	rt, ok := v.Tools[name]
 	if !ok {
 		// Unknown, hidden by policy, or one of switchboard's own.
-		p.tel.Load().Denial(ctx)
+		d.Tel.Load().Denial(ctx)
 		return nil, true, unknownTool(name)
 	}
 	inner, err := json.Marshal(args["arguments"])
@@ -170,6 +170,6 @@ func (p *Proxy) ownToolCall(ctx context.Context, v *view.View, req *session.Requ
 	}
 	// The one path of every call: policy, limiter, validation, boundary,
 	// audit and metrics under the real tool's name.
-	res, err = p.forward(ctx, v.ID, v.Snap, rt, req, &mcp.CallToolParamsRaw{Name: name, Arguments: inner, Meta: params.Meta})
+	res, err = d.forward(ctx, v.ID, v.Snap, rt, req, &mcp.CallToolParamsRaw{Name: name, Arguments: inner, Meta: params.Meta})
 	return res, true, err
 }

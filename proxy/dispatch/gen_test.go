@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"sync"
@@ -15,38 +15,37 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// TestServedDrain pins the generation count: a replaced generation drains
+// TestGenDrain pins the generation count: a replaced generation drains
 // only when its last request released it, and swap hands back every
 // replaced generation still in use, older ones included.
-func TestServedDrain(t *testing.T) {
-	p := &Proxy{}
-	g1 := newServed(nil, nil, access{})
-	p.serving.Store(g1)
-	r1 := p.acquire()
+func TestGenDrain(t *testing.T) {
+	g1 := NewGen(nil, nil, Access{})
+	p := NewServing(g1)
+	r1 := p.Acquire()
 	if r1 != g1 {
 		t.Fatal("acquire did not return the current generation")
 	}
-	g2 := newServed(nil, nil, access{})
-	if waits := p.swap(g2); len(waits) != 1 || waits[0] != g1 {
+	g2 := NewGen(nil, nil, Access{})
+	if waits := p.Swap(g2); len(waits) != 1 || waits[0] != g1 {
 		t.Fatalf("swap returned %v, want [g1]", waits)
 	}
 	if isClosed(g1.drained) {
 		t.Fatal("g1 drained with a request still using it")
 	}
-	r2 := p.acquire()
-	g3 := newServed(nil, nil, access{})
-	if waits := p.swap(g3); len(waits) != 2 {
+	r2 := p.Acquire()
+	g3 := NewGen(nil, nil, Access{})
+	if waits := p.Swap(g3); len(waits) != 2 {
 		t.Fatalf("swap returned %d generations, want g1 and g2", len(waits))
 	}
-	r2.release()
+	r2.Release()
 	if !isClosed(g2.drained) {
 		t.Error("g2 not drained after its only request released it")
 	}
-	r1.release()
+	r1.Release()
 	if !isClosed(g1.drained) {
 		t.Error("g1 not drained after its only request released it")
 	}
-	if waits := p.swap(newServed(nil, nil, access{})); len(waits) != 0 {
+	if waits := p.Swap(NewGen(nil, nil, Access{})); len(waits) != 0 {
 		t.Errorf("swap returned %d generations no request uses", len(waits))
 	}
 	if !isClosed(g3.drained) {
@@ -54,11 +53,10 @@ func TestServedDrain(t *testing.T) {
 	}
 }
 
-// TestServedNeverDrainedInUse races requests against swaps: no request
+// TestGenNeverDrainedInUse races requests against swaps: no request
 // ever holds a generation that already drained.
-func TestServedNeverDrainedInUse(t *testing.T) {
-	p := &Proxy{}
-	p.serving.Store(newServed(nil, nil, access{}))
+func TestGenNeverDrainedInUse(t *testing.T) {
+	p := NewServing(NewGen(nil, nil, Access{}))
 	var (
 		stop atomic.Bool
 		bad  atomic.Int64
@@ -67,27 +65,23 @@ func TestServedNeverDrainedInUse(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for !stop.Load() {
-				s := p.acquire()
+				s := p.Acquire()
 				if isClosed(s.drained) {
 					bad.Add(1)
 				}
-				s.release()
+				s.Release()
 			}
 		})
 	}
 	for range 20000 {
-		p.pubMu.Lock()
-		p.swap(newServed(nil, nil, access{}))
-		p.pubMu.Unlock()
+		p.Swap(NewGen(nil, nil, Access{}))
 	}
 	stop.Store(true)
 	wg.Wait()
 	if n := bad.Load(); n > 0 {
 		t.Errorf("%d requests held a drained generation", n)
 	}
-	p.pubMu.Lock()
-	waits := p.swap(newServed(nil, nil, access{}))
-	p.pubMu.Unlock()
+	waits := p.Swap(NewGen(nil, nil, Access{}))
 	if len(waits) != 0 {
 		t.Errorf("%d generations never drained after every request released them", len(waits))
 	}

@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"context"
@@ -30,7 +30,7 @@ var (
 // a shared upstream makes outside a single call are refused, never left
 // hanging: there is no one client they could belong to.
 type peer struct {
-	p *Proxy
+	d *Dispatcher
 
 	subMu sync.Mutex
 	subs  map[subKey]int // upstream subscriptions, ref-counted over downstream sessions
@@ -47,7 +47,7 @@ type subKey struct {
 // connection hands everything on before the request returns, so the
 // answer is written after it.
 type callSink struct {
-	p     *Proxy
+	d     *Dispatcher
 	req   *session.Request
 	token any // the downstream progress token, exactly as the client sent it
 	// src and opts are the trust boundary's for the request's server.
@@ -64,8 +64,8 @@ var (
 	_ upstream.Capable    = (*callSink)(nil)
 )
 
-func newCallSink(p *Proxy, req *session.Request, token any, src sanitize.Source, opts sanitize.Options) *callSink {
-	return &callSink{p: p, req: req, token: token, src: src, opts: opts}
+func newCallSink(d *Dispatcher, req *session.Request, token any, src sanitize.Source, opts sanitize.Options) *callSink {
+	return &callSink{d: d, req: req, token: token, src: src, opts: opts}
 }
 
 // Owner implements upstream.Sink.
@@ -92,14 +92,14 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 			return
 		}
 		out, rep := sanitize.Progress(&n, s.opts)
-		s.p.noteFindings(ctx, s.src.Server, s.src.Tool+s.src.Prompt, rep)
+		s.d.noteFindings(ctx, s.src.Server, s.src.Tool+s.src.Prompt, rep)
 		if out == nil {
 			return // withheld
 		}
 		out.ProgressToken = s.token
 		_ = s.req.Notify(ctx, method, out)
 	case "notifications/message":
-		if msg := s.p.logMessage(ctx, params, s.src, s.opts); msg != nil {
+		if msg := s.d.logMessage(ctx, params, s.src, s.opts); msg != nil {
 			_ = s.req.Log(ctx, msg)
 		}
 	}
@@ -109,37 +109,37 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	// A 2026-07-28 call asks through its parked call (mrtr.go); a call
 	// that cannot be parked gets session.ErrModernAsk.
-	return s.p.askClient(ctx, s.req.ClientCapabilities(), s.req.Ask, method, params, s.src, s.opts)
+	return s.d.askClient(ctx, s.req.ClientCapabilities(), s.req.Ask, method, params, s.src, s.opts)
 }
 
 // logMessage decodes an upstream log message for a downstream session and
 // passes it through the trust boundary. Nil when it does not decode or is
 // withheld.
-func (p *Proxy) logMessage(ctx context.Context, params json.RawMessage, src sanitize.Source, opts sanitize.Options) *mcp.LoggingMessageParams {
+func (d *Dispatcher) logMessage(ctx context.Context, params json.RawMessage, src sanitize.Source, opts sanitize.Options) *mcp.LoggingMessageParams {
 	var n mcp.LoggingMessageParams
 	if json.Unmarshal(params, &n) != nil {
 		return nil
 	}
 	out, rep := sanitize.LogMessage(&n, src, opts)
-	p.noteFindings(ctx, src.Server, "", rep)
+	d.noteFindings(ctx, src.Server, "", rep)
 	return out
 }
 
 // boundaryOf is the trust boundary's source and options for what handle h
 // sends outside a request: those of the server entry it runs, in the
 // current snapshot (a per-client instance: its server's).
-func (p *Proxy) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Options) {
-	snap := p.serving.Load().snap
+func (d *Dispatcher) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Options) {
+	snap := d.serving.Load().Snap
 	src := sanitize.Source{Server: h.Name()}
 	if snap == nil {
-		return src, sanitize.Options{Wrap: true, Redactor: p.redactor}
+		return src, sanitize.Options{Wrap: true, Redactor: d.redactor}
 	}
 	var byName *view.ServerEntry
 	for _, vs := range snap.Views {
 		for _, e := range vs.Servers {
 			if e.Handle == h {
 				src.Server = e.Key
-				return src, p.boundary(snap, e)
+				return src, d.boundary(snap, e)
 			}
 			if e.Key == h.Name() && byName == nil {
 				byName = e
@@ -147,10 +147,10 @@ func (p *Proxy) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Option
 		}
 	}
 	if byName != nil {
-		return src, p.boundary(snap, byName)
+		return src, d.boundary(snap, byName)
 	}
 	opts := snap.Sanitize
-	opts.Wrap, opts.Redactor = true, p.redactor
+	opts.Wrap, opts.Redactor = true, d.redactor
 	return src, opts
 }
 
@@ -161,7 +161,7 @@ func (p *Proxy) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Option
 //
 // ask sends the request on the stream it belongs to: the calling request's
 // stream during a call, the session's own stream outside one.
-func (p *Proxy) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask func(context.Context, string, any) (json.RawMessage, error), method string, params json.RawMessage, src sanitize.Source, opts sanitize.Options) (json.RawMessage, error) {
+func (d *Dispatcher) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask func(context.Context, string, any) (json.RawMessage, error), method string, params json.RawMessage, src sanitize.Source, opts sanitize.Options) (json.RawMessage, error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	var prm any
@@ -175,7 +175,7 @@ func (p *Proxy) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
 		}
 		out, rep := sanitize.CreateMessageWithTools(&in, src, opts)
-		p.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
+		d.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
 		if out == nil {
 			return nil, withheld(method)
 		}
@@ -189,7 +189,7 @@ func (p *Proxy) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: " + err.Error()}
 		}
 		out, rep := sanitize.Elicit(&in, src, opts)
-		p.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
+		d.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
 		if out == nil {
 			return nil, withheld(method)
 		}
@@ -209,13 +209,13 @@ func (p *Proxy) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask
 func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/message":
-		src, opts := pr.p.boundaryOf(h)
-		msg := pr.p.logMessage(context.Background(), params, src, opts)
+		src, opts := pr.d.boundaryOf(h)
+		msg := pr.d.logMessage(context.Background(), params, src, opts)
 		if msg == nil {
 			return
 		}
-		pr.p.log.Debug("upstream log message", "upstream", h.Name(), "state", string(msg.Level))
-		if ss := pr.p.sessionOf(h); ss != nil {
+		pr.d.log.Debug("upstream log message", "upstream", h.Name(), "state", string(msg.Level))
+		if ss := pr.d.sessionOf(h); ss != nil {
 			_ = ss.Log(context.Background(), msg)
 			return
 		}
@@ -226,7 +226,7 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		if err != nil {
 			return
 		}
-		pr.p.eachSessionExposing(h, func(ss *session.Session) {
+		pr.d.eachSessionExposing(h, func(ss *session.Session) {
 			_ = ss.LogEncoded(msg.Level, raw)
 		})
 	case "notifications/resources/updated":
@@ -236,14 +236,14 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		}
 		// The subscription is on the URI as the upstream sent it; what
 		// goes down passes the trust boundary.
-		_, opts := pr.p.boundaryOf(h)
+		_, opts := pr.d.boundaryOf(h)
 		out, rep := sanitize.ResourceUpdated(&n, opts)
-		pr.p.noteFindings(context.Background(), h.Name(), "", rep)
+		pr.d.noteFindings(context.Background(), h.Name(), "", rep)
 		if out == nil {
 			return
 		}
 		// Only the sessions that subscribed to the URI.
-		pr.p.eachSessionExposing(h, func(ss *session.Session) {
+		pr.d.eachSessionExposing(h, func(ss *session.Session) {
 			if ss.Subscribed(n.URI) {
 				_ = ss.Notify(context.Background(), method, out)
 			}
@@ -254,13 +254,13 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 // Request implements upstream.Peer: only a per-client instance's requests
 // have a session to go to.
 func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, params json.RawMessage) (json.RawMessage, error) {
-	ss := pr.p.sessionOf(h)
+	ss := pr.d.sessionOf(h)
 	if ss == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': it needs exactly one of the server's calls in flight (set isolation: per-client)", method, h.Name())}
 	}
-	src, opts := pr.p.boundaryOf(h)
-	return pr.p.askClient(ctx, ss.ClientCapabilities(), ss.Ask, method, params, src, opts)
+	src, opts := pr.d.boundaryOf(h)
+	return pr.d.askClient(ctx, ss.ClientCapabilities(), ss.Ask, method, params, src, opts)
 }
 
 // withheld refuses a server→client request the trust boundary blocked.
@@ -269,8 +269,8 @@ func withheld(method string) error {
 }
 
 // eachSessionExposing calls f for every session whose view serves h now.
-func (p *Proxy) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session)) {
-	snap := p.serving.Load().snap
+func (d *Dispatcher) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session)) {
+	snap := d.serving.Load().Snap
 	if snap == nil {
 		return
 	}
@@ -278,7 +278,7 @@ func (p *Proxy) eachSessionExposing(h *upstream.Handle, f func(ss *session.Sessi
 	for id, vs := range snap.Views {
 		exposed[id] = vs.Exposes(h)
 	}
-	p.eachSession(func(ss *session.Session, viewID string) {
+	d.EachSession(func(ss *session.Session, viewID string) {
 		if exposed[viewID] {
 			f(ss)
 		}

@@ -1,4 +1,4 @@
-package proxy
+package dispatch
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 // setLevel gives every upstream of view id the most verbose level any of
 // its sessions asked for; each session still gets only what its own level
 // lets through.
-func (p *Proxy) setLevel(ctx context.Context, id string) {
+func (d *Dispatcher) setLevel(ctx context.Context, id string) {
 	var min mcp.LoggingLevel
-	p.eachSession(func(ss *session.Session, viewID string) {
+	d.EachSession(func(ss *session.Session, viewID string) {
 		if l := ss.LogLevel(); viewID == id && l != "" && (min == "" || session.LevelRank(l) < session.LevelRank(min)) {
 			min = l
 		}
@@ -21,7 +21,7 @@ func (p *Proxy) setLevel(ctx context.Context, id string) {
 	if min == "" {
 		return
 	}
-	vs, ok := p.serving.Load().snap.Views[id]
+	vs, ok := d.serving.Load().Snap.Views[id]
 	if !ok {
 		return
 	}
@@ -32,7 +32,7 @@ func (p *Proxy) setLevel(ctx context.Context, id string) {
 		}
 		wg.Go(func() {
 			if err := e.Handle.SetLoggingLevel(ctx, min); err != nil {
-				p.log.Debug("upstream logging level", "upstream", e.Key, "error", err)
+				d.log.Debug("upstream logging level", "upstream", e.Key, "error", err)
 			}
 		})
 	}

@@ -1,0 +1,83 @@
+package dispatch
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/secrets"
+	"github.com/mcp-switchboard/switchboard/upstream"
+)
+
+// Options are what a Dispatcher is made of.
+type Options struct {
+	Log        hclog.Logger
+	ServerInfo *mcp.Implementation // what initialize answers as switchboard's implementation
+	Redactor   *secrets.Set
+	Serving    *Serving
+	// Rebuild rebuilds the views keep reports true for and publishes them
+	// (a lazy server that started, a server awaited for a call).
+	Rebuild func(keep func(*view.ViewSpec) bool)
+	// NewClient makes the handle of a per-client instance of spec, whose
+	// requests and notifications go to peer; not started.
+	NewClient func(spec upstream.Spec, peer upstream.Peer) *upstream.Handle
+	// Resumable wraps the handler of a method whose upstream may ask for
+	// input (mrtr.Calls.Wrap).
+	Resumable func(method string, next session.Handler) session.Handler
+	Started   time.Time // switchboard's start: the first lists' wait counts from it
+}
+
+// Dispatcher answers every downstream session's requests in its view.
+type Dispatcher struct {
+	log        hclog.Logger
+	sessLog    hclog.Logger // every downstream session's, made once
+	serverInfo *mcp.Implementation
+	redactor   *secrets.Set
+	serving    *Serving
+	rebuild    func(keep func(*view.ViewSpec) bool)
+	newClient  func(upstream.Spec, upstream.Peer) *upstream.Handle
+	resumable  func(string, session.Handler) session.Handler
+	started    time.Time
+
+	// Tel and Audit are replaced when a reload changes them; Audit nil: off.
+	Tel   atomic.Pointer[telemetry.Telemetry]
+	Audit atomic.Pointer[AuditLog]
+
+	sessions sync.Map // every open downstream session -> its view id
+	found    sync.Map // a session in a search view -> its *foundSet
+	// sessionGone is signalled (never blocking) when a session closes.
+	sessionGone chan struct{}
+	held        sessionCounts
+	peer        *peer
+	clients     clientHandles
+	methods     session.Methods
+	// Made once, not per session: a 2026-07-28 request opens one.
+	offerModernFn  func(*session.Session, *mcp.ClientCapabilities) bool
+	closeStateless func(*session.Session)
+}
+
+// New makes a Dispatcher.
+func New(o Options) *Dispatcher {
+	d := &Dispatcher{
+		log:         o.Log,
+		sessLog:     o.Log.Named("session"),
+		serverInfo:  o.ServerInfo,
+		redactor:    o.Redactor,
+		serving:     o.Serving,
+		rebuild:     o.Rebuild,
+		newClient:   o.NewClient,
+		resumable:   o.Resumable,
+		started:     o.Started,
+		sessionGone: make(chan struct{}, 1),
+	}
+	d.peer = &peer{d: d, subs: map[subKey]int{}}
+	d.methods = d.table()
+	d.offerModernFn, d.closeStateless = d.offerModern, d.closeStatelessSession
+	return d
+}

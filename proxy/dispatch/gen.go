@@ -1,0 +1,118 @@
+package dispatch
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-switchboard/switchboard/proxy/view"
+)
+
+// Gen is everything switchboard serves at one moment: one config
+// generation and, per view, the routes built from it and from the
+// upstreams' catalogs. It is immutable once published, and published whole
+// (Serving): a reload swaps config, routes, policy, limiters, sanitize
+// options, handles and access at once, and each request acquires it once
+// and uses only what it acquired.
+type Gen struct {
+	Snap  *view.Snapshot
+	Views map[string]*view.View // by view id; "" is the default view
+	Notes *view.Notes           // what building the views found, for /status
+	// Access is who may use it: the downstream tokens and the admin
+	// reload token, resolved from Snap's config.
+	Access Access
+
+	// refs counts the requests using this generation; once it is replaced
+	// (retired) and refs reaches zero, drained closes. Handles a reload
+	// removes are stopped only after every older generation drained.
+	refs    atomic.Int64
+	retired atomic.Bool
+	once    sync.Once
+	drained chan struct{}
+}
+
+// NewGen makes a generation of snap's views.
+func NewGen(snap *view.Snapshot, views map[string]*view.View, acc Access) *Gen {
+	return &Gen{Snap: snap, Views: views, Notes: view.GatherNotes(views), Access: acc, drained: make(chan struct{})}
+}
+
+// Drained is closed once the generation was replaced and its last request
+// released it.
+func (g *Gen) Drained() <-chan struct{} { return g.drained }
+
+// Serving holds the generation served now, and the replaced ones still in
+// use.
+type Serving struct {
+	cur      atomic.Pointer[Gen]
+	mu       sync.Mutex
+	draining []*Gen // replaced generations not yet drained
+}
+
+// NewServing serves g.
+func NewServing(g *Gen) *Serving {
+	s := &Serving{}
+	s.cur.Store(g)
+	return s
+}
+
+// Load is the generation served now, for what reads it once and keeps
+// nothing of it: a request uses Acquire.
+func (s *Serving) Load() *Gen { return s.cur.Load() }
+
+// Swap serves next and retires the generation it replaces. It returns
+// every replaced generation not yet drained, for a retire of handles to
+// wait on.
+func (s *Serving) Swap(next *Gen) []*Gen {
+	old := s.cur.Swap(next)
+	old.retire()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	live := make([]*Gen, 0, len(s.draining)+1)
+	for _, g := range append(s.draining, old) {
+		select {
+		case <-g.drained:
+		default:
+			live = append(live, g)
+		}
+	}
+	s.draining = live
+	return live
+}
+
+// Acquire loads the current generation and counts the caller in it until
+// Release. A generation counted is never drained under its user: the count
+// is taken before the generation is retired, or taken again on the newer one.
+func (s *Serving) Acquire() *Gen {
+	for {
+		g := s.cur.Load()
+		g.refs.Add(1)
+		if s.cur.Load() == g {
+			return g
+		}
+		g.Release() // replaced meanwhile: use the newer one
+	}
+}
+
+// Release ends a use that Acquire counted.
+func (g *Gen) Release() {
+	if g.refs.Add(-1) == 0 {
+		g.drainIfIdle()
+	}
+}
+
+// retire marks a replaced generation; drained closes once its last
+// request released it.
+func (g *Gen) retire() {
+	g.retired.Store(true)
+	g.drainIfIdle()
+}
+
+// drainIfIdle closes drained when the generation is retired and unused.
+// The count is read after the retired mark: a zero seen before it may
+// since have gained a request that took the generation while it was still
+// current. After the mark no request can take it any more (acquire's
+// second load fails), so a zero read then is final.
+func (g *Gen) drainIfIdle() {
+	if g.retired.Load() && g.refs.Load() == 0 {
+		g.once.Do(func() { close(g.drained) })
+	}
+}

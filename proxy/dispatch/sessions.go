@@ -1,0 +1,191 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Announce tells the sessions of each view which of its lists differ
+// between before and after; a view that is gone lost all of them.
+func (d *Dispatcher) Announce(before, after map[string]*view.View) {
+	empty := (&view.View{}).Fingerprint()
+	changed := map[string][]string{}
+	for id, old := range before {
+		now := empty
+		if v := after[id]; v != nil {
+			now = v.Hashes
+		}
+		changed[id] = view.ListChanges(old.Hashes, now)
+	}
+	for id, v := range after {
+		if _, ok := before[id]; !ok {
+			changed[id] = view.ListChanges(empty, v.Hashes)
+		}
+	}
+	d.EachSession(func(ss *session.Session, viewID string) {
+		if !ss.Announced() {
+			return
+		}
+		for _, m := range changed[viewID] {
+			_ = ss.Notify(context.Background(), m, nil)
+		}
+	})
+}
+
+// EachSession calls f for every open downstream session with its view id.
+func (d *Dispatcher) EachSession(f func(ss *session.Session, viewID string)) {
+	d.sessions.Range(func(k, v any) bool {
+		f(k.(*session.Session), v.(string))
+		return true
+	})
+}
+
+// SessionCounts counts the open sessions of each view.
+func (d *Dispatcher) SessionCounts() map[string]int {
+	n := map[string]int{}
+	d.EachSession(func(_ *session.Session, id string) { n[id]++ })
+	return n
+}
+
+// Open opens a session for a principal, in its view; out is the
+// session's own stream (nil: none yet); resumed is what it was initialized
+// with elsewhere, if it was (continuity.go).
+func (d *Dispatcher) Open(pr Principal, id string, out session.Stream, resumed *session.Resumed) (*session.Session, error) {
+	cur := d.serving.Load()
+	if cur.Views[pr.View] == nil {
+		return nil, fmt.Errorf("view %q: no such view", pr.View)
+	}
+	if err := d.held.take(pr, cur.Snap.Config.SessionLimit()); err != nil {
+		return nil, err
+	}
+	opt := d.sessionOptions(pr)
+	opt.ID, opt.Resumed = id, resumed
+	opt.OnLevel = func(*session.Session, mcp.LoggingLevel) { d.setLevel(context.Background(), pr.View) }
+	opt.OnRootsChanged = func(ss *session.Session) {
+		for _, h := range d.clientHandlesOf(ss) {
+			_ = h.Notify(context.Background(), "notifications/roots/list_changed", nil)
+		}
+	}
+	opt.OnClose = d.closeSessionOf(pr)
+	ss := session.New(opt, out)
+	d.sessions.Store(ss, pr.View)
+	return ss, nil
+}
+
+// sessionOptions are what every session of principal pr has.
+func (d *Dispatcher) sessionOptions(pr Principal) session.Options {
+	return session.Options{
+		Principal:    pr,
+		Methods:      d.methods,
+		ServerInfo:   d.serverInfo,
+		Capabilities: capabilities,
+		Instructions: instructions,
+		Cache:        pr.cache(),
+		OfferModern:  d.offerModernFn,
+		Logger:       d.sessLog,
+	}
+}
+
+// closeSessionOf is what ends with a session: its place in the session
+// lists, its subscriptions upstream and its per-client servers.
+func (d *Dispatcher) closeSessionOf(pr Principal) func(*session.Session) {
+	return func(ss *session.Session) {
+		d.sessions.Delete(ss)
+		d.forgetFound(ss)
+		d.held.give(pr)
+		select {
+		case d.sessionGone <- struct{}{}:
+		default:
+		}
+		if v := d.serving.Load().Views[pr.View]; v != nil {
+			for _, uri := range ss.Subscriptions() {
+				if e := v.OwnerOf(uri); e != nil {
+					_ = d.peer.unsubscribe(context.Background(), e.Handle, uri)
+				}
+			}
+		}
+		d.closeClients(func(k clientKey) bool { return k.ss == ss })
+	}
+}
+
+// sessionCounts counts the open sessions of each principal, to hold each
+// to maxSessions.
+type sessionCounts struct {
+	mu sync.Mutex
+	n  map[Principal]int
+}
+
+// take counts one more session for pr, or refuses it at limit.
+func (c *sessionCounts) take(pr Principal, limit int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[pr] >= limit {
+		who := "this token"
+		if pr.TokenID == "" {
+			who = "this endpoint"
+		}
+		return fmt.Errorf("%w: %s holds %d (maxSessions); end one with DELETE or let idle ones expire (sessionIdleTimeout)", session.ErrSessionLimit, who, c.n[pr])
+	}
+	if c.n == nil {
+		c.n = map[Principal]int{}
+	}
+	c.n[pr]++
+	return nil
+}
+
+// give counts one session of pr less.
+func (c *sessionCounts) give(pr Principal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[pr]--; c.n[pr] <= 0 {
+		delete(c.n, pr)
+	}
+}
+
+// OpenStateless opens the session of one 2026-07-28 request: it has no
+// stream of its own, holds no place under maxSessions and is in no
+// session list (what is announced to sessions has nowhere to go); what it
+// started (per-client servers) ends with it.
+func (d *Dispatcher) OpenStateless(pr Principal) (*session.Session, error) {
+	if d.serving.Load().Views[pr.View] == nil {
+		return nil, fmt.Errorf("view %q: no such view", pr.View)
+	}
+	opt := d.sessionOptions(pr)
+	opt.OnClose = d.closeStateless
+	return session.New(opt, nil), nil
+}
+
+// closeStatelessSession is what ends with a stateless session: what it
+// found, and its per-client servers.
+func (d *Dispatcher) closeStatelessSession(ss *session.Session) {
+	d.forgetFound(ss)
+	d.closeClients(func(k clientKey) bool { return k.ss == ss })
+}
+
+// cache is what 2026-07-28 answers in pr's view say about caching: they
+// are private where a token or an agent chose the view. A reload may
+// change any list at any time, so none stays fresh (ttlMs 0).
+func (pr Principal) cache() session.Cache {
+	return session.Cache{Private: pr.TokenID != "" || pr.View != ""}
+}
+
+// SessionGone is signalled (never blocking) when a session closes.
+func (d *Dispatcher) SessionGone() <-chan struct{} { return d.sessionGone }
+
+// CloseClients stops the per-client instances of server h (nil: of every
+// server).
+func (d *Dispatcher) CloseClients(h *upstream.Handle) {
+	d.closeClients(func(k clientKey) bool { return h == nil || k.shared == h })
+}
+
+// Peer is what upstreams send outside a call to (upstream.Options.Peer).
+func (d *Dispatcher) Peer() upstream.Peer { return d.peer }
+
+// Methods is the dispatch table every session uses.
+func (d *Dispatcher) Methods() session.Methods { return d.methods }
