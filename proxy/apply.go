@@ -72,14 +72,13 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	p.gen++
 	snap := view.NewSnapshot(p.gen, c, hp.next, planned)
 	p.parked.UseKey(stateKey)
-	p.ids.useKey(sessionKey)
 	p.handles = hp.next
 	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
 		p.log.SetLevel(lvl)
 	} else {
 		p.log.SetLevel(hclog.Info)
 	}
-	p.streamable.SetIdleTimeout(c.SessionIdleTimeout())
+	p.edge.Apply(sessionKey, c.SessionIdleTimeout())
 	inUse := p.publish(snap, dispatch.Access{Tokens: at, ReloadToken: reloadToken})
 	for _, h := range hp.started {
 		// Servers that listed before the snapshot was published (their

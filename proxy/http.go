@@ -7,49 +7,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
-
-// routes is the downstream mux on listen.
-func (p *Proxy) routes() http.Handler {
-	r := mux.NewRouter()
-	streamable := p.streamable
-	legacy := sse.New(p.openHTTPStream, p.authorize, p.log)
-	// Like the listeners' header timeout, fixed for the process.
-	read := p.serving.Load().Snap.Config.ReadTimeout()
-	streamable.SetBodyTimeout(read)
-	legacy.SetBodyTimeout(read)
-	// Order: host check, then authentication (which picks the view), then
-	// the MCP transport.
-	wrap := func(h http.Handler) http.Handler { return p.track(p.checkHost(p.authenticate(h))) }
-	r.Handle("/mcp", wrap(streamable))
-	r.Handle("/sse", wrap(legacy))
-	r.Handle("/agents/{agent}/mcp", wrap(streamable))
-	r.Handle("/agents/{agent}/sse", wrap(legacy))
-	return http.NewCrossOriginProtection().Handler(r)
-}
-
-// track counts downstream POSTs in flight so shutdown can let them finish,
-// and refuses new ones once shutdown began. Long-lived GET streams are not
-// counted: they never finish by themselves.
-func (p *Proxy) track(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost {
-			if !p.inflight.enter() {
-				http.Error(w, "switchboard is shutting down", http.StatusServiceUnavailable)
-				return
-			}
-			defer p.inflight.leave()
-		}
-		h.ServeHTTP(w, r)
-	})
-}
 
 // adminBackend is what the admin endpoints read and trigger.
 type adminBackend struct{ p *Proxy }
@@ -150,7 +112,7 @@ func (p *Proxy) statusReport() StatusReport {
 	snap := cur.Snap
 	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
 		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine(),
-		Replica: p.ids.replica, SessionsResumed: p.streamable.Resumed()}
+		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed()}
 	if snap == nil {
 		return rep
 	}

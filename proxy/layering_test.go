@@ -41,6 +41,11 @@ var configImports = []string{module + "/policy", module + "/router", module + "/
 var dispatchImports = []string{module + "/proxy/view", module + "/proxy/session", module + "/proxy/telemetry",
 	module + "/proxy/config", module + "/proxy/discovery"}
 
+// edgeImports are the module packages proxy/edge may import besides the
+// leaves and proxy/internal: it authenticates against a generation and
+// opens sessions through dispatch.
+var edgeImports = []string{module + "/proxy/dispatch", module + "/proxy/session"}
+
 // mrtrImports are the module packages proxy/mrtr may import: it is a
 // middleware on session handlers.
 var mrtrImports = []string{module + "/proxy/session"}
@@ -82,6 +87,8 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s: a view is compiled from the leaves and %v only", pkg, imp, viewImports)
 			case pkg == module+"/proxy/dispatch" && leafOf(imp) == "" && !slices.Contains(dispatchImports, imp):
 				t.Errorf("%s imports %s: dispatch reads views and sessions only (%v)", pkg, imp, dispatchImports)
+			case pkg == module+"/proxy/edge" && leafOf(imp) == "" && !slices.Contains(edgeImports, imp) && !strings.HasPrefix(imp, module+"/proxy/internal/"):
+				t.Errorf("%s imports %s: the HTTP edge opens sessions through dispatch only (%v)", pkg, imp, edgeImports)
 			case pkg == module+"/proxy/mrtr" && !slices.Contains(mrtrImports, imp):
 				t.Errorf("%s imports %s: multi-round-trip requests know sessions only (%v)", pkg, imp, mrtrImports)
 			}

@@ -20,9 +20,9 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/edge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -89,9 +89,8 @@ type Proxy struct {
 	notices view.NoticeLog // what of the views' notes was logged (package view)
 	// d answers the downstream sessions (package dispatch).
 	d *dispatch.Dispatcher
-	// streamable serves /mcp and /agents/{id}/mcp; it lives as long as the
-	// proxy so a reload can set its idle timeout.
-	streamable *streamhttp.Handler
+	// edge serves the clients over HTTP (package edge).
+	edge *edge.Edge
 
 	// listenAddr and adminAddr are the bound addresses ("stdio", "none"),
 	// set before anything serves.
@@ -101,7 +100,6 @@ type Proxy struct {
 	gen     int64
 	handles map[string]*upstream.Handle
 
-	inflight requestGate    // downstream requests, for graceful shutdown
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
 	bg       sync.WaitGroup // background work (retiring handles, reload loop, start-up memory release)
 
@@ -112,7 +110,6 @@ type Proxy struct {
 	catalogs *catalogCache // each server's last catalog on disk (catalogcache.go)
 	started  time.Time     // when New made the proxy: the first lists' wait counts from it
 	parked   *mrtr.Calls   // 2026-07-28 calls waiting for input (package mrtr)
-	ids      *continuity   // session IDs and their key (continuity.go)
 }
 
 // loadConfig reads, parses, overrides and validates the config.
@@ -207,10 +204,6 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	ids, err := newContinuity(o.Replica, getenv)
-	if err != nil {
-		return nil, nil, &ConfigError{err}
-	}
 	redactor := secrets.NewSet()
 	log := newLogger(c, o.Stderr, redactor)
 	p := &Proxy{
@@ -225,7 +218,6 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		catalogs:  newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
 		started:   time.Now(),
 		parked:    mrtr.New(),
-		ids:       ids,
 	}
 	p.builder = &view.Builder{Redactor: redactor, Pins: p.pins, Log: log}
 	p.serving = dispatch.NewServing(dispatch.NewGen(nil, map[string]*view.View{}, dispatch.Access{}))
@@ -239,8 +231,9 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		Resumable:  p.parked.Wrap,
 		Started:    p.started,
 	})
-	p.streamable = streamhttp.New(p.openHTTP, p.authorize, p.log)
-	p.streamable.SetContinuity(streamhttp.Continuity{Mint: p.mintSessionID, Resume: p.resumeSession})
+	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv}); err != nil {
+		return nil, nil, &ConfigError{err}
+	}
 	tel, err := p.newTelemetry(context.Background(), c)
 	if err != nil {
 		return nil, nil, err
@@ -310,7 +303,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 		return err
 	}
 
-	srv := &http.Server{Handler: p.routes(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
+	srv := &http.Server{Handler: p.edge.Handler(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
 		ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
 	go func() { errc <- srv.Serve(ln) }()
 	p.writeReady()
@@ -331,11 +324,11 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	// No retry gets in from here: the calls of 2026-07-28 requests that
 	// wait for one (their POSTs counted below) end now.
 	p.parked.StopAsking()
-	p.inflight.drain(sctx)
+	p.edge.Drain(sctx)
 	// Requests that outlive their POST (legacy SSE answers on its stream)
 	// get the same deadline; then every session ends.
 	p.closeSessions(sctx)
-	p.streamable.Close()
+	p.edge.Close()
 	_ = srv.Close()
 	_ = adminSrv.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -90,6 +91,68 @@ func (s *Serving) Acquire() *Gen {
 		}
 		g.Release() // replaced meanwhile: use the newer one
 	}
+}
+
+type genKey struct{}
+
+// genHold is a request's count in its generation.
+type genHold struct {
+	g    *Gen
+	done atomic.Bool
+}
+
+func (h *genHold) release() {
+	if h.done.CompareAndSwap(false, true) {
+		h.g.Release()
+	}
+}
+
+// Hold acquires the current generation for one request and carries it in
+// the returned context: everything that serves the request uses it
+// (acquireFor), from its authentication to its answer. release ends the
+// hold; a handler that outlasts its answer (subscriptions/listen) ends it
+// early (letGo).
+func (s *Serving) Hold(ctx context.Context) (_ context.Context, release func()) {
+	h := &genHold{g: s.Acquire()}
+	return context.WithValue(ctx, genKey{}, h), h.release
+}
+
+// GenOf is the generation ctx carries (Hold), or nil.
+func GenOf(ctx context.Context) *Gen {
+	if h, ok := ctx.Value(genKey{}).(*genHold); ok {
+		return h.g
+	}
+	return nil
+}
+
+// letGo ends the hold of ctx's generation before its request ends.
+func letGo(ctx context.Context) {
+	if h, ok := ctx.Value(genKey{}).(*genHold); ok {
+		h.release()
+	}
+}
+
+// acquireFor counts a request's handler in the generation its context
+// carries, or without one (stdio) in the current one. A request answered
+// after its POST ended (legacy SSE) may find the generation it carries
+// drained, replaced meanwhile: it is served by the current one.
+func (s *Serving) acquireFor(ctx context.Context) *Gen {
+	if g := GenOf(ctx); g != nil && g.retain() {
+		return g
+	}
+	return s.Acquire()
+}
+
+// retain counts one more use of a generation a caller got from Acquire,
+// unless it already drained. A count above one means another use holds it
+// (not drained); a first count on a generation not yet retired holds it
+// before any drain, as Acquire's does.
+func (g *Gen) retain() bool {
+	if g.refs.Add(1) > 1 || !g.retired.Load() {
+		return true
+	}
+	g.Release()
+	return false
 }
 
 // Release ends a use that Acquire counted.

@@ -39,6 +39,7 @@ func (d *Dispatcher) subscriptionsListen(ctx context.Context, r *session.Request
 	if err != nil {
 		return nil, err
 	}
+	letGo(ctx)
 	// A stateless session joins the sessions announcements go to for as
 	// long as it listens; a session with a stream of its own (stdio) is
 	// among them already.
@@ -68,7 +69,7 @@ func (d *Dispatcher) subscriptionsListen(ctx context.Context, r *session.Request
 // acknowledge subscribes the session to what it asked for that the view
 // has, and returns that.
 func (d *Dispatcher) acknowledge(ctx context.Context, viewID string, ss *session.Session, want mcp.NotificationSubscriptions) (mcp.NotificationSubscriptions, error) {
-	s := d.serving.Acquire()
+	s := d.serving.acquireFor(ctx)
 	defer s.Release()
 	v := s.Views[viewID]
 	if v == nil {

@@ -43,7 +43,7 @@ func (d *Dispatcher) table() session.Methods {
 	add := func(method string, h viewHandler) {
 		m[method] = d.traced(method, func(ctx context.Context, r *session.Request) (any, error) {
 			pr, _ := r.Session.Principal().(Principal)
-			s := d.serving.Acquire()
+			s := d.serving.acquireFor(ctx)
 			defer s.Release()
 			v := s.Views[pr.View]
 			if v == nil {

@@ -1,4 +1,4 @@
-package proxy
+package edge
 
 import (
 	"bytes"
@@ -65,7 +65,7 @@ func (c *continuity) useKey(secret string) {
 
 // mintSessionID names the session an initialize request opens: what it
 // says, and the caller.
-func (p *Proxy) mintSessionID(r *http.Request, init *jsonrpc.Request) string {
+func (e *Edge) mintSessionID(r *http.Request, init *jsonrpc.Request) string {
 	var params struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -80,7 +80,7 @@ func (p *Proxy) mintSessionID(r *http.Request, init *jsonrpc.Request) string {
 		caps.Reset()
 	}
 	pr := principalOf(r)
-	return p.ids.sealer.Load().Seal(sessionid.State{
+	return e.ids.sealer.Load().Seal(sessionid.State{
 		Version: session.Negotiate(params.ProtocolVersion),
 		Caps:    caps.Bytes(),
 		Client:  params.ClientInfo.Name,
@@ -92,8 +92,8 @@ func (p *Proxy) mintSessionID(r *http.Request, init *jsonrpc.Request) string {
 
 // resumeSession opens the session id names for a request that reached a
 // process that does not hold it.
-func (p *Proxy) resumeSession(r *http.Request, id string) (*session.Session, error) {
-	st, err := p.ids.sealer.Load().Open(id)
+func (e *Edge) resumeSession(r *http.Request, id string) (*session.Session, error) {
+	st, err := e.ids.sealer.Load().Open(id)
 	if err != nil || !slices.Contains(session.Versions, st.Version) {
 		return nil, fmt.Errorf("%w: %v", streamhttp.ErrNoSession, err)
 	}
@@ -105,5 +105,5 @@ func (p *Proxy) resumeSession(r *http.Request, id string) (*session.Session, err
 	if st.Client != "" || st.ClientV != "" {
 		info = &mcp.Implementation{Name: st.Client, Version: st.ClientV}
 	}
-	return p.d.Open(pr, id, nil, &session.Resumed{Version: st.Version, Caps: st.Caps, ClientInfo: info})
+	return e.d.Open(pr, id, nil, &session.Resumed{Version: st.Version, Caps: st.Caps, ClientInfo: info})
 }

@@ -1,4 +1,4 @@
-package proxy
+package edge
 
 import (
 	"net/http"
@@ -9,22 +9,22 @@ import (
 
 // openHTTP opens a session for an HTTP request (its principal is in the
 // request's context); without an ID, for one 2026-07-28 request.
-func (p *Proxy) openHTTP(r *http.Request, id string) (*session.Session, error) {
+func (e *Edge) openHTTP(r *http.Request, id string) (*session.Session, error) {
 	if id == "" {
-		return p.d.OpenStateless(principalOf(r))
+		return e.d.OpenStateless(principalOf(r))
 	}
-	return p.d.Open(principalOf(r), id, nil, nil)
+	return e.d.Open(principalOf(r), id, nil, nil)
 }
 
 // authorize reports whether an HTTP request may use a session: the same
 // token (or, without tokens, the same view) that opened it.
-func (p *Proxy) authorize(ss *session.Session, r *http.Request) bool {
+func (e *Edge) authorize(ss *session.Session, r *http.Request) bool {
 	pr, _ := ss.Principal().(dispatch.Principal)
 	return principalOf(r) == pr
 }
 
 // openHTTPStream opens a session for an HTTP request whose own stream is
 // out (a legacy SSE stream).
-func (p *Proxy) openHTTPStream(r *http.Request, id string, out session.Stream) (*session.Session, error) {
-	return p.d.Open(principalOf(r), id, out, nil)
+func (e *Edge) openHTTPStream(r *http.Request, id string, out session.Stream) (*session.Session, error) {
+	return e.d.Open(principalOf(r), id, out, nil)
 }

@@ -1,0 +1,106 @@
+package edge
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+)
+
+type ctxKey int
+
+const viewKey ctxKey = 0
+
+// authenticate picks the view of a downstream request and checks its bearer
+// token. Without configured tokens every request is let through to the view
+// its path names (an unknown agent is 404). With tokens, a missing or wrong
+// one gets 401 with WWW-Authenticate, whether the agent in the path exists
+// or not; with a valid token, an unknown agent is 404, an agent token on
+// plain /mcp selects that agent's view, and an agent token on another
+// agent's path gets 403.
+func (e *Edge) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cur := e.genOf(r)
+		snap, at := cur.Snap, cur.Access.Tokens
+		pathView, byPath := mux.Vars(r)["agent"]
+		// With tokens, an unknown agent is answered only after the token
+		// is checked: without one, a known and an unknown agent get the
+		// same 401, and the agents cannot be enumerated.
+		unknown := byPath && (pathView == "" || snap.Views[pathView] == nil)
+		if unknown && !at.Enabled() {
+			http.Error(w, "unknown agent", http.StatusNotFound)
+			return
+		}
+		pr := dispatch.Principal{View: pathView}
+		if at.Enabled() {
+			tok, ok := bearer(r)
+			var te dispatch.TokenEntry
+			if ok {
+				te, ok = at.Match(tok)
+			}
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+				http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
+				return
+			}
+			switch {
+			case unknown:
+				http.Error(w, "unknown agent", http.StatusNotFound)
+				return
+			case te.Any:
+			case byPath && te.View != pathView:
+				http.Error(w, "token not valid for this agent", http.StatusForbidden)
+				return
+			case !byPath:
+				pr.View = te.View
+			}
+			// Sessions are bound to the token that opened them (see
+			// authorize).
+			pr.TokenID = te.ID
+		}
+		r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	f := strings.Fields(r.Header.Get("Authorization"))
+	if len(f) != 2 || !strings.EqualFold(f[0], "bearer") {
+		return "", false
+	}
+	return f[1], true
+}
+
+func principalOf(r *http.Request) dispatch.Principal {
+	pr, _ := r.Context().Value(viewKey).(dispatch.Principal)
+	return pr
+}
+
+// checkHost enforces allowedHosts when configured (DNS rebinding protection
+// for non-loopback deployments); on loopback the SDK's own check applies.
+func (e *Edge) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allowed := e.genOf(r).Snap.Config.AllowedHosts
+		if len(allowed) > 0 {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			ok := false
+			for _, a := range allowed {
+				if strings.EqualFold(a, host) || strings.EqualFold(a, r.Host) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				http.Error(w, "host not allowed", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
