@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -177,7 +178,7 @@ func benchCalls(b *testing.B, cs *mcp.ClientSession, tool string) {
 	// As serve does: the collector target switchboard runs with.
 	old := debug.SetGCPercent(100)
 	ctx, cancel := context.WithCancel(context.Background())
-	tuneGC(ctx, os.Getenv)
+	gctune.Tune(ctx, os.Getenv)
 	b.Cleanup(func() { cancel(); debug.SetGCPercent(old) })
 	var n atomic.Int64
 	b.ReportAllocs()

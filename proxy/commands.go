@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -25,8 +26,8 @@ func RunPins(path, action, server, tool string, out func(string)) error {
 	return runPins(path, []string{action}, server, tool, out)
 }
 
-// TuneGC runs the collector tuning serve uses until ctx ends (see gc.go).
-func TuneGC(ctx context.Context, getenv func(string) string) { tuneGC(ctx, getenv) }
+// TuneGC runs the collector tuning serve uses until ctx ends (package gctune).
+func TuneGC(ctx context.Context, getenv func(string) string) { gctune.Tune(ctx, getenv) }
 
 // ToolRow is one published tool of the default view.
 type ToolRow struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/edge"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
@@ -265,7 +266,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 		return err
 	}
 	p.noteAddrs(ln, adm)
-	gogc, memlimit := gcSettings()
+	gogc, memlimit := gctune.Settings()
 	p.log.Info("starting", "version", Version, "config", p.configName(), "addr", p.listenAddr, "admin", p.adminAddr,
 		"servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
 	logNotes(p.log, c)
@@ -285,8 +286,8 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	defer stopReload()
 	p.startReloading(rctx)
 	hs := p.handleList()
-	p.bg.Go(func() { releaseStartupMemory(rctx, hs) })
-	p.bg.Go(func() { releaseWhenIdle(rctx) })
+	p.bg.Go(func() { gctune.ReleaseStartupMemory(rctx, func(ctx context.Context) { waitFirstAttempts(ctx, hs) }) })
+	p.bg.Go(func() { gctune.ReleaseWhenIdle(rctx) })
 
 	read := c.ReadTimeout()
 	adminSrv := &http.Server{Handler: admin.Handler(adminBackend{p}), ReadHeaderTimeout: read, ReadTimeout: read, IdleTimeout: idleConnTimeout}

@@ -1,4 +1,4 @@
-package proxy
+package gctune
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"time"
-
-	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
 // DefaultGOGC is the collector's target when the GOGC environment variable
@@ -34,10 +32,10 @@ func gcPercentFor(live uint64) int {
 	return int(max(100, min(DefaultGOGC, uint64(gcHeadroom)*100/live)))
 }
 
-// tuneGC keeps the collector's target at gcPercentFor(live heap), updated
+// Tune keeps the collector's target at gcPercentFor(live heap), updated
 // after every collection, until ctx ends, unless the operator set GOGC,
 // which always wins. GOMEMLIMIT, when set, caps the heap as usual.
-func tuneGC(ctx context.Context, getenv func(string) string) {
+func Tune(ctx context.Context, getenv func(string) string) {
 	if getenv("GOGC") != "" {
 		return
 	}
@@ -77,8 +75,8 @@ func (t *gcTuner) collected() {
 	t.arm()
 }
 
-// gcSettings describes the collector's settings for the start-up log line.
-func gcSettings() (gogc, memlimit string) {
+// Settings describes the collector's settings for the start-up log line.
+func Settings() (gogc, memlimit string) {
 	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(sample)
 	gogc, memlimit = "off", "none"
@@ -91,11 +89,12 @@ func gcSettings() (gogc, memlimit string) {
 	return gogc, memlimit
 }
 
-// releaseStartupMemory returns start-up garbage (config parsing, package
-// initialisation, the first catalogs) to the OS once every upstream has had
-// its first start attempt, so an idle sidecar holds only what it uses.
-func releaseStartupMemory(ctx context.Context, hs []*upstream.Handle) {
-	waitFirstAttempts(ctx, hs)
+// ReleaseStartupMemory returns start-up garbage (config parsing, package
+// initialisation, the first catalogs) to the OS once started returns
+// (every upstream has had its first start attempt), so an idle sidecar
+// holds only what it uses.
+func ReleaseStartupMemory(ctx context.Context, started func(context.Context)) {
+	started(ctx)
 	if ctx.Err() == nil {
 		debug.FreeOSMemory()
 	}
@@ -104,7 +103,7 @@ func releaseStartupMemory(ctx context.Context, hs []*upstream.Handle) {
 // An idle process keeps what its last burst of work left (sessions opened,
 // calls made) until the collector runs, which at DefaultGOGC may be never
 // while it stays idle (Go forces a collection every two minutes), and the
-// runtime hands freed pages back to the OS slowly. releaseWhenIdle
+// runtime hands freed pages back to the OS slowly. ReleaseWhenIdle
 // collects and returns them once allocation has all but stopped after a
 // burst.
 const (
@@ -137,8 +136,8 @@ func (r *idleReleaser) tick() {
 	}
 }
 
-// releaseWhenIdle runs an idleReleaser until ctx ends.
-func releaseWhenIdle(ctx context.Context) {
+// ReleaseWhenIdle runs an idleReleaser until ctx ends.
+func ReleaseWhenIdle(ctx context.Context) {
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	allocs := func() uint64 {
 		metrics.Read(sample)

@@ -1,4 +1,4 @@
-package proxy
+package gctune
 
 import (
 	"context"
@@ -37,14 +37,14 @@ func TestTuneGCFollowsLiveHeap(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	tuneGC(ctx, func(string) string { return "150" })
+	Tune(ctx, func(string) string { return "150" })
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Fatalf("GOGC set by the operator was changed to %d", got)
 	}
 
-	tuneGC(ctx, func(string) string { return "" })
+	Tune(ctx, func(string) string { return "" })
 	if got := gcPercent(); got != DefaultGOGC {
-		t.Fatalf("after tuneGC: GOGC %d, want %d", got, DefaultGOGC)
+		t.Fatalf("after Tune: GOGC %d, want %d", got, DefaultGOGC)
 	}
 	live := make([][]byte, 0, 64) // 64 MiB held: the target must fall to 100
 	for range 64 {
