@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,9 +38,9 @@ type Dispatcher struct {
 	sessLog    hclog.Logger // every downstream session's, made once
 	serverInfo *mcp.Implementation
 	redactor   *secrets.Set
+	trust      *trust
 	serving    *Serving
 	rebuild    func(keep func(*view.ViewSpec) bool)
-	newClient  func(upstream.Spec, upstream.Peer) *upstream.Handle
 	resumable  func(string, session.Handler) session.Handler
 	started    time.Time
 
@@ -49,17 +48,16 @@ type Dispatcher struct {
 	Tel   atomic.Pointer[telemetry.Telemetry]
 	Audit atomic.Pointer[AuditLog]
 
-	sessions sync.Map // every open downstream session -> its view id
-	found    sync.Map // a session in a search view -> its *foundSet
+	sessions *sessionTable
 	// sessionGone is signalled (never blocking) when a session closes.
 	sessionGone chan struct{}
 	held        sessionCounts
 	peer        *peer
-	clients     clientHandles
+	clients     *clientHandles
 	methods     session.Methods
 	// Made once, not per session: a 2026-07-28 request opens one.
-	offerModernFn  func(*session.Session, *mcp.ClientCapabilities) bool
-	closeStateless func(*session.Session)
+	offerModernFn func(*session.Session, *mcp.ClientCapabilities) bool
+	closeFn       func(*session.Session)
 }
 
 // New makes a Dispatcher.
@@ -71,13 +69,16 @@ func New(o Options) *Dispatcher {
 		redactor:    o.Redactor,
 		serving:     o.Serving,
 		rebuild:     o.Rebuild,
-		newClient:   o.NewClient,
 		resumable:   o.Resumable,
 		started:     o.Started,
 		sessionGone: make(chan struct{}, 1),
 	}
-	d.peer = &peer{d: d, subs: map[subKey]int{}}
+	d.trust = &trust{redactor: o.Redactor, log: o.Log, tel: &d.Tel}
+	d.sessions = &sessionTable{}
+	d.clients = &clientHandles{log: o.Log, make: o.NewClient}
+	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{}}
+	d.clients.peer = d.peer
 	d.methods = d.table()
-	d.offerModernFn, d.closeStateless = d.offerModern, d.closeStatelessSession
+	d.offerModernFn, d.closeFn = d.offerModern, d.closeSession
 	return d
 }

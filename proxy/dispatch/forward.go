@@ -37,7 +37,7 @@ const auditRefusal = "switchboard refused this tool call: the audit trail cannot
 // debug with its duration (never its arguments or result).
 func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snapshot, r *view.Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
-	pr, _ := req.Session.Principal().(Principal)
+	pr := PrincipalOf(req.Session)
 	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
 		Token: pr.TokenID, Session: req.Session.ID()}
 	var raw []byte
@@ -91,30 +91,30 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	cctx, span, meta := d.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.Original, Arguments: json.RawMessage(raw), Meta: meta,
 		InputResponses: in.InputResponses, RequestState: in.RequestState}
-	h := d.handleFor(r.Entry, req.Session)
+	h := d.clients.handleFor(r.Entry, req.Session)
 	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)
 	if tok != nil {
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
-	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.boundary(snap, r.Entry)
-	up, err := h.CallTool(cctx, params, newCallSink(d, req, tok, src, opts))
+	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
+	up, err := h.CallTool(cctx, params, newCallSink(d.trust, req, tok, src, opts))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
 		span.End()
-		return d.toResult(ctx, err, src, opts)
+		return d.trust.toResult(ctx, err, src, opts)
 	}
 	span.End()
 	out, rep, err := sanitize.ToolResult(up, src, opts)
 	rec.Bytes = rep.Bytes
 	if err != nil {
 		rec.Outcome = "too_large"
-		return d.toResult(ctx, err, src, opts)
+		return d.trust.toResult(ctx, err, src, opts)
 	}
 	if len(rep.Findings) > 0 {
 		rec.Suspicious = view.FindingIDs(rep.Findings)
-		d.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+		d.trust.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 		if rep.Blocked {
 			rec.Outcome = "blocked"
 		}
@@ -168,46 +168,6 @@ func outcomeOf(err error) string {
 		return "unavailable"
 	}
 	return "error"
-}
-
-// toResult maps an error to the MCP reply, in one place (STYLE §4.6): an
-// upstream problem the model can react to is an isError result, and so is
-// the upstream's own JSON-RPC error, its message through the trust
-// boundary (sanitize.Error) as a result's text would be (DESIGN §7, §12:
-// a client shows tool errors to the model), but for a missing client
-// capability (2026-07-28), which stays a protocol error; the caller going away is
-// returned as is; anything else is an internal error with a generic
-// message.
-func (d *Dispatcher) toResult(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) (*mcp.CallToolResult, error) {
-	var (
-		we *jsonrpc.Error
-		se *sanitize.SizeError
-	)
-	switch {
-	case errors.As(err, &we) && we.Code == mcp.CodeMissingRequiredClientCapabilities:
-		// The client must learn which capability it lacks, as the
-		// protocol's error: no model can supply it.
-		return nil, d.upstreamError(ctx, we, src, opts)
-	case errors.As(err, &we):
-		return errorResult(d.upstreamError(ctx, we, src, opts).Message), nil
-	case errors.Is(err, upstream.ErrUnavailable), errors.As(err, &se):
-		return errorResult(d.redact(err.Error())), nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return nil, err
-	}
-	d.log.Error("internal error", "error", err)
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
-}
-
-func (d *Dispatcher) redact(s string) string {
-	if d.redactor == nil {
-		return s
-	}
-	return d.redactor.Redact(s)
-}
-
-func errorResult(msg string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
 
 // forwardableMeta keeps the _meta keys that may cross the hop: trace context
@@ -266,7 +226,7 @@ func withProgress(params mcp.Params) mcp.Meta {
 // callerKey identifies the caller for rate limiting: its token when the
 // view requires one, else its session.
 func callerKey(ss *session.Session) string {
-	if pr, _ := ss.Principal().(Principal); pr.TokenID != "" {
+	if pr := PrincipalOf(ss); pr.TokenID != "" {
 		return "token:" + pr.TokenID
 	}
 	if id := ss.ID(); id != "" {

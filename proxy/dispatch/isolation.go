@@ -6,26 +6,27 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
-// clientKey names one downstream session's own instance of a server with
-// isolation: per-client.
-type clientKey struct {
-	shared *upstream.Handle // the server's shared handle, which serves the catalog
-	ss     *session.Session
-}
-
-// clientHandles holds the per-client instances. Each is created on the
-// session's first use of the server and closed when the session ends or the
+// clientHandles are the per-client instances of servers with isolation:
+// per-client. Each is created on a session's first use of the server, is
+// kept in the session's record, and is closed when the session ends or the
 // server leaves the config. Safe for concurrent use.
 type clientHandles struct {
-	mu      sync.Mutex
-	handles map[clientKey]*upstream.Handle
-	owner   map[*upstream.Handle]*session.Session
-	// n counts handles, for closeClients to pass by without the lock when
+	log  hclog.Logger
+	make func(upstream.Spec, upstream.Peer) *upstream.Handle
+	peer upstream.Peer
+
+	mu sync.Mutex // guards owner and every record's clients
+	// owner is the session each instance belongs to, for what the
+	// instance sends outside a call (peer).
+	owner map[*upstream.Handle]*session.Session
+	// n counts instances, for closing to pass by without the lock when
 	// there are none: every session's end, a 2026-07-28 request's too,
 	// looks for its own.
 	n atomic.Int32
@@ -34,14 +35,13 @@ type clientHandles struct {
 // handleFor returns the handle a request from ss uses for entry e: the
 // shared one, or with isolation: per-client the session's own instance
 // (its own process or upstream session), created on first use.
-func (d *Dispatcher) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Handle {
-	if !e.PerClient || ss == nil || e.Handle == nil {
+func (c *clientHandles) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Handle {
+	rec := recordOf(ss)
+	if !e.PerClient || rec == nil || e.Handle == nil {
 		return e.Handle
 	}
-	c := &d.clients
-	k := clientKey{e.Handle, ss}
 	c.mu.Lock()
-	if h, ok := c.handles[k]; ok {
+	if h, ok := rec.clients[e.Handle]; ok {
 		c.mu.Unlock()
 		return h
 	}
@@ -49,43 +49,84 @@ func (d *Dispatcher) handleFor(e *view.ServerEntry, ss *session.Session) *upstre
 	spec.Name = e.HandleKey + "#" + shortID(ss.ID())
 	spec.Lazy = false
 	spec.ClientRoots = true
-	h := d.newClient(spec, d.peer)
-	if c.handles == nil {
-		c.handles, c.owner = map[clientKey]*upstream.Handle{}, map[*upstream.Handle]*session.Session{}
+	h := c.make(spec, c.peer)
+	if rec.clients == nil {
+		rec.clients = map[*upstream.Handle]*upstream.Handle{}
 	}
-	c.handles[k] = h
+	if c.owner == nil {
+		c.owner = map[*upstream.Handle]*session.Session{}
+	}
+	rec.clients[e.Handle] = h
 	c.owner[h] = ss
-	c.n.Store(int32(len(c.handles)))
+	c.n.Add(1)
 	c.mu.Unlock()
 	h.Start()
-	d.log.Info("per-client upstream started", "upstream", spec.Name)
+	c.log.Info("per-client upstream started", "upstream", spec.Name)
 	return h
 }
 
-// sessionOf returns the downstream session a per-client handle belongs to.
-func (d *Dispatcher) sessionOf(h *upstream.Handle) *session.Session {
-	d.clients.mu.Lock()
-	defer d.clients.mu.Unlock()
-	return d.clients.owner[h]
+// sessionOf returns the downstream session a per-client instance belongs
+// to, or nil for a shared handle.
+func (c *clientHandles) sessionOf(h *upstream.Handle) *session.Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.owner[h]
 }
 
-// closeClients stops the per-client instances whose key matches.
-func (d *Dispatcher) closeClients(match func(clientKey) bool) {
-	c := &d.clients
+// of lists the per-client instances of rec's session.
+func (c *clientHandles) of(rec *record) []*upstream.Handle {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	hs := make([]*upstream.Handle, 0, len(rec.clients))
+	for _, h := range rec.clients {
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// closeOf stops the per-client instances of rec's session.
+func (c *clientHandles) closeOf(rec *record) {
+	if c.n.Load() == 0 || rec == nil {
+		return
+	}
+	c.mu.Lock()
+	hs := make([]*upstream.Handle, 0, len(rec.clients))
+	for shared, h := range rec.clients {
+		hs = append(hs, h)
+		delete(rec.clients, shared)
+		delete(c.owner, h)
+	}
+	c.n.Add(-int32(len(hs)))
+	c.mu.Unlock()
+	c.stop(hs)
+}
+
+// closeWhere stops the per-client instances of shared handle h (nil: of
+// every server), in every session.
+func (c *clientHandles) closeWhere(h *upstream.Handle) {
 	if c.n.Load() == 0 {
 		return
 	}
 	c.mu.Lock()
 	var hs []*upstream.Handle
-	for k, h := range c.handles {
-		if match(k) {
-			hs = append(hs, h)
-			delete(c.handles, k)
-			delete(c.owner, h)
+	for inst, ss := range c.owner {
+		rec := recordOf(ss)
+		for shared, x := range rec.clients {
+			if x == inst && (h == nil || shared == h) {
+				hs = append(hs, inst)
+				delete(rec.clients, shared)
+				delete(c.owner, inst)
+			}
 		}
 	}
-	c.n.Store(int32(len(c.handles)))
+	c.n.Add(-int32(len(hs)))
 	c.mu.Unlock()
+	c.stop(hs)
+}
+
+// stop closes instances in parallel, letting their calls finish for up to
+// 30 s.
+func (c *clientHandles) stop(hs []*upstream.Handle) {
 	if len(hs) == 0 {
 		return
 	}
@@ -93,12 +134,10 @@ func (d *Dispatcher) closeClients(match func(clientKey) bool) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, h := range hs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_ = h.Close(ctx)
-			d.log.Info("per-client upstream stopped", "upstream", h.Name())
-		}()
+			c.log.Info("per-client upstream stopped", "upstream", h.Name())
+		})
 	}
 	wg.Wait()
 }
@@ -111,17 +150,4 @@ func shortID(id string) string {
 		return "stdio"
 	}
 	return id
-}
-
-// clientHandlesOf lists the per-client instances of a session.
-func (d *Dispatcher) clientHandlesOf(ss *session.Session) []*upstream.Handle {
-	d.clients.mu.Lock()
-	defer d.clients.mu.Unlock()
-	var hs []*upstream.Handle
-	for k, h := range d.clients.handles {
-		if k.ss == ss {
-			hs = append(hs, h)
-		}
-	}
-	return hs
 }

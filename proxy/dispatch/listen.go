@@ -33,7 +33,7 @@ func (d *Dispatcher) subscriptionsListen(ctx context.Context, r *session.Request
 	if params.Notifications != nil {
 		want = *params.Notifications
 	}
-	pr, _ := r.Session.Principal().(Principal)
+	pr := PrincipalOf(r.Session)
 	ss := r.Session
 	ack, err := d.acknowledge(ctx, pr.View, ss, want)
 	if err != nil {
@@ -43,8 +43,8 @@ func (d *Dispatcher) subscriptionsListen(ctx context.Context, r *session.Request
 	// A stateless session joins the sessions announcements go to for as
 	// long as it listens; a session with a stream of its own (stdio) is
 	// among them already.
-	if _, known := d.sessions.LoadOrStore(ss, pr.View); !known {
-		defer d.sessions.Delete(ss)
+	if _, known := d.sessions.m.LoadOrStore(ss, recordOf(ss)); !known {
+		defer d.sessions.m.Delete(ss)
 	}
 	admit := func(method string) bool {
 		switch method {
@@ -117,7 +117,7 @@ func (d *Dispatcher) unsubscribeAll(viewID string, ss *session.Session) {
 // it, whose session would end the server. Those clients keep a legacy
 // session, where all of it works.
 func (d *Dispatcher) offerModern(ss *session.Session, _ *mcp.ClientCapabilities) bool {
-	pr, _ := ss.Principal().(Principal)
+	pr := PrincipalOf(ss)
 	if vs := d.serving.Load().Snap.Views[pr.View]; vs != nil {
 		for _, e := range vs.Servers {
 			if e.PerClient {

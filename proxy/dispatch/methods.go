@@ -42,7 +42,7 @@ func (d *Dispatcher) table() session.Methods {
 	m := session.Methods{}
 	add := func(method string, h viewHandler) {
 		m[method] = d.traced(method, func(ctx context.Context, r *session.Request) (any, error) {
-			pr, _ := r.Session.Principal().(Principal)
+			pr := PrincipalOf(r.Session)
 			s := d.serving.acquireFor(ctx)
 			defer s.Release()
 			v := s.Views[pr.View]
@@ -234,7 +234,7 @@ func (d *Dispatcher) subscribe(ctx context.Context, v *view.View, r *session.Req
 		err = d.peer.unsubscribe(ctx, e.Handle, params.URI)
 	}
 	if err != nil {
-		return nil, d.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, d.boundary(v.Snap, e))
+		return nil, d.trust.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, d.trust.options(v.Snap, e))
 	}
 	return json.RawMessage("{}"), nil
 }
@@ -262,7 +262,7 @@ func (d *Dispatcher) traced(method string, next session.Handler) session.Handler
 		}
 		name := method
 		attrs := []attribute.KeyValue{telemetry.AttrMethod.String(method)}
-		if pr, _ := r.Session.Principal().(Principal); pr.View != "" {
+		if pr := PrincipalOf(r.Session); pr.View != "" {
 			attrs = append(attrs, telemetry.AttrView.String(pr.View))
 		}
 		if id := r.Session.ID(); id != "" {

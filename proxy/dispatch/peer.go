@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,7 +31,11 @@ var (
 // a shared upstream makes outside a single call are refused, never left
 // hanging: there is no one client they could belong to.
 type peer struct {
-	d *Dispatcher
+	log      hclog.Logger
+	trust    *trust
+	serving  *Serving
+	sessions *sessionTable
+	clients  *clientHandles
 
 	subMu sync.Mutex
 	subs  map[subKey]int // upstream subscriptions, ref-counted over downstream sessions
@@ -47,7 +52,7 @@ type subKey struct {
 // connection hands everything on before the request returns, so the
 // answer is written after it.
 type callSink struct {
-	d     *Dispatcher
+	t     *trust
 	req   *session.Request
 	token any // the downstream progress token, exactly as the client sent it
 	// src and opts are the trust boundary's for the request's server.
@@ -64,8 +69,8 @@ var (
 	_ upstream.Capable    = (*callSink)(nil)
 )
 
-func newCallSink(d *Dispatcher, req *session.Request, token any, src sanitize.Source, opts sanitize.Options) *callSink {
-	return &callSink{d: d, req: req, token: token, src: src, opts: opts}
+func newCallSink(t *trust, req *session.Request, token any, src sanitize.Source, opts sanitize.Options) *callSink {
+	return &callSink{t: t, req: req, token: token, src: src, opts: opts}
 }
 
 // Owner implements upstream.Sink.
@@ -92,14 +97,14 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 			return
 		}
 		out, rep := sanitize.Progress(&n, s.opts)
-		s.d.noteFindings(ctx, s.src.Server, s.src.Tool+s.src.Prompt, rep)
+		s.t.noteFindings(ctx, s.src.Server, s.src.Tool+s.src.Prompt, rep)
 		if out == nil {
 			return // withheld
 		}
 		out.ProgressToken = s.token
 		_ = s.req.Notify(ctx, method, out)
 	case "notifications/message":
-		if msg := s.d.logMessage(ctx, params, s.src, s.opts); msg != nil {
+		if msg := s.t.logMessage(ctx, params, s.src, s.opts); msg != nil {
 			_ = s.req.Log(ctx, msg)
 		}
 	}
@@ -109,37 +114,24 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	// A 2026-07-28 call asks through its parked call (mrtr.go); a call
 	// that cannot be parked gets session.ErrModernAsk.
-	return s.d.askClient(ctx, s.req.ClientCapabilities(), s.req.Ask, method, params, s.src, s.opts)
-}
-
-// logMessage decodes an upstream log message for a downstream session and
-// passes it through the trust boundary. Nil when it does not decode or is
-// withheld.
-func (d *Dispatcher) logMessage(ctx context.Context, params json.RawMessage, src sanitize.Source, opts sanitize.Options) *mcp.LoggingMessageParams {
-	var n mcp.LoggingMessageParams
-	if json.Unmarshal(params, &n) != nil {
-		return nil
-	}
-	out, rep := sanitize.LogMessage(&n, src, opts)
-	d.noteFindings(ctx, src.Server, "", rep)
-	return out
+	return s.t.askClient(ctx, s.req.ClientCapabilities(), s.req.Ask, method, params, s.src, s.opts)
 }
 
 // boundaryOf is the trust boundary's source and options for what handle h
 // sends outside a request: those of the server entry it runs, in the
 // current snapshot (a per-client instance: its server's).
-func (d *Dispatcher) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Options) {
-	snap := d.serving.Load().Snap
+func (pr *peer) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.Options) {
+	snap := pr.serving.Load().Snap
 	src := sanitize.Source{Server: h.Name()}
 	if snap == nil {
-		return src, sanitize.Options{Wrap: true, Redactor: d.redactor}
+		return src, sanitize.Options{Wrap: true, Redactor: pr.trust.redactor}
 	}
 	var byName *view.ServerEntry
 	for _, vs := range snap.Views {
 		for _, e := range vs.Servers {
 			if e.Handle == h {
 				src.Server = e.Key
-				return src, d.boundary(snap, e)
+				return src, pr.trust.options(snap, e)
 			}
 			if e.Key == h.Name() && byName == nil {
 				byName = e
@@ -147,75 +139,24 @@ func (d *Dispatcher) boundaryOf(h *upstream.Handle) (sanitize.Source, sanitize.O
 		}
 	}
 	if byName != nil {
-		return src, d.boundary(snap, byName)
+		return src, pr.trust.options(snap, byName)
 	}
 	opts := snap.Sanitize
-	opts.Wrap, opts.Redactor = true, d.redactor
+	opts.Wrap, opts.Redactor = true, pr.trust.redactor
 	return src, opts
-}
-
-// askClient sends a server→client request to a downstream client (that
-// declared caps) and
-// returns its raw answer, bounded by the upstream's own deadline and five
-// minutes.
-//
-// ask sends the request on the stream it belongs to: the calling request's
-// stream during a call, the session's own stream outside one.
-func (d *Dispatcher) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask func(context.Context, string, any) (json.RawMessage, error), method string, params json.RawMessage, src sanitize.Source, opts sanitize.Options) (json.RawMessage, error) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	var prm any
-	switch method {
-	case "sampling/createMessage":
-		if caps == nil || caps.Sampling == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support sampling"}
-		}
-		var in mcp.CreateMessageWithToolsParams
-		if err := json.Unmarshal(params, &in); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sampling/createMessage: " + err.Error()}
-		}
-		out, rep := sanitize.CreateMessageWithTools(&in, src, opts)
-		d.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
-		if out == nil {
-			return nil, withheld(method)
-		}
-		prm = out
-	case "elicitation/create":
-		if caps == nil || caps.Elicitation == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the connected client does not support elicitation"}
-		}
-		var in mcp.ElicitParams
-		if err := json.Unmarshal(params, &in); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: " + err.Error()}
-		}
-		out, rep := sanitize.Elicit(&in, src, opts)
-		d.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
-		if out == nil {
-			return nil, withheld(method)
-		}
-		prm = out
-	case "roots/list":
-		if caps == nil || caps.RootsV2 == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the connected client does not support roots"}
-		}
-		prm = &mcp.ListRootsParams{}
-	default:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard does not forward " + method}
-	}
-	return ask(rctx, method, prm)
 }
 
 // Notify implements upstream.Peer.
 func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/message":
-		src, opts := pr.d.boundaryOf(h)
-		msg := pr.d.logMessage(context.Background(), params, src, opts)
+		src, opts := pr.boundaryOf(h)
+		msg := pr.trust.logMessage(context.Background(), params, src, opts)
 		if msg == nil {
 			return
 		}
-		pr.d.log.Debug("upstream log message", "upstream", h.Name(), "state", string(msg.Level))
-		if ss := pr.d.sessionOf(h); ss != nil {
+		pr.log.Debug("upstream log message", "upstream", h.Name(), "state", string(msg.Level))
+		if ss := pr.clients.sessionOf(h); ss != nil {
 			_ = ss.Log(context.Background(), msg)
 			return
 		}
@@ -226,7 +167,7 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		if err != nil {
 			return
 		}
-		pr.d.eachSessionExposing(h, func(ss *session.Session) {
+		pr.eachSessionExposing(h, func(ss *session.Session) {
 			_ = ss.LogEncoded(msg.Level, raw)
 		})
 	case "notifications/resources/updated":
@@ -236,14 +177,14 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		}
 		// The subscription is on the URI as the upstream sent it; what
 		// goes down passes the trust boundary.
-		_, opts := pr.d.boundaryOf(h)
+		_, opts := pr.boundaryOf(h)
 		out, rep := sanitize.ResourceUpdated(&n, opts)
-		pr.d.noteFindings(context.Background(), h.Name(), "", rep)
+		pr.trust.noteFindings(context.Background(), h.Name(), "", rep)
 		if out == nil {
 			return
 		}
 		// Only the sessions that subscribed to the URI.
-		pr.d.eachSessionExposing(h, func(ss *session.Session) {
+		pr.eachSessionExposing(h, func(ss *session.Session) {
 			if ss.Subscribed(n.URI) {
 				_ = ss.Notify(context.Background(), method, out)
 			}
@@ -254,23 +195,18 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 // Request implements upstream.Peer: only a per-client instance's requests
 // have a session to go to.
 func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, params json.RawMessage) (json.RawMessage, error) {
-	ss := pr.d.sessionOf(h)
+	ss := pr.clients.sessionOf(h)
 	if ss == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': it needs exactly one of the server's calls in flight (set isolation: per-client)", method, h.Name())}
 	}
-	src, opts := pr.d.boundaryOf(h)
-	return pr.d.askClient(ctx, ss.ClientCapabilities(), ss.Ask, method, params, src, opts)
-}
-
-// withheld refuses a server→client request the trust boundary blocked.
-func withheld(method string) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: method + ": withheld by switchboard: it matched suspicious patterns"}
+	src, opts := pr.boundaryOf(h)
+	return pr.trust.askClient(ctx, ss.ClientCapabilities(), ss.Ask, method, params, src, opts)
 }
 
 // eachSessionExposing calls f for every session whose view serves h now.
-func (d *Dispatcher) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session)) {
-	snap := d.serving.Load().Snap
+func (pr *peer) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session)) {
+	snap := pr.serving.Load().Snap
 	if snap == nil {
 		return
 	}
@@ -278,7 +214,7 @@ func (d *Dispatcher) eachSessionExposing(h *upstream.Handle, f func(ss *session.
 	for id, vs := range snap.Views {
 		exposed[id] = vs.Exposes(h)
 	}
-	d.EachSession(func(ss *session.Session, viewID string) {
+	pr.sessions.each(func(ss *session.Session, viewID string) {
 		if exposed[viewID] {
 			f(ss)
 		}

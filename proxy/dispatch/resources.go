@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -27,19 +26,19 @@ func (d *Dispatcher) getPrompt(ctx context.Context, v *view.View, req *session.R
 	if r.Entry == nil {
 		return d.resourceContext(ctx, v, req)
 	}
-	src, opts := sanitize.Source{Server: r.Entry.Key, Prompt: r.Original}, d.boundary(v.Snap, r.Entry)
+	src, opts := sanitize.Source{Server: r.Entry.Key, Prompt: r.Original}, d.trust.options(v.Snap, r.Entry)
 	up := &mcp.GetPromptParams{Name: r.Original, Arguments: params.Arguments, Meta: withProgress(&params),
 		InputResponses: params.InputResponses, RequestState: params.RequestState}
-	res, err := d.handleFor(r.Entry, req.Session).GetPrompt(ctx, up,
-		newCallSink(d, req, progressToken(req.Params), src, opts))
+	res, err := d.clients.handleFor(r.Entry, req.Session).GetPrompt(ctx, up,
+		newCallSink(d.trust, req, progressToken(req.Params), src, opts))
 	if err != nil {
-		return nil, d.protocolError(ctx, err, src, opts)
+		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
 	out, rep, err := sanitize.PromptResult(res, src, opts)
 	if err != nil {
-		return nil, d.protocolError(ctx, err, src, opts)
+		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
-	d.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+	d.trust.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 	return out, nil
 }
 
@@ -63,16 +62,16 @@ func (d *Dispatcher) readResource(ctx context.Context, v *view.View, req *sessio
 // _meta forwardable).
 func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	uri := params.URI
-	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, d.boundary(v.Snap, e)
-	res, err := d.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(d, req, nil, src, opts))
+	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, d.trust.options(v.Snap, e)
+	res, err := d.clients.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(d.trust, req, nil, src, opts))
 	if err != nil {
-		return nil, d.protocolError(ctx, err, src, opts)
+		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
 	out, rep, err := sanitize.ReadResult(res, e.Key, opts)
 	if err != nil {
-		return nil, d.protocolError(ctx, err, src, opts)
+		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
-	d.noteFindings(ctx, e.Key, "", rep)
+	d.trust.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
 }
 
@@ -89,7 +88,7 @@ func (d *Dispatcher) resourceContext(ctx context.Context, v *view.View, req *ses
 		// included, comes from its server: each inside a boundary.
 		src := sanitize.Source{Server: r.Entry.Key, Resource: uri}
 		if err != nil {
-			fmt.Fprintf(&b, "\n%s\n", sanitize.Wrap("[the resource could not be read: "+d.redact(err.Error())+"]", src, ""))
+			fmt.Fprintf(&b, "\n%s\n", sanitize.Wrap("[the resource could not be read: "+d.trust.redact(err.Error())+"]", src, ""))
 			continue
 		}
 		for _, c := range res.Contents {
@@ -154,58 +153,12 @@ func (d *Dispatcher) complete(ctx context.Context, v *view.View, req *session.Re
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
-	src, opts := sanitize.Source{Server: e.Key}, d.boundary(v.Snap, e)
-	res, err := d.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(d, req, nil, src, opts))
+	src, opts := sanitize.Source{Server: e.Key}, d.trust.options(v.Snap, e)
+	res, err := d.clients.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(d.trust, req, nil, src, opts))
 	if err != nil {
-		return nil, d.protocolError(ctx, err, src, opts)
+		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
 	out, rep := sanitize.Completion(res, opts)
-	d.noteFindings(ctx, e.Key, "", rep)
+	d.trust.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
-}
-
-// protocolError maps an upstream failure on a non-tool request to a JSON-RPC
-// error (there is no isError result outside tools/call); an upstream's own
-// JSON-RPC error passes the trust boundary.
-func (d *Dispatcher) protocolError(ctx context.Context, err error, src sanitize.Source, opts sanitize.Options) error {
-	var we *jsonrpc.Error
-	if errors.As(err, &we) {
-		return d.upstreamError(ctx, we, src, opts)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	var se *sanitize.SizeError
-	if errors.As(err, &se) {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: se.Error()}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: d.redact(err.Error())}
-}
-
-// noteFindings logs and counts suspicious patterns found in a result.
-func (d *Dispatcher) noteFindings(ctx context.Context, server, name string, rep sanitize.Report) {
-	if len(rep.Findings) == 0 {
-		return
-	}
-	ids := view.FindingIDs(rep.Findings)
-	for _, id := range ids {
-		d.Tel.Load().Suspicious(ctx, server, id)
-	}
-	d.log.Warn("suspicious content", "upstream", server, "tool", name, "reason", ids, "blocked", rep.Blocked)
-}
-
-// boundary is the trust boundary's options for content from server e.
-func (d *Dispatcher) boundary(snap *view.Snapshot, e *view.ServerEntry) sanitize.Options {
-	opts := snap.Sanitize
-	opts.Wrap, opts.Redactor = e.Wrap, d.redactor
-	return opts
-}
-
-// upstreamError passes an upstream's JSON-RPC error through the trust
-// boundary: its message is content like a result's (cleaned, redacted,
-// scanned, wrapped), its data redacted and scanned.
-func (d *Dispatcher) upstreamError(ctx context.Context, we *jsonrpc.Error, src sanitize.Source, opts sanitize.Options) *jsonrpc.Error {
-	out, rep := sanitize.Error(we, src, opts)
-	d.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)
-	return out
 }

@@ -60,35 +60,20 @@ func (f *foundSet) list() []string {
 	return slices.Clone(f.names)
 }
 
-// foundOf is the session's found set (made on first use).
-func (d *Dispatcher) foundOf(ss *session.Session) *foundSet {
-	if f, ok := d.found.Load(ss); ok {
-		return f.(*foundSet)
-	}
-	f, _ := d.found.LoadOrStore(ss, &foundSet{})
-	return f.(*foundSet)
-}
-
-// forgetFound drops what ss found, once ss has closed. Most sessions found
-// nothing, and a 2026-07-28 request's session closes with it: a Delete
-// locks the map's root even for a missing key, a Load does not. Nothing
-// stores for ss between the two: its handlers have returned.
-func (d *Dispatcher) forgetFound(ss *session.Session) {
-	if _, ok := d.found.Load(ss); ok {
-		d.found.Delete(ss)
-	}
-}
-
 // sessionListing is what tools/list shows the session in a search view:
 // the view's own listing and the tools the session found that the view
 // still has, in name order.
 func (d *Dispatcher) sessionListing(v *view.View, ss *session.Session) []*mcp.Tool {
-	f, ok := d.found.Load(ss)
-	if !ok {
+	rec := recordOf(ss)
+	if rec == nil {
+		return v.Listed
+	}
+	found := rec.found.list()
+	if len(found) == 0 {
 		return v.Listed
 	}
 	tools := slices.Clone(v.Listed)
-	for _, name := range f.(*foundSet).list() {
+	for _, name := range found {
 		t := v.Search.Shown[name]
 		if t != nil && !slices.ContainsFunc(tools, func(x *mcp.Tool) bool { return x.Name == name }) {
 			tools = append(tools, t)
@@ -130,7 +115,7 @@ func (d *Dispatcher) findTools(v *view.View, req *session.Request, args map[stri
 		found = append(found, foundTool{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema})
 		names = append(names, r.Public)
 	}
-	if d.foundOf(req.Session).add(names) {
+	if rec := recordOf(req.Session); rec != nil && rec.found.add(names) {
 		// Clients that refresh can call them natively now.
 		_ = req.Session.Notify(context.Background(), "notifications/tools/list_changed", nil)
 	}

@@ -38,13 +38,51 @@ func (d *Dispatcher) Announce(before, after map[string]*view.View) {
 	})
 }
 
-// EachSession calls f for every open downstream session with its view id.
-func (d *Dispatcher) EachSession(f func(ss *session.Session, viewID string)) {
-	d.sessions.Range(func(k, v any) bool {
-		f(k.(*session.Session), v.(string))
+// record is everything switchboard keeps for one downstream session,
+// hung on the session itself (session.Options.Principal): who it is, what
+// it found in search mode and its per-client server instances. Closing the
+// session ends it in one place (closeSession).
+type record struct {
+	pr Principal
+	// counted: the session has a stream of its own and is in the session
+	// table, holding a place under maxSessions; a 2026-07-28 request's
+	// session is neither.
+	counted bool
+	found   foundSet
+	clients map[*upstream.Handle]*upstream.Handle // per-client instances by shared handle; guarded by clientHandles.mu
+}
+
+// Caller is what a call's requestState is bound to (mrtr.Caller).
+func (r *record) Caller() string { return r.pr.Caller() }
+
+// recordOf is the record of a session Open or OpenStateless opened, or nil.
+func recordOf(ss *session.Session) *record {
+	r, _ := ss.Principal().(*record)
+	return r
+}
+
+// PrincipalOf is who opened ss.
+func PrincipalOf(ss *session.Session) Principal {
+	if r := recordOf(ss); r != nil {
+		return r.pr
+	}
+	return Principal{}
+}
+
+// sessionTable holds every open downstream session with a stream of its
+// own, and a 2026-07-28 request's while it listens, with its record.
+type sessionTable struct{ m sync.Map }
+
+// each calls f for every session in the table with its view id.
+func (t *sessionTable) each(f func(ss *session.Session, viewID string)) {
+	t.m.Range(func(k, v any) bool {
+		f(k.(*session.Session), v.(*record).pr.View)
 		return true
 	})
 }
+
+// EachSession calls f for every open downstream session with its view id.
+func (d *Dispatcher) EachSession(f func(ss *session.Session, viewID string)) { d.sessions.each(f) }
 
 // SessionCounts counts the open sessions of each view.
 func (d *Dispatcher) SessionCounts() map[string]int {
@@ -55,7 +93,7 @@ func (d *Dispatcher) SessionCounts() map[string]int {
 
 // Open opens a session for a principal, in its view; out is the
 // session's own stream (nil: none yet); resumed is what it was initialized
-// with elsewhere, if it was (continuity.go).
+// with elsewhere, if it was (package edge, continuity.go).
 func (d *Dispatcher) Open(pr Principal, id string, out session.Stream, resumed *session.Resumed) (*session.Session, error) {
 	cur := d.serving.Load()
 	if cur.Views[pr.View] == nil {
@@ -64,54 +102,59 @@ func (d *Dispatcher) Open(pr Principal, id string, out session.Stream, resumed *
 	if err := d.held.take(pr, cur.Snap.Config.SessionLimit()); err != nil {
 		return nil, err
 	}
-	opt := d.sessionOptions(pr)
+	rec := &record{pr: pr, counted: true}
+	opt := d.sessionOptions(rec)
 	opt.ID, opt.Resumed = id, resumed
 	opt.OnLevel = func(*session.Session, mcp.LoggingLevel) { d.setLevel(context.Background(), pr.View) }
-	opt.OnRootsChanged = func(ss *session.Session) {
-		for _, h := range d.clientHandlesOf(ss) {
+	opt.OnRootsChanged = func(*session.Session) {
+		for _, h := range d.clients.of(rec) {
 			_ = h.Notify(context.Background(), "notifications/roots/list_changed", nil)
 		}
 	}
-	opt.OnClose = d.closeSessionOf(pr)
 	ss := session.New(opt, out)
-	d.sessions.Store(ss, pr.View)
+	d.sessions.m.Store(ss, rec)
 	return ss, nil
 }
 
-// sessionOptions are what every session of principal pr has.
-func (d *Dispatcher) sessionOptions(pr Principal) session.Options {
+// sessionOptions are what every session of rec's principal has.
+func (d *Dispatcher) sessionOptions(rec *record) session.Options {
 	return session.Options{
-		Principal:    pr,
+		Principal:    rec,
 		Methods:      d.methods,
 		ServerInfo:   d.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
-		Cache:        pr.cache(),
+		Cache:        rec.pr.cache(),
 		OfferModern:  d.offerModernFn,
+		OnClose:      d.closeFn,
 		Logger:       d.sessLog,
 	}
 }
 
-// closeSessionOf is what ends with a session: its place in the session
-// lists, its subscriptions upstream and its per-client servers.
-func (d *Dispatcher) closeSessionOf(pr Principal) func(*session.Session) {
-	return func(ss *session.Session) {
-		d.sessions.Delete(ss)
-		d.forgetFound(ss)
-		d.held.give(pr)
+// closeSession is what ends with a session, all of it in its record: its
+// place in the session table and under maxSessions, its subscriptions
+// upstream and its per-client servers. What it found goes with the record.
+func (d *Dispatcher) closeSession(ss *session.Session) {
+	rec := recordOf(ss)
+	if rec == nil {
+		return
+	}
+	if rec.counted {
+		d.sessions.m.Delete(ss)
+		d.held.give(rec.pr)
 		select {
 		case d.sessionGone <- struct{}{}:
 		default:
 		}
-		if v := d.serving.Load().Views[pr.View]; v != nil {
+		if v := d.serving.Load().Views[rec.pr.View]; v != nil {
 			for _, uri := range ss.Subscriptions() {
 				if e := v.OwnerOf(uri); e != nil {
 					_ = d.peer.unsubscribe(context.Background(), e.Handle, uri)
 				}
 			}
 		}
-		d.closeClients(func(k clientKey) bool { return k.ss == ss })
 	}
+	d.clients.closeOf(rec)
 }
 
 // sessionCounts counts the open sessions of each principal, to hold each
@@ -150,22 +193,13 @@ func (c *sessionCounts) give(pr Principal) {
 
 // OpenStateless opens the session of one 2026-07-28 request: it has no
 // stream of its own, holds no place under maxSessions and is in no
-// session list (what is announced to sessions has nowhere to go); what it
+// session table (what is announced to sessions has nowhere to go); what it
 // started (per-client servers) ends with it.
 func (d *Dispatcher) OpenStateless(pr Principal) (*session.Session, error) {
 	if d.serving.Load().Views[pr.View] == nil {
 		return nil, fmt.Errorf("view %q: no such view", pr.View)
 	}
-	opt := d.sessionOptions(pr)
-	opt.OnClose = d.closeStateless
-	return session.New(opt, nil), nil
-}
-
-// closeStatelessSession is what ends with a stateless session: what it
-// found, and its per-client servers.
-func (d *Dispatcher) closeStatelessSession(ss *session.Session) {
-	d.forgetFound(ss)
-	d.closeClients(func(k clientKey) bool { return k.ss == ss })
+	return session.New(d.sessionOptions(&record{pr: pr}), nil), nil
 }
 
 // cache is what 2026-07-28 answers in pr's view say about caching: they
@@ -180,9 +214,7 @@ func (d *Dispatcher) SessionGone() <-chan struct{} { return d.sessionGone }
 
 // CloseClients stops the per-client instances of server h (nil: of every
 // server).
-func (d *Dispatcher) CloseClients(h *upstream.Handle) {
-	d.closeClients(func(k clientKey) bool { return h == nil || k.shared == h })
-}
+func (d *Dispatcher) CloseClients(h *upstream.Handle) { d.clients.closeWhere(h) }
 
 // Peer is what upstreams send outside a call to (upstream.Options.Peer).
 func (d *Dispatcher) Peer() upstream.Peer { return d.peer }

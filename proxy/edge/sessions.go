@@ -19,7 +19,7 @@ func (e *Edge) openHTTP(r *http.Request, id string) (*session.Session, error) {
 // authorize reports whether an HTTP request may use a session: the same
 // token (or, without tokens, the same view) that opened it.
 func (e *Edge) authorize(ss *session.Session, r *http.Request) bool {
-	pr, _ := ss.Principal().(dispatch.Principal)
+	pr := dispatch.PrincipalOf(ss)
 	return principalOf(r) == pr
 }
 
