@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/sony/gobreaker/v2"
 )
 
 // ErrUnavailable is wrapped by every error that means the server could not
@@ -86,43 +85,6 @@ func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
 // Handle's Close cut short; the breaker excludes it.
 var errCallerGone = errors.New("caller went away")
 
-func breakerFailures(spec *Spec) int {
-	if spec.BreakerFailures <= 0 {
-		return 5
-	}
-	return spec.BreakerFailures
-}
-
-// newBreaker builds the Handle's circuit breaker. It counts transport
-// failures and timeouts; answers (even isError results and JSON-RPC errors)
-// are successes, and calls whose caller went away are not counted at all.
-// Half-open lets one probe call through at a time.
-func (h *Handle) newBreaker(spec *Spec) *gobreaker.CircuitBreaker[any] {
-	failures := breakerFailures(spec)
-	open := spec.BreakerOpen
-	if open <= 0 {
-		open = 30 * time.Second
-	}
-	return gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
-		Name:        spec.Name,
-		MaxRequests: 1,
-		Timeout:     open,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
-		// An upstream that answered is healthy, even if the answer is an error.
-		IsSuccessful: func(err error) bool {
-			_, ok := answer(err)
-			return err == nil || ok
-		},
-		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
-				h.breakerTTL.Store(time.Now().Add(open).UnixNano())
-			}
-			h.log.Info("breaker state changed", "state", to.String(), "from", from.String())
-		},
-	})
-}
-
 // answer returns the JSON-RPC error a server answered with, if err is one.
 // A transport failure never is, even if what it wraps looks like one (the
 // go-sdk's transports wrap some of theirs in a -32005 error).
@@ -151,7 +113,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 	if s := h.usable(); s != nil {
 		return s, nil
 	}
-	if h.remote() && h.sess.Load() != nil {
+	if h.sp().remote() && h.sess.Load() != nil {
 		h.wantAttempt()
 		return nil, h.unreachable()
 	}
@@ -192,7 +154,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			}
 			continue
 		case StateRestarting:
-			if h.remote() {
+			if h.sp().remote() {
 				h.wantAttempt()
 				return nil, h.unreachable()
 			}
@@ -201,7 +163,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			var retry time.Duration
 			if !next.IsZero() {
 				retry = time.Until(next)
-				if h.remote() {
+				if h.sp().remote() {
 					// Retried slowly; a call may ask for an attempt
 					// sooner. One that failed for good is not retried.
 					h.wantAttempt()
@@ -231,7 +193,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	// Calls still running when Close gave up draining are cancelled, so the
 	// upstream hears of it and the session can close.
 	defer context.AfterFunc(h.ctx, cancel)()
-	res, err := h.breaker.Load().Execute(func() (any, error) {
+	res, err := h.brk.execute(func() (any, error) {
 		r, err := fn(cctx, s)
 		if err != nil && (ctx.Err() != nil || h.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
@@ -254,7 +216,7 @@ func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
 		if err != nil {
 			var ue *UnavailableError
 			if errors.As(err, &ue) && ue.Unreachable {
-				h.countFailure(err)
+				h.brk.countFailure(err)
 			}
 			return nil, err
 		}
@@ -268,23 +230,13 @@ func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
 	}
 }
 
-// countFailure counts a call that could not even be sent as a breaker
-// failure.
-func (h *Handle) countFailure(err error) {
-	_, _ = h.breaker.Load().Execute(func() (any, error) { return nil, err })
-}
-
 // callError turns the error of a call that reached the breaker into what
 // the caller gets.
 func (h *Handle) callError(ctx, cctx context.Context, s *session, timeout time.Duration, err error) error {
+	if refused := h.brk.refusal(h.sp(), err); refused != nil {
+		return refused
+	}
 	switch {
-	case errors.Is(err, gobreaker.ErrOpenState):
-		return &UnavailableError{Server: h.sp().Name, Breaker: true,
-			Reason:  fmt.Sprintf("circuit breaker open after %d consecutive failures", breakerFailures(h.sp())),
-			RetryIn: time.Until(time.Unix(0, h.breakerTTL.Load()))}
-	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return &UnavailableError{Server: h.sp().Name, Breaker: true,
-			Reason: "circuit breaker half-open, a probe call is in progress"}
 	case errors.Is(err, errCallerGone):
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/sony/gobreaker/v2"
 )
 
 // State is where a Handle's supervisor is.
@@ -146,8 +145,7 @@ type Handle struct {
 	seeded     atomic.Pointer[Catalog] // the catalog Seed gave, until a listing replaces it
 	resync     chan struct{}
 
-	breaker    atomic.Pointer[gobreaker.CircuitBreaker[any]]
-	breakerTTL atomic.Int64 // unix nanos when an open breaker half-opens
+	brk breaker
 
 	inflight atomic.Int64
 	lastUse  atomic.Int64 // unix nanos of the last request's start or end, or of the session's start
@@ -246,7 +244,8 @@ func New(spec Spec, opt Options) *Handle {
 		changed:   make(chan struct{}),
 	}
 	h.spec.Store(&spec)
-	h.breaker.Store(h.newBreaker(&spec))
+	h.brk.log = h.log
+	h.brk.reset(&spec)
 	return h
 }
 
@@ -268,7 +267,7 @@ func (h *Handle) Update(spec Spec) error {
 	}
 	h.spec.Store(&spec)
 	if spec.BreakerFailures != old.BreakerFailures || spec.BreakerOpen != old.BreakerOpen {
-		h.breaker.Store(h.newBreaker(&spec))
+		h.brk.reset(&spec)
 	}
 	if old.Lazy && !spec.Lazy {
 		h.ensureStarted()
@@ -425,11 +424,7 @@ func (h *Handle) Status() Status {
 	if st.State == StateReady && !st.UpSince.IsZero() {
 		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
 	}
-	bs := h.breaker.Load().State()
-	st.Breaker = bs.String()
-	if bs == gobreaker.StateOpen {
-		st.BreakerProbe = time.Unix(0, h.breakerTTL.Load())
-	}
+	st.Breaker, st.BreakerProbe = h.brk.status()
 	st.InFlight = h.inflight.Load()
 	st.StderrTail = h.stderrTail.get()
 	st.CatalogCached = h.catalog.Load() != nil && h.catalog.Load() == h.seeded.Load()

@@ -1,10 +1,6 @@
 package upstream
 
-import (
-	"time"
-
-	"github.com/sony/gobreaker/v2"
-)
+import "time"
 
 // A remote server that goes away (#17). A call whose transport fails
 // (connection refused or reset, an HTTP error status, a session the server
@@ -23,10 +19,6 @@ import (
 // earlyAttemptGap is the shortest time between a remote server's connect
 // attempts that calls ask for.
 const earlyAttemptGap = time.Second
-
-// remote reports whether the server is reached over the network rather
-// than run as a child.
-func (h *Handle) remote() bool { return h.sp().Transport != TransportStdio }
 
 // earliestAttempt is when a call may next ask for a connect attempt.
 func (h *Handle) earliestAttempt() time.Time {
@@ -69,19 +61,4 @@ func (h *Handle) earlyFailed(err error) {
 	h.restarts++
 	h.mu.Unlock()
 	h.log.Debug("upstream unreachable", "error", err, "reason", "a call asked for an attempt")
-}
-
-// closeBreakerOnReconnect gives a remote server that connected again a
-// closed breaker: the new session is the probe an open breaker waits for,
-// and keeping it open would refuse calls to a server that is back.
-func (h *Handle) closeBreakerOnReconnect() {
-	if !h.remote() {
-		return
-	}
-	prev := h.breaker.Load().State()
-	if prev == gobreaker.StateClosed {
-		return
-	}
-	h.breaker.Store(h.newBreaker(h.sp()))
-	h.log.Info("breaker state changed", "state", gobreaker.StateClosed.String(), "from", prev.String(), "reason", "reconnected")
 }

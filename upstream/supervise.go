@@ -136,7 +136,7 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	h.failures++
 	n := h.failures
 	h.mu.Unlock()
-	remote := h.sp().Transport != TransportStdio
+	remote := h.sp().remote()
 	permanent := errors.Is(err, ErrPermanent)
 	giveUp := !h.sp().RestartOnCrash || n > h.sp().MaxRestarts
 	if permanent || giveUp && !remote {
@@ -236,7 +236,7 @@ func backoffDelay(n int, base, ceil time.Duration) time.Duration {
 
 func (h *Handle) publish(s *session, cat *Catalog) {
 	h.catalog.Store(cat)
-	h.closeBreakerOnReconnect()
+	h.brk.closeOnReconnect(h.sp())
 	h.lastUse.Store(time.Now().UnixNano())
 	h.publishSession(s)
 	h.mu.Lock()
