@@ -334,7 +334,7 @@ func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams, sink Sink)
 	if p.Arguments == nil {
 		p.Arguments = map[string]any{} // never send a null
 	}
-	if cat := h.catalog.Load(); cat != nil && cat.params[p.Name] != nil {
+	if cat := h.cat.load(); cat != nil && cat.params[p.Name] != nil {
 		ctx = context.WithValue(ctx, paramHeadersKey{}, cat.params[p.Name])
 	}
 	raw, err := h.Call(ctx, "tools/call", p, sink)

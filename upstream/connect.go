@@ -123,11 +123,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	// tools/list decides the start. See #23.
 	// A failed list keeps what the last listing had; a seed from disk is
 	// not a listing.
-	prev := h.catalog.Load()
-	if prev == h.seeded.Load() {
-		prev = nil
-	}
-	cat, err := listCatalog(ctx, s.cl, h.sp(), prev, nil)
+	cat, err := listCatalog(ctx, s.cl, h.sp(), h.cat.base(), nil)
 	if err != nil {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,9 +140,7 @@ type Handle struct {
 	sstate     sessionState // subscriptions and log level, restored after restarts
 	stderrTail stderrTail   // the child's last stderr lines, for Status
 	sess       atomic.Pointer[session]
-	catalog    atomic.Pointer[Catalog]
-	seeded     atomic.Pointer[Catalog] // the catalog Seed gave, until a listing replaces it
-	resync     chan struct{}
+	cat        catalogStore
 
 	brk breaker
 
@@ -170,8 +167,6 @@ type Handle struct {
 	running     bool          // the supervisor loop runs: started, not given up (Restart), not idle
 	prevStop    chan struct{} // closed when the session an idle timeout ended is stopped
 	protocol    string
-	listRetry   time.Time      // when the failing lists are asked for again
-	listFails   map[string]int // failed listings by method
 }
 
 type session struct {
@@ -228,13 +223,14 @@ func New(spec Spec, opt Options) *Handle {
 		opt.ClientInfo = &mcp.Implementation{Name: "switchboard"}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	log := opt.Logger.Named(spec.Name)
 	h := &Handle{
 		opt:       opt,
-		log:       opt.Logger.Named(spec.Name),
+		log:       log,
+		cat:       newCatalogStore(log),
 		ctx:       ctx,
 		cancel:    cancel,
 		firstDone: make(chan struct{}),
-		resync:    make(chan struct{}, 1),
 		drained:   make(chan struct{}, 1),
 		retry:     make(chan struct{}, 1),
 		early:     make(chan struct{}, 1),
@@ -276,7 +272,7 @@ func (h *Handle) Update(spec Spec) error {
 		h.kickIdle()
 	}
 	if spec.SkipPrompts != old.SkipPrompts || spec.SkipResources != old.SkipResources {
-		h.requestResync()
+		h.cat.requestResync()
 	}
 	return nil
 }
@@ -312,7 +308,7 @@ func (h *Handle) Warm(ctx context.Context) bool {
 	h.mu.Lock()
 	st := h.state
 	h.mu.Unlock()
-	if st != StateIdle && st != StateStarting || h.catalog.Load() != nil {
+	if st != StateIdle && st != StateStarting || h.cat.load() != nil {
 		return false
 	}
 	if h.sp().LazyList == LazyListCached {
@@ -357,7 +353,7 @@ func (h *Handle) FirstAttempt() <-chan struct{} { return h.firstDone }
 // Catalog returns the catalog to expose, or nil when the server's tools
 // must not be listed (never started, failed, stopped). While restarting, the
 // last catalog stays listed.
-func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
+func (h *Handle) Catalog() *Catalog { return h.cat.load() }
 
 // Seed gives a Handle that has no catalog yet the one its server listed in
 // an earlier run, and the protocol version it spoke then, so that its tools
@@ -367,10 +363,9 @@ func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
 // replaces the catalog; a start that fails for good withdraws it as it
 // would the server's. Seed does nothing once a catalog is there.
 func (h *Handle) Seed(cat *Catalog, protocol string) {
-	if cat == nil || !h.catalog.CompareAndSwap(nil, cat) {
+	if !h.cat.seed(cat) {
 		return
 	}
-	h.seeded.Store(cat)
 	if protocol != "" && protocol != Modern {
 		h.era.CompareAndSwap(eraUnknown, eraLegacy)
 	}
@@ -379,8 +374,7 @@ func (h *Handle) Seed(cat *Catalog, protocol string) {
 // Listed reports whether the catalog is the server's own listing of this
 // run, not a seed nor none.
 func (h *Handle) Listed() bool {
-	cat := h.catalog.Load()
-	return cat != nil && cat != h.seeded.Load()
+	return h.cat.listed()
 }
 
 // Await starts a server that is idle (a lazy one never started, or
@@ -415,10 +409,7 @@ func (h *Handle) Status() Status {
 	st := Status{
 		Name: h.sp().Name, Transport: h.transportName(), State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
 		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
-		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt, CatalogRetry: h.listRetry,
-	}
-	if len(h.listFails) > 0 {
-		st.ListFailures = maps.Clone(h.listFails)
+		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt,
 	}
 	h.mu.Unlock()
 	if st.State == StateReady && !st.UpSince.IsZero() {
@@ -427,14 +418,7 @@ func (h *Handle) Status() Status {
 	st.Breaker, st.BreakerProbe = h.brk.status()
 	st.InFlight = h.inflight.Load()
 	st.StderrTail = h.stderrTail.get()
-	st.CatalogCached = h.catalog.Load() != nil && h.catalog.Load() == h.seeded.Load()
-	if c := h.catalog.Load(); c != nil {
-		st.Tools, st.Prompts, st.Resources = len(c.Tools), len(c.Prompts), len(c.Resources)
-		st.Catalog = CatalogComplete
-		if !c.Complete() {
-			st.Catalog, st.CatalogErrors = CatalogPartial, maps.Clone(c.Errors)
-		}
-	}
+	h.cat.status(&st)
 	return st
 }
 
@@ -459,7 +443,7 @@ func (h *Handle) Close(ctx context.Context) error {
 	stop:
 		h.cancel()
 		h.wg.Wait()
-		h.catalog.Store(nil)
+		h.cat.store(nil)
 		h.setState(StateStopped, "")
 		h.finishFirst()
 	})

@@ -30,7 +30,7 @@ type Peer interface {
 // answered from the spec unless the instance forwards its client's roots.
 func (h *Handle) hooks() clientHooks {
 	return clientHooks{
-		listChanged: h.requestResync,
+		listChanged: h.cat.requestResync,
 		notify: func(method string, params json.RawMessage) {
 			if h.opt.Peer != nil {
 				h.opt.Peer.Notify(h, method, params)

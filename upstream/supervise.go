@@ -140,7 +140,7 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	permanent := errors.Is(err, ErrPermanent)
 	giveUp := !h.sp().RestartOnCrash || n > h.sp().MaxRestarts
 	if permanent || giveUp && !remote {
-		h.catalog.Store(nil)
+		h.cat.store(nil)
 		h.mu.Lock()
 		h.nextAttempt = time.Time{}
 		// The loop ends now: from here Restart starts a new one.
@@ -164,7 +164,7 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 	h.restarts++
 	h.mu.Unlock()
 	if giveUp {
-		h.catalog.Store(nil)
+		h.cat.store(nil)
 		h.log.Warn("upstream unreachable", "error", err, "attempt", n, "duration", wait)
 		h.setState(StateFailed, err.Error())
 	} else {
@@ -235,7 +235,7 @@ func backoffDelay(n int, base, ceil time.Duration) time.Duration {
 }
 
 func (h *Handle) publish(s *session, cat *Catalog) {
-	h.catalog.Store(cat)
+	h.cat.store(cat)
 	h.brk.closeOnReconnect(h.sp())
 	h.lastUse.Store(time.Now().UnixNano())
 	h.publishSession(s)
@@ -256,8 +256,8 @@ func (h *Handle) publish(s *session, cat *Catalog) {
 // returns the session's end error, or nil when the Handle is closing.
 func (h *Handle) serve(s *session) error {
 	retry := &listRetry{}
-	defer h.endListRetry(retry)
-	h.noteCatalog(retry, h.catalog.Load())
+	defer h.cat.endRetry(retry)
+	h.cat.note(retry, h.cat.load())
 	idle := &idleClock{h: h}
 	defer idle.stop()
 	idle.reset()
@@ -283,12 +283,12 @@ func (h *Handle) serve(s *session) error {
 			case <-t.C:
 				return errConnectionLost
 			}
-		case <-h.resync:
+		case <-h.cat.resync:
 			h.relist(s, retry, nil)
 		case <-h.retry:
 			return errRestartRequested
 		case <-retry.C():
-			if cur := h.catalog.Load(); cur != nil {
+			if cur := h.cat.load(); cur != nil {
 				h.relist(s, retry, cur.failedLists())
 			}
 		case <-idle.C():
@@ -302,9 +302,9 @@ func (h *Handle) serve(s *session) error {
 	}
 }
 
-func (h *Handle) requestResync() {
-	select {
-	case h.resync <- struct{}{}:
-	default:
+// relist lists the catalog again on s and tells OnChange if it changed.
+func (h *Handle) relist(s *session, r *listRetry, only map[string]bool) {
+	if h.cat.relist(h.ctx, s, h.sp(), r, only) && h.opt.OnChange != nil {
+		h.opt.OnChange(h)
 	}
 }
