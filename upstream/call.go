@@ -100,7 +100,7 @@ func answer(err error) (*jsonrpc.Error, bool) {
 // remote one whose connection a call saw break (the supervisor is about to
 // reconnect).
 func (h *Handle) usable() *session {
-	s := h.sess.Load()
+	s := h.sess.load()
 	if s == nil || s.proc == nil && s.isLost() {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 	if s := h.usable(); s != nil {
 		return s, nil
 	}
-	if h.sp().remote() && h.sess.Load() != nil {
+	if h.sp().remote() && h.sess.load() != nil {
 		h.wantAttempt()
 		return nil, h.unreachable()
 	}
@@ -223,7 +223,7 @@ func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
 		if !h.acquire() {
 			return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 		}
-		if h.sess.Load() == s {
+		if h.sess.load() == s {
 			return s, nil
 		}
 		h.release()

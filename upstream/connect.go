@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -128,7 +127,7 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))
 	}
-	h.restore(ctx, s.cl)
+	h.sess.restore(ctx, s.cl)
 	return s, cat, nil
 }
 
@@ -185,37 +184,6 @@ func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, e
 		headers[k] = x
 	}
 	return url, headers, errors.Join(errs...)
-}
-
-// close ends the session: the connection's close closes stdin and waits
-// while escalate signals the process group; whatever is left of the group
-// is then killed.
-func (s *session) close() {
-	if s.proc != nil && s.unresponsive.Load() {
-		// It answers nothing, so it will not heed stdin's end or SIGTERM
-		// either (a stopped process does not even get them): no grace.
-		if pid := s.proc.pid(); pid != 0 {
-			killGroup(pid)
-		}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	if s.proc != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.proc.escalate(done)
-		}()
-	}
-	if s.cl != nil {
-		_ = s.cl.close()
-	}
-	close(done)
-	wg.Wait()
-	if s.proc != nil {
-		s.proc.reapGroup()
-	}
-	s.stderr.Flush()
 }
 
 // errRespawn asks connect to start the server again: a stdio server that

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -137,9 +136,8 @@ type Handle struct {
 	firstDone chan struct{} // closed when the first start attempt finished
 	firstOnce sync.Once
 
-	sstate     sessionState // subscriptions and log level, restored after restarts
-	stderrTail stderrTail   // the child's last stderr lines, for Status
-	sess       atomic.Pointer[session]
+	sess       sessionSlot // the live session, and what a new one is told again
+	stderrTail stderrTail  // the child's last stderr lines, for Status
 	cat        catalogStore
 
 	brk breaker
@@ -169,48 +167,6 @@ type Handle struct {
 	protocol    string
 }
 
-type session struct {
-	cl     *client
-	proc   *stdioConn // nil for remote servers
-	stderr *lineWriter
-
-	lost         chan struct{} // closed when a call saw the connection break
-	lostOnce     sync.Once
-	lostErr      error       // why, set before lost is closed
-	checking     atomic.Bool // a health check after a timeout runs (checkAfterTimeout)
-	unresponsive atomic.Bool // the health check got no answer: close kills at once
-}
-
-// markLost tells the supervisor that a call saw the connection break, and
-// why. The read loop notices too, but closing a stdio connection waits for
-// the child to exit after stdin EOF, which a child stuck writing to a pipe
-// nobody reads never does; the supervisor's stop sequence does not wait.
-// A remote connection may not notice at all (a stateless server has no
-// stream open between calls).
-func (s *session) markLost(err error) {
-	s.lostOnce.Do(func() {
-		s.lostErr = err
-		close(s.lost)
-	})
-}
-
-// isLost reports whether markLost was called.
-func (s *session) isLost() bool {
-	select {
-	case <-s.lost:
-		return true
-	default:
-		return false
-	}
-}
-
-// errConnectionLost ends a session whose connection broke under a call.
-var errConnectionLost = errors.New("connection lost during a call")
-
-// lostGrace is how long serve waits, after a call saw the connection break,
-// for the session's own end (whose error says more, such as the exit status).
-const lostGrace = 250 * time.Millisecond
-
 // New returns a Handle for spec. It does nothing until Start.
 func New(spec Spec, opt Options) *Handle {
 	if opt.Logger == nil {
@@ -228,6 +184,7 @@ func New(spec Spec, opt Options) *Handle {
 		opt:       opt,
 		log:       log,
 		cat:       newCatalogStore(log),
+		sess:      sessionSlot{log: log},
 		ctx:       ctx,
 		cancel:    cancel,
 		firstDone: make(chan struct{}),

@@ -77,9 +77,9 @@ func (h *Handle) idleStop(s *session) bool {
 	if d <= 0 || h.inflight.Load() > 0 || time.Since(time.Unix(0, h.lastUse.Load())) < d {
 		return false
 	}
-	h.sess.Store(nil)
+	h.sess.withdraw()
 	if h.inflight.Load() > 0 {
-		h.sess.Store(s)
+		h.sess.cur.Store(s)
 		return false
 	}
 	return true

@@ -95,7 +95,7 @@ func (h *Handle) run() {
 func (h *Handle) ended(s *session) (time.Time, bool) {
 	started := time.Now()
 	werr := h.serve(s)
-	h.sess.Store(nil)
+	h.sess.withdraw()
 	if h.ctx.Err() != nil {
 		s.close()
 		return time.Time{}, false
@@ -238,7 +238,7 @@ func (h *Handle) publish(s *session, cat *Catalog) {
 	h.cat.store(cat)
 	h.brk.closeOnReconnect(h.sp())
 	h.lastUse.Store(time.Now().UnixNano())
-	h.publishSession(s)
+	h.sess.publish(h.ctx, s, h.sp().callTimeout())
 	h.mu.Lock()
 	h.pid = s.proc.pid()
 	h.upSince = time.Now()
