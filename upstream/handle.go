@@ -122,11 +122,9 @@ var (
 // with backoff, and forwards calls through a circuit breaker. Handle is safe
 // for concurrent use.
 type Handle struct {
-	spec    atomic.Pointer[Spec] // the settings; see Update
-	opt     Options
-	log     hclog.Logger
-	autoSSE atomic.Bool  // TransportAuto: the endpoint speaks legacy SSE only
-	era     atomic.Int32 // what the auto probe found (connect.go); eraUnknown: probe
+	spec atomic.Pointer[Spec] // the settings; see Update
+	opt  Options
+	log  hclog.Logger
 
 	ctx    context.Context // supervisor lifetime
 	cancel context.CancelFunc
@@ -136,9 +134,9 @@ type Handle struct {
 	firstDone chan struct{} // closed when the first start attempt finished
 	firstOnce sync.Once
 
-	sess       sessionSlot // the live session, and what a new one is told again
-	stderrTail stderrTail  // the child's last stderr lines, for Status
-	cat        catalogStore
+	sess sessionSlot // the live session, and what a new one is told again
+	conn connector
+	cat  catalogStore
 
 	brk breaker
 
@@ -197,6 +195,10 @@ func New(spec Spec, opt Options) *Handle {
 		changed:   make(chan struct{}),
 	}
 	h.spec.Store(&spec)
+	h.conn = connector{
+		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
+		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
+	}
 	h.brk.log = h.log
 	h.brk.reset(&spec)
 	return h
@@ -292,15 +294,6 @@ func (h *Handle) ensureStarted() {
 	go h.run()
 }
 
-// transportName is the transport as status shows it; an auto entry shows
-// the one in use ("auto: sse").
-func (h *Handle) transportName() string {
-	if t := h.sp().Transport; t != TransportAuto {
-		return t
-	}
-	return TransportAuto + ": " + h.remoteKind()
-}
-
 func (h *Handle) finishFirst() { h.firstOnce.Do(func() { close(h.firstDone) }) }
 
 // FirstAttempt is closed once the first start attempt finished, successful
@@ -324,7 +317,7 @@ func (h *Handle) Seed(cat *Catalog, protocol string) {
 		return
 	}
 	if protocol != "" && protocol != Modern {
-		h.era.CompareAndSwap(eraUnknown, eraLegacy)
+		h.conn.knownLegacy()
 	}
 }
 
@@ -364,7 +357,7 @@ func (h *Handle) Status() Status {
 	now := time.Now()
 	h.mu.Lock()
 	st := Status{
-		Name: h.sp().Name, Transport: h.transportName(), State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
+		Name: h.sp().Name, Transport: h.conn.transportName(), State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
 		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
 		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt,
 	}
@@ -374,7 +367,7 @@ func (h *Handle) Status() Status {
 	}
 	st.Breaker, st.BreakerProbe = h.brk.status()
 	st.InFlight = h.inflight.Load()
-	st.StderrTail = h.stderrTail.get()
+	st.StderrTail = h.conn.tail.get()
 	h.cat.status(&st)
 	return st
 }

@@ -54,14 +54,14 @@ func (h *Handle) hooks() clientHooks {
 // elicitation when a Peer can route them, roots only when the server has
 // configured roots or forwards its one client's roots: a shared server
 // must never see one client's roots and use them for another.
-func (h *Handle) capabilities() *mcp.ClientCapabilities {
+func (cn *connector) capabilities() *mcp.ClientCapabilities {
 	caps := &mcp.ClientCapabilities{}
-	if h.opt.Peer != nil {
+	if cn.peered {
 		caps.Sampling = &mcp.SamplingCapabilities{}
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	}
-	if h.sp().ClientRoots || h.sp().Roots != nil {
-		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: h.sp().ClientRoots}
+	if sp := cn.sp(); sp.ClientRoots || sp.Roots != nil {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: sp.ClientRoots}
 	}
 	return caps
 }

@@ -63,7 +63,7 @@ func (h *Handle) run() {
 			return
 		}
 		h.lastAttempt.Store(time.Now().UnixNano())
-		s, cat, err := h.connect(h.ctx)
+		s, cat, err := h.conn.connect(h.ctx)
 		if err != nil {
 			if h.ctx.Err() != nil {
 				return
@@ -131,7 +131,7 @@ func (h *Handle) ended(s *session) (time.Time, bool) {
 // given up on; past maxRestarts its tools leave the list and it keeps being
 // retried at the longest backoff.
 func (h *Handle) fail(err error) (time.Time, bool) {
-	h.era.Store(eraUnknown) // the next connect probes again
+	h.conn.forgetEra()
 	h.mu.Lock()
 	h.failures++
 	n := h.failures
