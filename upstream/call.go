@@ -117,7 +117,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 		h.wantAttempt()
 		return nil, h.unreachable()
 	}
-	if h.closing.Load() {
+	if h.gate.closed() {
 		return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 	}
 	h.ensureStarted()
@@ -187,7 +187,7 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	if err != nil {
 		return zero, err
 	}
-	defer h.release()
+	defer h.gate.leave()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Calls still running when Close gave up draining are cancelled, so the
@@ -220,13 +220,13 @@ func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
 			}
 			return nil, err
 		}
-		if !h.acquire() {
+		if !h.gate.enter() {
 			return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 		}
 		if h.sess.load() == s {
 			return s, nil
 		}
-		h.release()
+		h.gate.leave()
 	}
 }
 

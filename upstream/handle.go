@@ -140,10 +140,7 @@ type Handle struct {
 
 	brk breaker
 
-	inflight atomic.Int64
-	lastUse  atomic.Int64 // unix nanos of the last request's start or end, or of the session's start
-	closing  atomic.Bool
-	drained  chan struct{}
+	gate     gate          // the calls in flight
 	retry    chan struct{} // wakes a supervisor waiting for its next attempt (Restart)
 	early    chan struct{} // asks a remote server's supervisor for an attempt now (wantAttempt)
 	idleKick chan struct{} // the idle timeout may have changed (Update)
@@ -186,7 +183,6 @@ func New(spec Spec, opt Options) *Handle {
 		ctx:       ctx,
 		cancel:    cancel,
 		firstDone: make(chan struct{}),
-		drained:   make(chan struct{}, 1),
 		retry:     make(chan struct{}, 1),
 		early:     make(chan struct{}, 1),
 		idleKick:  make(chan struct{}, 1),
@@ -283,7 +279,7 @@ func (h *Handle) Warm(ctx context.Context) bool {
 // failed is left alone (Restart brings it back).
 func (h *Handle) ensureStarted() {
 	h.mu.Lock()
-	if h.running || h.state != StateIdle || h.closing.Load() || h.ctx.Err() != nil {
+	if h.running || h.state != StateIdle || h.gate.closed() || h.ctx.Err() != nil {
 		h.mu.Unlock()
 		return
 	}
@@ -366,7 +362,7 @@ func (h *Handle) Status() Status {
 		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
 	}
 	st.Breaker, st.BreakerProbe = h.brk.status()
-	st.InFlight = h.inflight.Load()
+	st.InFlight = h.gate.inFlight()
 	st.StderrTail = h.conn.tail.get()
 	h.cat.status(&st)
 	return st
@@ -379,18 +375,13 @@ func (h *Handle) Status() Status {
 func (h *Handle) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
 		h.mu.Lock() // Restart adds to h.wg under it
-		h.closing.Store(true)
+		drained := h.gate.close()
 		h.mu.Unlock()
-		for h.inflight.Load() > 0 {
-			select {
-			case <-h.drained:
-			case <-ctx.Done():
-				h.log.Warn("drain cut short", "reason", "calls still in flight")
-				goto stop
-			case <-time.After(50 * time.Millisecond):
-			}
+		select {
+		case <-drained:
+		case <-ctx.Done():
+			h.log.Warn("drain cut short", "reason", "calls still in flight")
 		}
-	stop:
 		h.cancel()
 		h.wg.Wait()
 		h.cat.store(nil)
@@ -399,26 +390,6 @@ func (h *Handle) Close(ctx context.Context) error {
 	})
 	h.wg.Wait()
 	return nil
-}
-
-func (h *Handle) acquire() bool {
-	h.inflight.Add(1)
-	h.lastUse.Store(time.Now().UnixNano())
-	if h.closing.Load() {
-		h.release()
-		return false
-	}
-	return true
-}
-
-func (h *Handle) release() {
-	h.lastUse.Store(time.Now().UnixNano())
-	if h.inflight.Add(-1) == 0 && h.closing.Load() {
-		select {
-		case h.drained <- struct{}{}:
-		default:
-		}
-	}
 }
 
 func (h *Handle) setState(s State, lastErr string) {

@@ -49,9 +49,7 @@ func (c *idleClock) reset() {
 		c.stop()
 		return
 	}
-	if c.h.inflight.Load() == 0 {
-		d -= time.Since(time.Unix(0, c.h.lastUse.Load()))
-	}
+	d = c.h.gate.idleIn(d)
 	if c.t == nil {
 		c.t = time.NewTimer(max(d, 0))
 		return
@@ -67,22 +65,14 @@ func (c *idleClock) stop() {
 }
 
 // idleStop reports whether the session may stop for being idle, and if so
-// withdraws it, so that no call takes it any more. A call counts itself in
-// flight before it looks at the session again (acquireLive), and the
-// session is withdrawn before the count is read: either the call sees it
-// gone and waits for the next start, or idleStop sees the call and puts the
-// session back.
-func (h *Handle) idleStop(s *session) bool {
+// withdraws it, so that no call takes it any more. The gate decides and
+// withdraws under its lock, and a call counts itself in flight there before
+// it looks at the session again (acquireLive): either the call entered
+// first and the session stays, or the call finds it gone and waits for the
+// next start.
+func (h *Handle) idleStop() bool {
 	d := h.sp().idleTimeout()
-	if d <= 0 || h.inflight.Load() > 0 || time.Since(time.Unix(0, h.lastUse.Load())) < d {
-		return false
-	}
-	h.sess.withdraw()
-	if h.inflight.Load() > 0 {
-		h.sess.cur.Store(s)
-		return false
-	}
-	return true
+	return d > 0 && h.gate.stopIfIdle(d, h.sess.withdraw)
 }
 
 // stopIdle stops the session of a lazy server that went idle and ends the

@@ -21,7 +21,7 @@ var errRestartRequested = errors.New("restart requested")
 // server that never started.
 func (h *Handle) Restart() bool {
 	h.mu.Lock()
-	if h.closing.Load() || h.ctx.Err() != nil {
+	if h.gate.closed() || h.ctx.Err() != nil {
 		h.mu.Unlock()
 		return false
 	}
@@ -237,7 +237,7 @@ func backoffDelay(n int, base, ceil time.Duration) time.Duration {
 func (h *Handle) publish(s *session, cat *Catalog) {
 	h.cat.store(cat)
 	h.brk.closeOnReconnect(h.sp())
-	h.lastUse.Store(time.Now().UnixNano())
+	h.gate.touch()
 	h.sess.publish(h.ctx, s, h.sp().callTimeout())
 	h.mu.Lock()
 	h.pid = s.proc.pid()
@@ -292,7 +292,7 @@ func (h *Handle) serve(s *session) error {
 				h.relist(s, retry, cur.failedLists())
 			}
 		case <-idle.C():
-			if h.idleStop(s) {
+			if h.idleStop() {
 				return errIdle
 			}
 			idle.reset()
