@@ -114,28 +114,26 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 		return s, nil
 	}
 	if h.sp().remote() && h.sess.load() != nil {
-		h.wantAttempt()
-		return nil, h.unreachable()
+		h.sup.wantAttempt()
+		return nil, h.sup.unreachable()
 	}
 	if h.gate.closed() {
 		return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
 	}
-	h.ensureStarted()
+	h.sup.ensureStarted()
 	deadline := time.NewTimer(h.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
 		if s := h.usable(); s != nil {
 			return s, nil
 		}
-		h.mu.Lock()
-		st, ch, next, last := h.state, h.changed, h.nextAttempt, h.lastErr
-		h.mu.Unlock()
+		st, ch, next, last := h.sup.watch()
 		switch st {
 		case StateIdle, StateStarting:
 			if st == StateIdle {
 				// It went idle meanwhile: a lazy server whose idle
 				// stop this call just missed.
-				h.ensureStarted()
+				h.sup.ensureStarted()
 			}
 			select {
 			case <-ch:
@@ -155,8 +153,8 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			continue
 		case StateRestarting:
 			if h.sp().remote() {
-				h.wantAttempt()
-				return nil, h.unreachable()
+				h.sup.wantAttempt()
+				return nil, h.sup.unreachable()
 			}
 			return nil, &UnavailableError{Server: h.sp().Name, State: st, RetryIn: time.Until(next)}
 		case StateFailed:
@@ -166,8 +164,8 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 				if h.sp().remote() {
 					// Retried slowly; a call may ask for an attempt
 					// sooner. One that failed for good is not retried.
-					h.wantAttempt()
-					retry = min(retry, time.Until(h.earliestAttempt()))
+					h.sup.wantAttempt()
+					retry = min(retry, time.Until(h.sup.earliestAttempt()))
 				}
 			}
 			return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: last, RetryIn: retry}
@@ -192,10 +190,10 @@ func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(co
 	defer cancel()
 	// Calls still running when Close gave up draining are cancelled, so the
 	// upstream hears of it and the session can close.
-	defer context.AfterFunc(h.ctx, cancel)()
+	defer context.AfterFunc(h.life.ctx, cancel)()
 	res, err := h.brk.execute(func() (any, error) {
 		r, err := fn(cctx, s)
-		if err != nil && (ctx.Err() != nil || h.ctx.Err() != nil) {
+		if err != nil && (ctx.Err() != nil || h.life.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
 		}
 		return r, err
@@ -252,8 +250,8 @@ func (h *Handle) callError(ctx, cctx context.Context, s *session, timeout time.D
 	if h.connectionLost(s, err) {
 		s.markLost(err)
 		if s.proc == nil {
-			h.wantAttempt()
-			return h.unreachable()
+			h.sup.wantAttempt()
+			return h.sup.unreachable()
 		}
 		return &UnavailableError{Server: h.sp().Name, Reason: "connection lost during the call; it restarts"}
 	}
@@ -268,9 +266,9 @@ func (h *Handle) checkAfterTimeout(s *session) {
 	if !s.checking.CompareAndSwap(false, true) {
 		return
 	}
-	h.wg.Go(func() {
+	h.life.wg.Go(func() {
 		defer s.checking.Store(false)
-		if !h.responsive(s) && h.ctx.Err() == nil {
+		if !h.responsive(s) && h.life.ctx.Err() == nil {
 			h.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
 			s.unresponsive.Store(true)
 			s.markLost(errUnresponsive)
@@ -290,7 +288,7 @@ const healthCheckTimeout = 2 * time.Second
 // connection has no transient failures: if a ping fails too, the connection
 // is broken, even if the error does not say so.
 func (h *Handle) responsive(s *session) bool {
-	ctx, cancel := context.WithTimeout(h.ctx, healthCheckTimeout)
+	ctx, cancel := context.WithTimeout(h.life.ctx, healthCheckTimeout)
 	defer cancel()
 	_, err := s.cl.call(ctx, "ping", nil, nil)
 	_, answered := answer(err)

@@ -120,46 +120,31 @@ var (
 
 // Handle supervises one upstream MCP server: it connects, lists, restarts
 // with backoff, and forwards calls through a circuit breaker. Handle is safe
-// for concurrent use.
+// for concurrent use. It is made of parts that each own their state: the
+// supervisor (start, restart, backoff, idle stop), the connector, the
+// catalog, the live session, and for calls the gate and the breaker.
 type Handle struct {
 	spec atomic.Pointer[Spec] // the settings; see Update
 	opt  Options
 	log  hclog.Logger
 
-	ctx    context.Context // supervisor lifetime
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-
+	life      lifetime
 	closeOnce sync.Once
-	firstDone chan struct{} // closed when the first start attempt finished
-	firstOnce sync.Once
 
-	sess sessionSlot // the live session, and what a new one is told again
+	sup  supervisor
 	conn connector
 	cat  catalogStore
+	sess sessionSlot // the live session, and what a new one is told again
+	brk  breaker
+	gate gate // the calls in flight
+}
 
-	brk breaker
-
-	gate     gate          // the calls in flight
-	retry    chan struct{} // wakes a supervisor waiting for its next attempt (Restart)
-	early    chan struct{} // asks a remote server's supervisor for an attempt now (wantAttempt)
-	idleKick chan struct{} // the idle timeout may have changed (Update)
-
-	lastAttempt atomic.Int64 // unix nanos when the last connect attempt started
-
-	mu          sync.Mutex
-	state       State
-	since       time.Time
-	upSince     time.Time
-	changed     chan struct{} // closed and replaced at every state change
-	lastErr     string
-	restarts    int
-	failures    int
-	nextAttempt time.Time
-	pid         int
-	running     bool          // the supervisor loop runs: started, not given up (Restart), not idle
-	prevStop    chan struct{} // closed when the session an idle timeout ended is stopped
-	protocol    string
+// lifetime is a Handle's: Close cancels ctx, which ends the supervisor
+// loop and cuts calls short, and waits for the goroutines in wg.
+type lifetime struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 // New returns a Handle for spec. It does nothing until Start.
@@ -173,30 +158,28 @@ func New(spec Spec, opt Options) *Handle {
 	if opt.ClientInfo == nil {
 		opt.ClientInfo = &mcp.Implementation{Name: "switchboard"}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	log := opt.Logger.Named(spec.Name)
 	h := &Handle{
-		opt:       opt,
-		log:       log,
-		cat:       newCatalogStore(log),
-		sess:      sessionSlot{log: log},
-		ctx:       ctx,
-		cancel:    cancel,
-		firstDone: make(chan struct{}),
-		retry:     make(chan struct{}, 1),
-		early:     make(chan struct{}, 1),
-		idleKick:  make(chan struct{}, 1),
-		state:     StateIdle,
-		since:     time.Now(),
-		changed:   make(chan struct{}),
+		opt:  opt,
+		log:  log,
+		cat:  newCatalogStore(log),
+		sess: sessionSlot{log: log},
+		brk:  breaker{log: log},
 	}
+	h.life.ctx, h.life.cancel = context.WithCancel(context.Background())
 	h.spec.Store(&spec)
+	h.brk.reset(&spec)
 	h.conn = connector{
 		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
 		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
 	}
-	h.brk.log = h.log
-	h.brk.reset(&spec)
+	h.sup = newSupervisor(&h.spec, log, &h.life)
+	h.sup.conn, h.sup.cat, h.sup.sess, h.sup.brk, h.sup.gate = &h.conn, &h.cat, &h.sess, &h.brk, &h.gate
+	h.sup.onChange = func() {
+		if opt.OnChange != nil {
+			opt.OnChange(h)
+		}
+	}
 	return h
 }
 
@@ -221,10 +204,10 @@ func (h *Handle) Update(spec Spec) error {
 		h.brk.reset(&spec)
 	}
 	if old.Lazy && !spec.Lazy {
-		h.ensureStarted()
+		h.sup.ensureStarted()
 	}
 	if spec.idleTimeout() != old.idleTimeout() {
-		h.kickIdle()
+		h.sup.kickIdle()
 	}
 	if spec.SkipPrompts != old.SkipPrompts || spec.SkipResources != old.SkipResources {
 		h.cat.requestResync()
@@ -240,11 +223,18 @@ func (h *Handle) Name() string { return h.sp().Name }
 // called more than once.
 func (h *Handle) Start() {
 	if h.sp().Lazy {
-		h.finishFirst()
+		h.sup.finishFirst()
 		return
 	}
-	h.ensureStarted()
+	h.sup.ensureStarted()
 }
+
+// Restart brings the server back now, with its failure count reset: a
+// stdio server that gave up starts again, one waiting for its next attempt
+// tries at once, and a running one has its session ended and starts anew.
+// It reports false, doing nothing, for a Handle that is closing or a lazy
+// server that never started.
+func (h *Handle) Restart() bool { return h.sup.restart() }
 
 // Warm prepares a tools/list. For an eager server, or a lazy one that
 // already started, it does nothing. A lazy server that has not started yet
@@ -260,41 +250,20 @@ func (h *Handle) Warm(ctx context.Context) bool {
 	if !h.sp().Lazy {
 		return false
 	}
-	h.mu.Lock()
-	st := h.state
-	h.mu.Unlock()
-	if st != StateIdle && st != StateStarting || h.cat.load() != nil {
+	if st := h.sup.current(); st != StateIdle && st != StateStarting || h.cat.load() != nil {
 		return false
 	}
 	if h.sp().LazyList == LazyListCached {
-		h.ensureStarted()
+		h.sup.ensureStarted()
 		return true
 	}
 	h.Await(ctx)
 	return true
 }
 
-// ensureStarted starts the supervisor of a server that is idle: never
-// started, or a lazy one stopped after its idle timeout. A server that
-// failed is left alone (Restart brings it back).
-func (h *Handle) ensureStarted() {
-	h.mu.Lock()
-	if h.running || h.state != StateIdle || h.gate.closed() || h.ctx.Err() != nil {
-		h.mu.Unlock()
-		return
-	}
-	h.running = true
-	h.wg.Add(1) // under h.mu: Close sets closing under it before it waits
-	h.mu.Unlock()
-	h.setState(StateStarting, "")
-	go h.run()
-}
-
-func (h *Handle) finishFirst() { h.firstOnce.Do(func() { close(h.firstDone) }) }
-
 // FirstAttempt is closed once the first start attempt finished, successful
 // or not (immediately for lazy servers).
-func (h *Handle) FirstAttempt() <-chan struct{} { return h.firstDone }
+func (h *Handle) FirstAttempt() <-chan struct{} { return h.sup.firstDone }
 
 // Catalog returns the catalog to expose, or nil when the server's tools
 // must not be listed (never started, failed, stopped). While restarting, the
@@ -327,37 +296,13 @@ func (h *Handle) Listed() bool {
 // stopped after its idle timeout) and waits, bounded by its connect
 // timeout and ctx, until it is no longer idle or starting. It reports
 // whether the server is ready.
-func (h *Handle) Await(ctx context.Context) bool {
-	h.ensureStarted()
-	deadline := time.NewTimer(h.sp().connectTimeout())
-	defer deadline.Stop()
-	for {
-		h.mu.Lock()
-		st, ch := h.state, h.changed
-		h.mu.Unlock()
-		if st != StateIdle && st != StateStarting {
-			return st == StateReady
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		case <-deadline.C:
-			return false
-		}
-	}
-}
+func (h *Handle) Await(ctx context.Context) bool { return h.sup.await(ctx) }
 
 // Status reports the Handle's current state.
 func (h *Handle) Status() Status {
 	now := time.Now()
-	h.mu.Lock()
-	st := Status{
-		Name: h.sp().Name, Transport: h.conn.transportName(), State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
-		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
-		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt,
-	}
-	h.mu.Unlock()
+	st := Status{Name: h.sp().Name, Transport: h.conn.transportName(), Lazy: h.sp().Lazy}
+	h.sup.status(&st)
 	if st.State == StateReady && !st.UpSince.IsZero() {
 		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
 	}
@@ -374,40 +319,19 @@ func (h *Handle) Status() Status {
 // call waits until the server is stopped.
 func (h *Handle) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
-		h.mu.Lock() // Restart adds to h.wg under it
 		drained := h.gate.close()
-		h.mu.Unlock()
+		h.sup.shutDown() // no supervisor loop starts from here: wg only shrinks
 		select {
 		case <-drained:
 		case <-ctx.Done():
 			h.log.Warn("drain cut short", "reason", "calls still in flight")
 		}
-		h.cancel()
-		h.wg.Wait()
+		h.life.cancel()
+		h.life.wg.Wait()
 		h.cat.store(nil)
-		h.setState(StateStopped, "")
-		h.finishFirst()
+		h.sup.setState(StateStopped, "")
+		h.sup.finishFirst()
 	})
-	h.wg.Wait()
+	h.life.wg.Wait()
 	return nil
-}
-
-func (h *Handle) setState(s State, lastErr string) {
-	h.mu.Lock()
-	if s != h.state {
-		h.state = s
-		h.since = time.Now()
-	}
-	if s != StateReady {
-		h.pid = 0 // a PID is reported only for the session that is up
-	}
-	if lastErr != "" {
-		h.lastErr = lastErr
-	}
-	close(h.changed)
-	h.changed = make(chan struct{})
-	h.mu.Unlock()
-	if h.opt.OnChange != nil {
-		h.opt.OnChange(h)
-	}
 }

@@ -21,19 +21,19 @@ import "time"
 const earlyAttemptGap = time.Second
 
 // earliestAttempt is when a call may next ask for a connect attempt.
-func (h *Handle) earliestAttempt() time.Time {
-	return time.Unix(0, h.lastAttempt.Load()).Add(earlyAttemptGap)
+func (sv *supervisor) earliestAttempt() time.Time {
+	return time.Unix(0, sv.lastAttempt.Load()).Add(earlyAttemptGap)
 }
 
 // wantAttempt asks the supervisor of a remote server that is waiting to
 // reconnect for an attempt now, unless the last one started less than
 // earlyAttemptGap ago. It never blocks.
-func (h *Handle) wantAttempt() {
-	if time.Now().Before(h.earliestAttempt()) {
+func (sv *supervisor) wantAttempt() {
+	if time.Now().Before(sv.earliestAttempt()) {
 		return
 	}
 	select {
-	case h.early <- struct{}{}:
+	case sv.early <- struct{}{}:
 	default:
 	}
 }
@@ -41,24 +41,24 @@ func (h *Handle) wantAttempt() {
 // unreachable is the error of a call to a remote server whose connection
 // is down. It says when a call may find the server back: at the next
 // scheduled attempt, or sooner, when the next call can ask for one.
-func (h *Handle) unreachable() *UnavailableError {
-	h.mu.Lock()
-	next := h.nextAttempt
-	h.mu.Unlock()
-	retry := time.Until(h.earliestAttempt())
+func (sv *supervisor) unreachable() *UnavailableError {
+	sv.mu.Lock()
+	next := sv.nextAttempt
+	sv.mu.Unlock()
+	retry := time.Until(sv.earliestAttempt())
 	if !next.IsZero() {
 		retry = min(retry, time.Until(next))
 	}
-	return &UnavailableError{Server: h.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry}
+	return &UnavailableError{Server: sv.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry}
 }
 
 // earlyFailed records a failed attempt that a call asked for. It is logged
 // at debug only: the scheduled attempts already say, at warn, that the
 // server is unreachable, and calls may ask once a second.
-func (h *Handle) earlyFailed(err error) {
-	h.mu.Lock()
-	h.lastErr = err.Error()
-	h.restarts++
-	h.mu.Unlock()
-	h.log.Debug("upstream unreachable", "error", err, "reason", "a call asked for an attempt")
+func (sv *supervisor) earlyFailed(err error) {
+	sv.mu.Lock()
+	sv.lastErr = err.Error()
+	sv.restarts++
+	sv.mu.Unlock()
+	sv.log.Debug("upstream unreachable", "error", err, "reason", "a call asked for an attempt")
 }
