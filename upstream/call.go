@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -96,11 +98,30 @@ func answer(err error) (*jsonrpc.Error, bool) {
 	return we, true
 }
 
+// calls forwards requests to the live session: it starts a lazy server or
+// waits for a start in progress, or fails fast; it counts each call in
+// flight (gate), bounds it by its timeout, runs it through the breaker, and
+// tells what a failure means (a timeout, a lost connection, an unreachable
+// server).
+type calls struct {
+	spec *atomic.Pointer[Spec] // the Handle's
+	log  hclog.Logger
+	life *lifetime
+	sess *sessionSlot
+	sup  *supervisor
+
+	gate gate // the calls in flight
+	brk  breaker
+}
+
+// sp is the current spec.
+func (cs *calls) sp() *Spec { return cs.spec.Load() }
+
 // usable returns the session to call, or nil: none is published, or a
 // remote one whose connection a call saw break (the supervisor is about to
 // reconnect).
-func (h *Handle) usable() *session {
-	s := h.sess.load()
+func (cs *calls) usable() *session {
+	s := cs.sess.load()
 	if s == nil || s.proc == nil && s.isLost() {
 		return nil
 	}
@@ -109,31 +130,31 @@ func (h *Handle) usable() *session {
 
 // live returns the ready session, starting a lazy server or waiting for a
 // first start in progress; otherwise it fails fast with an UnavailableError.
-func (h *Handle) live(ctx context.Context) (*session, error) {
-	if s := h.usable(); s != nil {
+func (cs *calls) live(ctx context.Context) (*session, error) {
+	if s := cs.usable(); s != nil {
 		return s, nil
 	}
-	if h.sp().remote() && h.sess.load() != nil {
-		h.sup.wantAttempt()
-		return nil, h.sup.unreachable()
+	if cs.sp().remote() && cs.sess.load() != nil {
+		cs.sup.wantAttempt()
+		return nil, cs.sup.unreachable()
 	}
-	if h.gate.closed() {
-		return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
+	if cs.gate.closed() {
+		return nil, &UnavailableError{Server: cs.sp().Name, State: StateStopped}
 	}
-	h.sup.ensureStarted()
-	deadline := time.NewTimer(h.sp().connectTimeout())
+	cs.sup.ensureStarted()
+	deadline := time.NewTimer(cs.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
-		if s := h.usable(); s != nil {
+		if s := cs.usable(); s != nil {
 			return s, nil
 		}
-		st, ch, next, last := h.sup.watch()
+		st, ch, next, last := cs.sup.watch()
 		switch st {
 		case StateIdle, StateStarting:
 			if st == StateIdle {
 				// It went idle meanwhile: a lazy server whose idle
 				// stop this call just missed.
-				h.sup.ensureStarted()
+				cs.sup.ensureStarted()
 			}
 			select {
 			case <-ch:
@@ -141,7 +162,7 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 			case <-deadline.C:
-				return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: "still starting"}
+				return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: "still starting"}
 			}
 		case StateReady:
 			// Between publish and the session store, or an idle stop
@@ -152,25 +173,25 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 			}
 			continue
 		case StateRestarting:
-			if h.sp().remote() {
-				h.sup.wantAttempt()
-				return nil, h.sup.unreachable()
+			if cs.sp().remote() {
+				cs.sup.wantAttempt()
+				return nil, cs.sup.unreachable()
 			}
-			return nil, &UnavailableError{Server: h.sp().Name, State: st, RetryIn: time.Until(next)}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st, RetryIn: time.Until(next)}
 		case StateFailed:
 			var retry time.Duration
 			if !next.IsZero() {
 				retry = time.Until(next)
-				if h.sp().remote() {
+				if cs.sp().remote() {
 					// Retried slowly; a call may ask for an attempt
 					// sooner. One that failed for good is not retried.
-					h.sup.wantAttempt()
-					retry = min(retry, time.Until(h.sup.earliestAttempt()))
+					cs.sup.wantAttempt()
+					retry = min(retry, time.Until(cs.sup.earliestAttempt()))
 				}
 			}
-			return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: last, RetryIn: retry}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: last, RetryIn: retry}
 		default:
-			return nil, &UnavailableError{Server: h.sp().Name, State: st}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st}
 		}
 	}
 }
@@ -179,59 +200,59 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 // the timeout and the breaker. Timeouts and transport failures count against
 // the breaker, and so does a call refused because a remote server is
 // unreachable; answers (even errors) and callers going away do not.
-func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (T, error)) (T, error) {
-	var zero T
-	s, err := h.acquireLive(ctx)
+func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (json.RawMessage, error)) (json.RawMessage, error) {
+	s, err := cs.acquireLive(ctx)
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
-	defer h.gate.leave()
+	defer cs.gate.leave()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Calls still running when Close gave up draining are cancelled, so the
 	// upstream hears of it and the session can close.
-	defer context.AfterFunc(h.life.ctx, cancel)()
-	res, err := h.brk.execute(func() (any, error) {
+	defer context.AfterFunc(cs.life.ctx, cancel)()
+	res, err := cs.brk.execute(func() (any, error) {
 		r, err := fn(cctx, s)
-		if err != nil && (ctx.Err() != nil || h.life.ctx.Err() != nil) {
+		if err != nil && (ctx.Err() != nil || cs.life.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
 		}
 		return r, err
 	})
 	if err == nil {
-		return res.(T), nil
+		return res.(json.RawMessage), nil
 	}
-	return zero, h.callError(ctx, cctx, s, timeout, err)
+	return nil, cs.callError(ctx, cctx, s, timeout, err)
 }
 
 // acquireLive returns the live session with the call counted in flight.
-// The count comes before a second look at the session, so a lazy server's
-// idle stop (idleStop), which withdraws the session before it looks at the
-// count, either sees the call or is seen by it.
-func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
+// The count comes before a second look at the session: a lazy server's
+// idle stop (idleStop) decides and withdraws the session under the gate's
+// lock, so either the call entered first and the stop does not happen, or
+// the call finds the session withdrawn and waits for the next start.
+func (cs *calls) acquireLive(ctx context.Context) (*session, error) {
 	for {
-		s, err := h.live(ctx)
+		s, err := cs.live(ctx)
 		if err != nil {
 			var ue *UnavailableError
 			if errors.As(err, &ue) && ue.Unreachable {
-				h.brk.countFailure(err)
+				cs.brk.countFailure(err)
 			}
 			return nil, err
 		}
-		if !h.gate.enter() {
-			return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
+		if !cs.gate.enter() {
+			return nil, &UnavailableError{Server: cs.sp().Name, State: StateStopped}
 		}
-		if h.sess.load() == s {
+		if cs.sess.load() == s {
 			return s, nil
 		}
-		h.gate.leave()
+		cs.gate.leave()
 	}
 }
 
 // callError turns the error of a call that reached the breaker into what
 // the caller gets.
-func (h *Handle) callError(ctx, cctx context.Context, s *session, timeout time.Duration, err error) error {
-	if refused := h.brk.refusal(h.sp(), err); refused != nil {
+func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.Duration, err error) error {
+	if refused := cs.brk.refusal(cs.sp(), err); refused != nil {
 		return refused
 	}
 	switch {
@@ -239,37 +260,37 @@ func (h *Handle) callError(ctx, cctx context.Context, s *session, timeout time.D
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &UnavailableError{Server: h.sp().Name, Reason: "switchboard stopped it during the call"}
+		return &UnavailableError{Server: cs.sp().Name, Reason: "switchboard stopped it during the call"}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		h.checkAfterTimeout(s)
-		return &TimeoutError{Server: h.sp().Name, After: timeout}
+		cs.checkAfterTimeout(s)
+		return &TimeoutError{Server: cs.sp().Name, After: timeout}
 	}
 	if we, ok := answer(err); ok {
 		return we
 	}
-	if h.connectionLost(s, err) {
+	if cs.connectionLost(s, err) {
 		s.markLost(err)
 		if s.proc == nil {
-			h.sup.wantAttempt()
-			return h.sup.unreachable()
+			cs.sup.wantAttempt()
+			return cs.sup.unreachable()
 		}
-		return &UnavailableError{Server: h.sp().Name, Reason: "connection lost during the call; it restarts"}
+		return &UnavailableError{Server: cs.sp().Name, Reason: "connection lost during the call; it restarts"}
 	}
-	return &UnavailableError{Server: h.sp().Name, Reason: err.Error()}
+	return &UnavailableError{Server: cs.sp().Name, Reason: err.Error()}
 }
 
 // checkAfterTimeout asks, in the background, whether a session whose call
 // timed out still answers at all: a server wedged mid-line (or stuck in a
 // loop) answers no ping, and its session is ended so the supervisor
 // restarts it. One check per session runs at a time.
-func (h *Handle) checkAfterTimeout(s *session) {
+func (cs *calls) checkAfterTimeout(s *session) {
 	if !s.checking.CompareAndSwap(false, true) {
 		return
 	}
-	h.life.wg.Go(func() {
+	cs.life.wg.Go(func() {
 		defer s.checking.Store(false)
-		if !h.responsive(s) && h.life.ctx.Err() == nil {
-			h.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
+		if !cs.responsive(s) && cs.life.ctx.Err() == nil {
+			cs.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
 			s.unresponsive.Store(true)
 			s.markLost(errUnresponsive)
 		}
@@ -287,8 +308,8 @@ const healthCheckTimeout = 2 * time.Second
 // responsive pings a session after a call failed without an answer. A stdio
 // connection has no transient failures: if a ping fails too, the connection
 // is broken, even if the error does not say so.
-func (h *Handle) responsive(s *session) bool {
-	ctx, cancel := context.WithTimeout(h.life.ctx, healthCheckTimeout)
+func (cs *calls) responsive(s *session) bool {
+	ctx, cancel := context.WithTimeout(cs.life.ctx, healthCheckTimeout)
 	defer cancel()
 	_, err := s.cl.call(ctx, "ping", nil, nil)
 	_, answered := answer(err)
@@ -302,14 +323,14 @@ func (h *Handle) responsive(s *session) bool {
 // answering even pings. A remote request's stream that broke before the
 // answer is not enough on its own: the session may well survive it, so a
 // ping decides.
-func (h *Handle) connectionLost(s *session, err error) bool {
+func (cs *calls) connectionLost(s *session, err error) bool {
 	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
 	if s.proc == nil {
-		return errors.Is(err, errStreamLost) && !h.responsive(s)
+		return errors.Is(err, errStreamLost) && !cs.responsive(s)
 	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !h.responsive(s)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !cs.responsive(s)
 }
 
 // Call forwards one request to the server and returns its raw result, with
@@ -322,7 +343,7 @@ func (h *Handle) connectionLost(s *session, err error) bool {
 // mints, which Call writes into params. A JSON-RPC error answer is returned
 // as *jsonrpc.Error.
 func (h *Handle) Call(ctx context.Context, method string, params mcp.Params, sink Sink) (json.RawMessage, error) {
-	return do(h, ctx, h.sp().callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
+	return h.calls.do(ctx, h.sp().callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
 		return s.cl.call(ctx, method, params, sink)
 	})
 }

@@ -122,7 +122,7 @@ var (
 // with backoff, and forwards calls through a circuit breaker. Handle is safe
 // for concurrent use. It is made of parts that each own their state: the
 // supervisor (start, restart, backoff, idle stop), the connector, the
-// catalog, the live session, and for calls the gate and the breaker.
+// catalog, the live session, and the calls (in flight, breaker).
 type Handle struct {
 	spec atomic.Pointer[Spec] // the settings; see Update
 	opt  Options
@@ -131,12 +131,11 @@ type Handle struct {
 	life      lifetime
 	closeOnce sync.Once
 
-	sup  supervisor
-	conn connector
-	cat  catalogStore
-	sess sessionSlot // the live session, and what a new one is told again
-	brk  breaker
-	gate gate // the calls in flight
+	sup   supervisor
+	conn  connector
+	cat   catalogStore
+	sess  sessionSlot // the live session, and what a new one is told again
+	calls calls
 }
 
 // lifetime is a Handle's: Close cancels ctx, which ends the supervisor
@@ -164,17 +163,17 @@ func New(spec Spec, opt Options) *Handle {
 		log:  log,
 		cat:  newCatalogStore(log),
 		sess: sessionSlot{log: log},
-		brk:  breaker{log: log},
 	}
 	h.life.ctx, h.life.cancel = context.WithCancel(context.Background())
 	h.spec.Store(&spec)
-	h.brk.reset(&spec)
+	h.calls = calls{spec: &h.spec, log: log, life: &h.life, sess: &h.sess, sup: &h.sup, brk: breaker{log: log}}
+	h.calls.brk.reset(&spec)
 	h.conn = connector{
 		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
 		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
 	}
 	h.sup = newSupervisor(&h.spec, log, &h.life)
-	h.sup.conn, h.sup.cat, h.sup.sess, h.sup.brk, h.sup.gate = &h.conn, &h.cat, &h.sess, &h.brk, &h.gate
+	h.sup.conn, h.sup.cat, h.sup.sess, h.sup.brk, h.sup.gate = &h.conn, &h.cat, &h.sess, &h.calls.brk, &h.calls.gate
 	h.sup.onChange = func() {
 		if opt.OnChange != nil {
 			opt.OnChange(h)
@@ -201,7 +200,7 @@ func (h *Handle) Update(spec Spec) error {
 	}
 	h.spec.Store(&spec)
 	if spec.BreakerFailures != old.BreakerFailures || spec.BreakerOpen != old.BreakerOpen {
-		h.brk.reset(&spec)
+		h.calls.brk.reset(&spec)
 	}
 	if old.Lazy && !spec.Lazy {
 		h.sup.ensureStarted()
@@ -306,8 +305,8 @@ func (h *Handle) Status() Status {
 	if st.State == StateReady && !st.UpSince.IsZero() {
 		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
 	}
-	st.Breaker, st.BreakerProbe = h.brk.status()
-	st.InFlight = h.gate.inFlight()
+	st.Breaker, st.BreakerProbe = h.calls.brk.status()
+	st.InFlight = h.calls.gate.inFlight()
 	st.StderrTail = h.conn.tail.get()
 	h.cat.status(&st)
 	return st
@@ -319,7 +318,7 @@ func (h *Handle) Status() Status {
 // call waits until the server is stopped.
 func (h *Handle) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
-		drained := h.gate.close()
+		drained := h.calls.gate.close()
 		h.sup.shutDown() // no supervisor loop starts from here: wg only shrinks
 		select {
 		case <-drained:
