@@ -130,6 +130,14 @@ func (cs *calls) usable() *session {
 
 // live returns the ready session, starting a lazy server or waiting for a
 // first start in progress; otherwise it fails fast with an UnavailableError.
+//
+// The wait is exact: each round takes the channels that announce the next
+// state change and the next published session before it looks at the
+// session, so whatever happens after the look wakes it. The supervisor
+// stores a session before it enters StateReady, and every withdrawal of
+// the session (an idle stop, the session's end) is followed by a state
+// change, so a server that is ready without a usable session is one whose
+// state is about to change.
 func (cs *calls) live(ctx context.Context) (*session, error) {
 	if s := cs.usable(); s != nil {
 		return s, nil
@@ -145,10 +153,11 @@ func (cs *calls) live(ctx context.Context) (*session, error) {
 	deadline := time.NewTimer(cs.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
+		st, changed, next, last := cs.sup.watch()
+		published := cs.sess.next()
 		if s := cs.usable(); s != nil {
 			return s, nil
 		}
-		st, ch, next, last := cs.sup.watch()
 		switch st {
 		case StateIdle, StateStarting:
 			if st == StateIdle {
@@ -157,21 +166,22 @@ func (cs *calls) live(ctx context.Context) (*session, error) {
 				cs.sup.ensureStarted()
 			}
 			select {
-			case <-ch:
-				continue
+			case <-changed:
+			case <-published:
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 			case <-deadline.C:
 				return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: "still starting"}
 			}
 		case StateReady:
-			// Between publish and the session store, or an idle stop
-			// withdrew the session; look again.
+			// The session was withdrawn (an idle stop, or its end) or,
+			// for a remote server, lost; the state changes next.
 			select {
-			case <-ch:
-			case <-time.After(time.Millisecond):
+			case <-changed:
+			case <-published:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 			}
-			continue
 		case StateRestarting:
 			if cs.sp().remote() {
 				cs.sup.wantAttempt()

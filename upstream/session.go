@@ -88,12 +88,14 @@ func (s *session) close() {
 
 // sessionSlot holds the live session, and what a new session must be told
 // again after a restart: the subscribed URIs and the logging level. The
-// supervisor publishes and withdraws the session; calls load it.
+// supervisor publishes and withdraws the session; calls load it, or wait
+// for the next one (next).
 type sessionSlot struct {
 	log hclog.Logger
 	cur atomic.Pointer[session]
 
 	mu       sync.Mutex
+	set      chan struct{} // closed at the next publish; nil while nobody waits
 	subs     map[string]bool
 	level    mcp.LoggingLevel
 	restored mcp.LoggingLevel // the level restore set on the session being published
@@ -105,11 +107,27 @@ func (sl *sessionSlot) load() *session { return sl.cur.Load() }
 // withdraw takes the live session away from calls.
 func (sl *sessionSlot) withdraw() { sl.cur.Store(nil) }
 
+// next returns a channel that is closed when a session is next published.
+// Taken before a look at the session that found none usable, it cannot
+// miss a publish that comes after the look.
+func (sl *sessionSlot) next() <-chan struct{} {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	if sl.set == nil {
+		sl.set = make(chan struct{})
+	}
+	return sl.set
+}
+
 // publish makes s the live session. A logging level set after restore read
 // it, while s was not live yet, is applied to s now, within timeout.
 func (sl *sessionSlot) publish(ctx context.Context, s *session, timeout time.Duration) {
 	sl.mu.Lock()
 	sl.cur.Store(s)
+	if sl.set != nil {
+		close(sl.set) // wakes the calls waiting for a session
+		sl.set = nil
+	}
 	level, missed := sl.level, sl.level != sl.restored
 	sl.mu.Unlock()
 	if !missed || level == "" || s.cl.isModern() {
