@@ -173,12 +173,16 @@ func New(spec Spec, opt Options) *Handle {
 		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
 	}
 	h.sup = newSupervisor(&h.spec, log, &h.life)
-	h.sup.conn, h.sup.cat, h.sup.sess, h.sup.brk, h.sup.gate = &h.conn, &h.cat, &h.sess, &h.calls.brk, &h.calls.gate
 	h.sup.onChange = func() {
 		if opt.OnChange != nil {
 			opt.OnChange(h)
 		}
 	}
+	h.sup.conn = &h.conn
+	h.sup.cat = &h.cat
+	h.sup.sess = &h.sess
+	h.sup.brk = &h.calls.brk
+	h.sup.gate = &h.calls.gate
 	return h
 }
 
