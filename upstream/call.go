@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/sony/gobreaker/v2"
 )
 
 // ErrUnavailable is wrapped by every error that means the server could not
@@ -86,43 +87,6 @@ func (e *TimeoutError) Unwrap() error { return ErrUnavailable }
 // Handle's Close cut short; the breaker excludes it.
 var errCallerGone = errors.New("caller went away")
 
-func breakerFailures(spec *Spec) int {
-	if spec.BreakerFailures <= 0 {
-		return 5
-	}
-	return spec.BreakerFailures
-}
-
-// newBreaker builds the Handle's circuit breaker. It counts transport
-// failures and timeouts; answers (even isError results and JSON-RPC errors)
-// are successes, and calls whose caller went away are not counted at all.
-// Half-open lets one probe call through at a time.
-func (h *Handle) newBreaker(spec *Spec) *gobreaker.CircuitBreaker[any] {
-	failures := breakerFailures(spec)
-	open := spec.BreakerOpen
-	if open <= 0 {
-		open = 30 * time.Second
-	}
-	return gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
-		Name:        spec.Name,
-		MaxRequests: 1,
-		Timeout:     open,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= uint32(failures) },
-		// An upstream that answered is healthy, even if the answer is an error.
-		IsSuccessful: func(err error) bool {
-			_, ok := answer(err)
-			return err == nil || ok
-		},
-		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) },
-		OnStateChange: func(name string, from, to gobreaker.State) {
-			if to == gobreaker.StateOpen {
-				h.breakerTTL.Store(time.Now().Add(open).UnixNano())
-			}
-			h.log.Info("breaker state changed", "state", to.String(), "from", from.String())
-		},
-	})
-}
-
 // answer returns the JSON-RPC error a server answered with, if err is one.
 // A transport failure never is, even if what it wraps looks like one (the
 // go-sdk's transports wrap some of theirs in a -32005 error).
@@ -134,11 +98,30 @@ func answer(err error) (*jsonrpc.Error, bool) {
 	return we, true
 }
 
+// calls forwards requests to the live session: it starts a lazy server or
+// waits for a start in progress, or fails fast; it counts each call in
+// flight (gate), bounds it by its timeout, runs it through the breaker, and
+// tells what a failure means (a timeout, a lost connection, an unreachable
+// server).
+type calls struct {
+	spec *atomic.Pointer[Spec] // the Handle's
+	log  hclog.Logger
+	life *lifetime
+	sess *sessionSlot
+	sup  *supervisor
+
+	gate gate // the calls in flight
+	brk  breaker
+}
+
+// sp is the current spec.
+func (cs *calls) sp() *Spec { return cs.spec.Load() }
+
 // usable returns the session to call, or nil: none is published, or a
 // remote one whose connection a call saw break (the supervisor is about to
 // reconnect).
-func (h *Handle) usable() *session {
-	s := h.sess.Load()
+func (cs *calls) usable() *session {
+	s := cs.sess.load()
 	if s == nil || s.proc == nil && s.isLost() {
 		return nil
 	}
@@ -147,70 +130,78 @@ func (h *Handle) usable() *session {
 
 // live returns the ready session, starting a lazy server or waiting for a
 // first start in progress; otherwise it fails fast with an UnavailableError.
-func (h *Handle) live(ctx context.Context) (*session, error) {
-	if s := h.usable(); s != nil {
+//
+// The wait is exact: each round takes the channels that announce the next
+// state change and the next published session before it looks at the
+// session, so whatever happens after the look wakes it. The supervisor
+// stores a session before it enters StateReady, and every withdrawal of
+// the session (an idle stop, the session's end) is followed by a state
+// change, so a server that is ready without a usable session is one whose
+// state is about to change.
+func (cs *calls) live(ctx context.Context) (*session, error) {
+	if s := cs.usable(); s != nil {
 		return s, nil
 	}
-	if h.remote() && h.sess.Load() != nil {
-		h.wantAttempt()
-		return nil, h.unreachable()
+	if cs.sp().remote() && cs.sess.load() != nil {
+		cs.sup.wantAttempt()
+		return nil, cs.sup.unreachable()
 	}
-	if h.closing.Load() {
-		return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
+	if cs.gate.closed() {
+		return nil, &UnavailableError{Server: cs.sp().Name, State: StateStopped}
 	}
-	h.ensureStarted()
-	deadline := time.NewTimer(h.sp().connectTimeout())
+	cs.sup.ensureStarted()
+	deadline := time.NewTimer(cs.sp().connectTimeout())
 	defer deadline.Stop()
 	for {
-		if s := h.usable(); s != nil {
+		st, changed, next, last := cs.sup.watch()
+		published := cs.sess.next()
+		if s := cs.usable(); s != nil {
 			return s, nil
 		}
-		h.mu.Lock()
-		st, ch, next, last := h.state, h.changed, h.nextAttempt, h.lastErr
-		h.mu.Unlock()
 		switch st {
 		case StateIdle, StateStarting:
 			if st == StateIdle {
 				// It went idle meanwhile: a lazy server whose idle
 				// stop this call just missed.
-				h.ensureStarted()
+				cs.sup.ensureStarted()
 			}
 			select {
-			case <-ch:
-				continue
+			case <-changed:
+			case <-published:
 			case <-ctx.Done():
 				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 			case <-deadline.C:
-				return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: "still starting"}
+				return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: "still starting"}
 			}
 		case StateReady:
-			// Between publish and the session store, or an idle stop
-			// withdrew the session; look again.
+			// The session was withdrawn (an idle stop, or its end) or,
+			// for a remote server, lost; the state changes next.
 			select {
-			case <-ch:
-			case <-time.After(time.Millisecond):
+			case <-changed:
+			case <-published:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("%w: %w", errCallerGone, ctx.Err())
 			}
-			continue
 		case StateRestarting:
-			if h.remote() {
-				h.wantAttempt()
-				return nil, h.unreachable()
+			if cs.sp().remote() {
+				cs.sup.wantAttempt()
+				return nil, cs.sup.unreachable()
 			}
-			return nil, &UnavailableError{Server: h.sp().Name, State: st, RetryIn: time.Until(next)}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st, RetryIn: time.Until(next)}
 		case StateFailed:
 			var retry time.Duration
 			if !next.IsZero() {
 				retry = time.Until(next)
-				if h.remote() {
+				if cs.sp().remote() {
 					// Retried slowly; a call may ask for an attempt
 					// sooner. One that failed for good is not retried.
-					h.wantAttempt()
-					retry = min(retry, time.Until(h.earliestAttempt()))
+					cs.sup.wantAttempt()
+					retry = min(retry, time.Until(cs.sup.earliestAttempt()))
 				}
 			}
-			return nil, &UnavailableError{Server: h.sp().Name, State: st, Reason: last, RetryIn: retry}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: last, RetryIn: retry}
 		default:
-			return nil, &UnavailableError{Server: h.sp().Name, State: st}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st}
 		}
 	}
 }
@@ -219,107 +210,97 @@ func (h *Handle) live(ctx context.Context) (*session, error) {
 // the timeout and the breaker. Timeouts and transport failures count against
 // the breaker, and so does a call refused because a remote server is
 // unreachable; answers (even errors) and callers going away do not.
-func do[T any](h *Handle, ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (T, error)) (T, error) {
-	var zero T
-	s, err := h.acquireLive(ctx)
+func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (json.RawMessage, error)) (json.RawMessage, error) {
+	s, err := cs.acquireLive(ctx)
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
-	defer h.release()
+	defer cs.gate.leave()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// Calls still running when Close gave up draining are cancelled, so the
 	// upstream hears of it and the session can close.
-	defer context.AfterFunc(h.ctx, cancel)()
-	res, err := h.breaker.Load().Execute(func() (any, error) {
+	defer context.AfterFunc(cs.life.ctx, cancel)()
+	res, err := cs.brk.execute(func() (any, error) {
 		r, err := fn(cctx, s)
-		if err != nil && (ctx.Err() != nil || h.ctx.Err() != nil) {
+		if err != nil && (ctx.Err() != nil || cs.life.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
 		}
 		return r, err
 	})
 	if err == nil {
-		return res.(T), nil
+		return res.(json.RawMessage), nil
 	}
-	return zero, h.callError(ctx, cctx, s, timeout, err)
+	return nil, cs.callError(ctx, cctx, s, timeout, err)
 }
 
 // acquireLive returns the live session with the call counted in flight.
-// The count comes before a second look at the session, so a lazy server's
-// idle stop (idleStop), which withdraws the session before it looks at the
-// count, either sees the call or is seen by it.
-func (h *Handle) acquireLive(ctx context.Context) (*session, error) {
+// The count comes before a second look at the session: a lazy server's
+// idle stop (idleStop) decides and withdraws the session under the gate's
+// lock, so either the call entered first and the stop does not happen, or
+// the call finds the session withdrawn and waits for the next start.
+func (cs *calls) acquireLive(ctx context.Context) (*session, error) {
 	for {
-		s, err := h.live(ctx)
+		s, err := cs.live(ctx)
 		if err != nil {
 			var ue *UnavailableError
 			if errors.As(err, &ue) && ue.Unreachable {
-				h.countFailure(err)
+				cs.brk.countFailure(err)
 			}
 			return nil, err
 		}
-		if !h.acquire() {
-			return nil, &UnavailableError{Server: h.sp().Name, State: StateStopped}
+		if !cs.gate.enter() {
+			return nil, &UnavailableError{Server: cs.sp().Name, State: StateStopped}
 		}
-		if h.sess.Load() == s {
+		if cs.sess.load() == s {
 			return s, nil
 		}
-		h.release()
+		cs.gate.leave()
 	}
-}
-
-// countFailure counts a call that could not even be sent as a breaker
-// failure.
-func (h *Handle) countFailure(err error) {
-	_, _ = h.breaker.Load().Execute(func() (any, error) { return nil, err })
 }
 
 // callError turns the error of a call that reached the breaker into what
 // the caller gets.
-func (h *Handle) callError(ctx, cctx context.Context, s *session, timeout time.Duration, err error) error {
+func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.Duration, err error) error {
+	if refused := cs.brk.refusal(cs.sp(), err); refused != nil {
+		return refused
+	}
 	switch {
-	case errors.Is(err, gobreaker.ErrOpenState):
-		return &UnavailableError{Server: h.sp().Name, Breaker: true,
-			Reason:  fmt.Sprintf("circuit breaker open after %d consecutive failures", breakerFailures(h.sp())),
-			RetryIn: time.Until(time.Unix(0, h.breakerTTL.Load()))}
-	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return &UnavailableError{Server: h.sp().Name, Breaker: true,
-			Reason: "circuit breaker half-open, a probe call is in progress"}
 	case errors.Is(err, errCallerGone):
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &UnavailableError{Server: h.sp().Name, Reason: "switchboard stopped it during the call"}
+		return &UnavailableError{Server: cs.sp().Name, Reason: "switchboard stopped it during the call"}
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		h.checkAfterTimeout(s)
-		return &TimeoutError{Server: h.sp().Name, After: timeout}
+		cs.checkAfterTimeout(s)
+		return &TimeoutError{Server: cs.sp().Name, After: timeout}
 	}
 	if we, ok := answer(err); ok {
 		return we
 	}
-	if h.connectionLost(s, err) {
+	if cs.connectionLost(s, err) {
 		s.markLost(err)
 		if s.proc == nil {
-			h.wantAttempt()
-			return h.unreachable()
+			cs.sup.wantAttempt()
+			return cs.sup.unreachable()
 		}
-		return &UnavailableError{Server: h.sp().Name, Reason: "connection lost during the call; it restarts"}
+		return &UnavailableError{Server: cs.sp().Name, Reason: "connection lost during the call; it restarts"}
 	}
-	return &UnavailableError{Server: h.sp().Name, Reason: err.Error()}
+	return &UnavailableError{Server: cs.sp().Name, Reason: err.Error()}
 }
 
 // checkAfterTimeout asks, in the background, whether a session whose call
 // timed out still answers at all: a server wedged mid-line (or stuck in a
 // loop) answers no ping, and its session is ended so the supervisor
 // restarts it. One check per session runs at a time.
-func (h *Handle) checkAfterTimeout(s *session) {
+func (cs *calls) checkAfterTimeout(s *session) {
 	if !s.checking.CompareAndSwap(false, true) {
 		return
 	}
-	h.wg.Go(func() {
+	cs.life.wg.Go(func() {
 		defer s.checking.Store(false)
-		if !h.responsive(s) && h.ctx.Err() == nil {
-			h.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
+		if !cs.responsive(s) && cs.life.ctx.Err() == nil {
+			cs.log.Warn("upstream unresponsive", "reason", "a call timed out and a ping got no answer", "duration", healthCheckTimeout)
 			s.unresponsive.Store(true)
 			s.markLost(errUnresponsive)
 		}
@@ -337,8 +318,8 @@ const healthCheckTimeout = 2 * time.Second
 // responsive pings a session after a call failed without an answer. A stdio
 // connection has no transient failures: if a ping fails too, the connection
 // is broken, even if the error does not say so.
-func (h *Handle) responsive(s *session) bool {
-	ctx, cancel := context.WithTimeout(h.ctx, healthCheckTimeout)
+func (cs *calls) responsive(s *session) bool {
+	ctx, cancel := context.WithTimeout(cs.life.ctx, healthCheckTimeout)
 	defer cancel()
 	_, err := s.cl.call(ctx, "ping", nil, nil)
 	_, answered := answer(err)
@@ -352,14 +333,14 @@ func (h *Handle) responsive(s *session) bool {
 // answering even pings. A remote request's stream that broke before the
 // answer is not enough on its own: the session may well survive it, so a
 // ping decides.
-func (h *Handle) connectionLost(s *session, err error) bool {
+func (cs *calls) connectionLost(s *session, err error) bool {
 	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}
 	if s.proc == nil {
-		return errors.Is(err, errStreamLost) && !h.responsive(s)
+		return errors.Is(err, errStreamLost) && !cs.responsive(s)
 	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !h.responsive(s)
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !cs.responsive(s)
 }
 
 // Call forwards one request to the server and returns its raw result, with
@@ -372,7 +353,7 @@ func (h *Handle) connectionLost(s *session, err error) bool {
 // mints, which Call writes into params. A JSON-RPC error answer is returned
 // as *jsonrpc.Error.
 func (h *Handle) Call(ctx context.Context, method string, params mcp.Params, sink Sink) (json.RawMessage, error) {
-	return do(h, ctx, h.sp().callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
+	return h.calls.do(ctx, h.sp().callTimeout(), func(ctx context.Context, s *session) (json.RawMessage, error) {
 		return s.cl.call(ctx, method, params, sink)
 	})
 }
@@ -382,7 +363,7 @@ func (h *Handle) CallTool(ctx context.Context, p *mcp.CallToolParams, sink Sink)
 	if p.Arguments == nil {
 		p.Arguments = map[string]any{} // never send a null
 	}
-	if cat := h.catalog.Load(); cat != nil && cat.params[p.Name] != nil {
+	if cat := h.cat.load(); cat != nil && cat.params[p.Name] != nil {
 		ctx = context.WithValue(ctx, paramHeadersKey{}, cat.params[p.Name])
 	}
 	raw, err := h.Call(ctx, "tools/call", p, sink)

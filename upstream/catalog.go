@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -235,97 +233,4 @@ func listAll[R any, T any](ctx context.Context, cl *client, method string, page 
 		}
 		cursor = next
 	}
-}
-
-// listRetry schedules a session's retries of the lists that failed. It is
-// used only by the supervisor goroutine.
-type listRetry struct {
-	timer *time.Timer
-	n     int               // listings in a row that left the catalog partial
-	said  map[string]string // the error logged at WARN for each failing list
-}
-
-// C fires when the failing lists are due again; nil while none fail.
-func (r *listRetry) C() <-chan time.Time {
-	if r.timer == nil {
-		return nil
-	}
-	return r.timer.C
-}
-
-func (r *listRetry) stop() {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
-}
-
-// relist lists the catalog again on the live session s: every list (only
-// nil, after a list_changed) or the ones that failed. A failing tools/list
-// keeps the catalog as it was.
-func (h *Handle) relist(s *session, r *listRetry, only map[string]bool) {
-	ctx, cancel := context.WithTimeout(h.ctx, h.sp().connectTimeout())
-	cat, err := listCatalog(ctx, s.cl, h.sp(), h.catalog.Load(), only)
-	cancel()
-	if err != nil {
-		h.log.Warn("upstream relist", "error", err)
-		return
-	}
-	h.catalog.Store(cat)
-	h.noteCatalog(r, cat)
-	h.log.Debug("upstream catalog changed", "tools", len(cat.Tools), "prompts", len(cat.Prompts), "resources", len(cat.Resources))
-	if h.opt.OnChange != nil {
-		h.opt.OnChange(h)
-	}
-}
-
-// noteCatalog follows up a listing: a partial catalog has each failed list
-// logged once, with the upstream's message, and counted, and its retry
-// scheduled (5 s doubling to 5 min); a complete one ends the retries.
-func (h *Handle) noteCatalog(r *listRetry, cat *Catalog) {
-	r.stop()
-	if cat == nil || cat.Complete() {
-		if r.n > 0 {
-			h.log.Info("upstream catalog complete", "attempt", r.n+1)
-		}
-		r.n, r.said = 0, nil
-		h.mu.Lock()
-		h.listRetry = time.Time{}
-		h.mu.Unlock()
-		return
-	}
-	r.n++
-	wait := listRetryDelay(r.n)
-	r.timer = time.NewTimer(wait)
-	h.mu.Lock()
-	h.listRetry = time.Now().Add(wait)
-	if h.listFails == nil {
-		h.listFails = map[string]int{}
-	}
-	for m := range cat.Errors {
-		h.listFails[m]++
-	}
-	h.mu.Unlock()
-	if r.said == nil {
-		r.said = map[string]string{}
-	}
-	for _, m := range slices.Sorted(maps.Keys(cat.Errors)) {
-		// A list that fails again the same way is said once at WARN; its
-		// retries go to DEBUG (and /status counts them).
-		log := h.log.Warn
-		if r.said[m] == cat.Errors[m] {
-			log = h.log.Debug
-		}
-		r.said[m] = cat.Errors[m]
-		log("upstream list failed", "method", m, "error", cat.Errors[m], "attempt", r.n, "duration", wait.Round(time.Millisecond))
-	}
-}
-
-// endListRetry stops the retries when the session ends; the next session
-// lists afresh.
-func (h *Handle) endListRetry(r *listRetry) {
-	r.stop()
-	h.mu.Lock()
-	h.listRetry = time.Time{}
-	h.mu.Unlock()
 }

@@ -4,10 +4,50 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// connector reaches the server: it starts the process or dials the URL
+// (resolving references first), opens the session in the server's era and
+// lists the catalog. It remembers, across connects, what the auto transport
+// and the era probe found, and the child's last stderr lines.
+type connector struct {
+	spec     *atomic.Pointer[Spec] // the Handle's
+	log      hclog.Logger
+	expander Expander
+	redact   func(lines []string) []string
+	info     *mcp.Implementation
+	peered   bool        // a Peer routes sampling and elicitation
+	hooks    clientHooks // what a session's client hands to the Handle
+	cat      *catalogStore
+	sess     *sessionSlot
+
+	autoSSE atomic.Bool  // TransportAuto: the endpoint speaks legacy SSE only
+	era     atomic.Int32 // what the auto probe found; eraUnknown: probe
+	tail    stderrTail   // the child's last stderr lines, for Status
+}
+
+// sp is the current spec.
+func (cn *connector) sp() *Spec { return cn.spec.Load() }
+
+// transportName is the transport as status shows it; an auto entry shows
+// the one in use ("auto: sse").
+func (cn *connector) transportName() string {
+	if t := cn.sp().Transport; t != TransportAuto {
+		return t
+	}
+	return TransportAuto + ": " + cn.remoteKind()
+}
+
+// knownLegacy records that the server spoke an era before 2026-07-28 in an
+// earlier run (Seed): it is not probed again until a connect fails.
+func (cn *connector) knownLegacy() { cn.era.CompareAndSwap(eraUnknown, eraLegacy) }
+
+// forgetEra has the next connect probe again.
+func (cn *connector) forgetEra() { cn.era.Store(eraUnknown) }
 
 // testTransport replaces the real transports in tests (export_test.go), so
 // that supervision can run on in-memory sessions inside a synctest bubble.
@@ -15,23 +55,23 @@ var testTransport func(Spec) (mcp.Transport, error)
 
 // transport returns how to reach the server: a child process (s.proc is
 // set), a remote endpoint, or what the test hook gives.
-func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, error) {
+func (cn *connector) transport(ctx context.Context, s *session) (mcp.Transport, error) {
 	dial := testTransport
-	if h.sp().Transport == TransportStdio {
-		env, args, err := h.expandStdio(ctx)
+	if cn.sp().Transport == TransportStdio {
+		env, args, err := cn.expandStdio(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if dial != nil {
-			return dial(*h.sp())
+			return dial(*cn.sp())
 		}
-		noise := newNoiseWriter(h.log)
-		noise.redact = h.opt.RedactLines
-		t, proc, err := stdioTransport(*h.sp(), env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
+		noise := newNoiseWriter(cn.log)
+		noise.redact = cn.redact
+		t, proc, err := stdioTransport(*cn.sp(), env, args, s.stderr, func(line []byte, _ error) { noise.Line(line) })
 		s.proc = proc
 		return t, err
 	}
-	url, headers, err := h.expandRemote(ctx)
+	url, headers, err := cn.expandRemote(ctx)
 	if err == nil {
 		err = checkURL(url)
 	}
@@ -39,18 +79,18 @@ func (h *Handle) transport(ctx context.Context, s *session) (mcp.Transport, erro
 		return nil, err
 	}
 	if dial != nil {
-		return dial(*h.sp())
+		return dial(*cn.sp())
 	}
-	return remoteTransport(*h.sp(), h.remoteKind(), url, headers, h.log)
+	return remoteTransport(*cn.sp(), cn.remoteKind(), url, headers, cn.log)
 }
 
 // remoteKind is the transport a remote server is reached with: the
 // configured one, or for TransportAuto the one its endpoint last accepted.
-func (h *Handle) remoteKind() string {
-	switch t := h.sp().Transport; {
+func (cn *connector) remoteKind() string {
+	switch t := cn.sp().Transport; {
 	case t != TransportAuto:
 		return t
-	case h.autoSSE.Load():
+	case cn.autoSSE.Load():
 		return TransportSSE
 	default:
 		return TransportHTTP
@@ -61,31 +101,31 @@ func (h *Handle) remoteKind() string {
 // over legacy SSE: an auto entry whose endpoint refused the streamable
 // initialize POST with a 4xx status. It switches the handle to SSE; a
 // failed SSE attempt switches it back, so every restart probes both.
-func (h *Handle) fallBackToSSE(err error) bool {
-	if h.sp().Transport != TransportAuto {
+func (cn *connector) fallBackToSSE(err error) bool {
+	if cn.sp().Transport != TransportAuto {
 		return false
 	}
-	if h.autoSSE.Load() {
-		h.autoSSE.Store(false)
+	if cn.autoSSE.Load() {
+		cn.autoSSE.Store(false)
 		return false
 	}
 	var se *StatusError
 	if !errors.As(err, &se) || se.Code < 400 || se.Code > 499 {
 		return false
 	}
-	h.log.Info("endpoint refused streamable HTTP, trying legacy SSE", "reason", se.Status)
-	h.autoSSE.Store(true)
+	cn.log.Info("endpoint refused streamable HTTP, trying legacy SSE", "reason", se.Status)
+	cn.autoSSE.Store(true)
 	return true
 }
 
 // connect starts the server (resolving references first), initializes the
 // session and lists the catalog, all within the connect timeout.
-func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
-	ctx, cancel := context.WithTimeout(parent, h.sp().connectTimeout())
+func (cn *connector) connect(parent context.Context) (*session, *Catalog, error) {
+	ctx, cancel := context.WithTimeout(parent, cn.sp().connectTimeout())
 	defer cancel()
-	s := &session{stderr: newLineWriter(h.log, &h.stderrTail), lost: make(chan struct{})}
-	s.stderr.redact = h.opt.RedactLines
-	t, err := h.transport(ctx, s)
+	s := &session{stderr: newLineWriter(cn.log, &cn.tail), lost: make(chan struct{})}
+	s.stderr.redact = cn.redact
+	t, err := cn.transport(ctx, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,21 +138,21 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	// the Connect context.
 	conn, err := t.Connect(context.WithoutCancel(ctx))
 	if err != nil {
-		h.fallBackToSSE(err) // an SSE endpoint that refused: probe both next time
+		cn.fallBackToSSE(err) // an SSE endpoint that refused: probe both next time
 		if s.proc != nil {
 			s.proc.reapGroup()
 		}
 		s.stderr.Flush()
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	s.cl = newClient(conn, h.hooks(), h.log)
-	if err := h.handshake(ctx, s); err != nil {
+	s.cl = newClient(conn, cn.hooks, cn.log)
+	if err := cn.handshake(ctx, s); err != nil {
 		s.close()
 		if errors.Is(err, errRespawn) {
-			return h.connect(parent) // the era is known now: no probe
+			return cn.connect(parent) // the era is known now: no probe
 		}
-		if h.fallBackToSSE(err) {
-			return h.connect(parent)
+		if cn.fallBackToSSE(err) {
+			return cn.connect(parent)
 		}
 		if s.proc != nil && ctx.Err() == nil && errors.Is(err, ErrConnectionClosed) {
 			err = fmt.Errorf("process exited before initialize finished: %w", err)
@@ -123,16 +163,12 @@ func (h *Handle) connect(parent context.Context) (*session, *Catalog, error) {
 	// tools/list decides the start. See #23.
 	// A failed list keeps what the last listing had; a seed from disk is
 	// not a listing.
-	prev := h.catalog.Load()
-	if prev == h.seeded.Load() {
-		prev = nil
-	}
-	cat, err := listCatalog(ctx, s.cl, h.sp(), prev, nil)
+	cat, err := listCatalog(ctx, s.cl, cn.sp(), cn.cat.base(), nil)
 	if err != nil {
 		s.close()
 		return nil, nil, fmt.Errorf("list: %w", timeoutCause(ctx, err))
 	}
-	h.restore(ctx, s.cl)
+	cn.sess.restore(ctx, s.cl)
 	return s, cat, nil
 }
 
@@ -143,27 +179,27 @@ func timeoutCause(ctx context.Context, err error) error {
 	return err
 }
 
-func (h *Handle) expand(ctx context.Context, v string) (string, error) {
-	if h.opt.Expander == nil {
+func (cn *connector) expand(ctx context.Context, v string) (string, error) {
+	if cn.expander == nil {
 		return v, nil
 	}
-	return h.opt.Expander.Expand(ctx, v)
+	return cn.expander.Expand(ctx, v)
 }
 
-func (h *Handle) expandStdio(ctx context.Context) (map[string]string, []string, error) {
+func (cn *connector) expandStdio(ctx context.Context) (map[string]string, []string, error) {
 	var errs []error
-	env := make(map[string]string, len(h.sp().Env))
-	for k, v := range h.sp().Env {
-		x, err := h.expand(ctx, v)
+	env := make(map[string]string, len(cn.sp().Env))
+	for k, v := range cn.sp().Env {
+		x, err := cn.expand(ctx, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("env %s: %w", k, err))
 			continue
 		}
 		env[k] = x
 	}
-	args := make([]string, len(h.sp().Args))
-	for i, a := range h.sp().Args {
-		x, err := h.expand(ctx, a)
+	args := make([]string, len(cn.sp().Args))
+	for i, a := range cn.sp().Args {
+		x, err := cn.expand(ctx, a)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("args[%d]: %w", i, err))
 			continue
@@ -173,15 +209,15 @@ func (h *Handle) expandStdio(ctx context.Context) (map[string]string, []string, 
 	return env, args, errors.Join(errs...)
 }
 
-func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, error) {
+func (cn *connector) expandRemote(ctx context.Context) (string, map[string]string, error) {
 	var errs []error
-	url, err := h.expand(ctx, h.sp().URL)
+	url, err := cn.expand(ctx, cn.sp().URL)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("url: %w", err))
 	}
-	headers := make(map[string]string, len(h.sp().Headers))
-	for k, v := range h.sp().Headers {
-		x, err := h.expand(ctx, v)
+	headers := make(map[string]string, len(cn.sp().Headers))
+	for k, v := range cn.sp().Headers {
+		x, err := cn.expand(ctx, v)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("headers %s: %w", k, err))
 			continue
@@ -189,37 +225,6 @@ func (h *Handle) expandRemote(ctx context.Context) (string, map[string]string, e
 		headers[k] = x
 	}
 	return url, headers, errors.Join(errs...)
-}
-
-// close ends the session: the connection's close closes stdin and waits
-// while escalate signals the process group; whatever is left of the group
-// is then killed.
-func (s *session) close() {
-	if s.proc != nil && s.unresponsive.Load() {
-		// It answers nothing, so it will not heed stdin's end or SIGTERM
-		// either (a stopped process does not even get them): no grace.
-		if pid := s.proc.pid(); pid != 0 {
-			killGroup(pid)
-		}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	if s.proc != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.proc.escalate(done)
-		}()
-	}
-	if s.cl != nil {
-		_ = s.cl.close()
-	}
-	close(done)
-	wg.Wait()
-	if s.proc != nil {
-		s.proc.reapGroup()
-	}
-	s.stderr.Flush()
 }
 
 // errRespawn asks connect to start the server again: a stdio server that
@@ -230,10 +235,10 @@ var errRespawn = errors.New("respawn after the protocol probe")
 // decides it; otherwise (auto) an HTTP or stdio server is probed with
 // server/discover, bounded by probeTimeout, and the answer is remembered
 // until a connect fails. Legacy SSE has no 2026-07-28.
-func (h *Handle) handshake(ctx context.Context, s *session) error {
-	version := h.sp().protocolVersion()
-	info, caps := h.opt.ClientInfo, h.capabilities()
-	probe := version == Modern || (version == "" && h.remoteKind() != TransportSSE && h.era.Load() != eraLegacy)
+func (cn *connector) handshake(ctx context.Context, s *session) error {
+	version := cn.sp().protocolVersion()
+	info, caps := cn.info, cn.capabilities()
+	probe := version == Modern || (version == "" && cn.remoteKind() != TransportSSE && cn.era.Load() != eraLegacy)
 	if !probe {
 		return s.cl.initialize(ctx, version, info, caps)
 	}
@@ -242,7 +247,7 @@ func (h *Handle) handshake(ctx context.Context, s *session) error {
 	cancel()
 	switch {
 	case modern:
-		h.era.Store(eraModern)
+		cn.era.Store(eraModern)
 		s.cl.listen()
 		return nil
 	case version == Modern:
@@ -251,7 +256,7 @@ func (h *Handle) handshake(ctx context.Context, s *session) error {
 		}
 		return fmt.Errorf("protocol %s: %w", Modern, err)
 	}
-	h.era.Store(eraLegacy)
+	cn.era.Store(eraLegacy)
 	if err != nil && s.proc != nil {
 		// A legacy stdio server may have exited on the probe, or be stuck
 		// on it: it starts again and is initialized at once.
@@ -260,7 +265,7 @@ func (h *Handle) handshake(ctx context.Context, s *session) error {
 	return s.cl.initialize(ctx, version, info, caps)
 }
 
-// The eras a server was found to speak (Handle.era).
+// The eras a server was found to speak (connector.era).
 const (
 	eraUnknown int32 = iota
 	eraLegacy

@@ -57,6 +57,15 @@
 // stopped as above, but a switchboard killed with SIGKILL leaves its
 // children to exit on stdin EOF.
 //
+// Inside, a Handle composes parts that each own their state: the
+// supervisor (supervise.go, idle.go, reconnect.go) runs the server and owns
+// its state; the connector (connect.go) reaches it; the catalogStore
+// (catalogstore.go) holds its catalog; the sessionSlot (session.go) holds
+// the live session; and calls (call.go) forwards requests through the gate
+// that counts them in flight (gate.go) and the breaker (breaker.go). Waits
+// for a state, a session or a drain end on a channel closed when it comes,
+// never on a poll.
+//
 // It imports no other package of this module and knows nothing of public
 // names or policy; resolved secrets arrive through the Expander interface it
 // declares. A Handle is safe for concurrent use and survives reloads while its

@@ -45,7 +45,7 @@ func BackoffDelay(n int) time.Duration { return backoffDelay(n, 0, 0) }
 
 // BreakerConsecutiveFailures reports the breaker's current failure run.
 func BreakerConsecutiveFailures(h *Handle) uint32 {
-	return h.breaker.Load().Counts().ConsecutiveFailures
+	return h.calls.brk.consecutiveFailures()
 }
 
 // StderrWriter is the child stderr re-logger.

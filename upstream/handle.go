@@ -2,17 +2,14 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/sony/gobreaker/v2"
 )
 
 // State is where a Handle's supervisor is.
@@ -123,100 +120,31 @@ var (
 
 // Handle supervises one upstream MCP server: it connects, lists, restarts
 // with backoff, and forwards calls through a circuit breaker. Handle is safe
-// for concurrent use.
+// for concurrent use. It is made of parts that each own their state: the
+// supervisor (start, restart, backoff, idle stop), the connector, the
+// catalog, the live session, and the calls (in flight, breaker).
 type Handle struct {
-	spec    atomic.Pointer[Spec] // the settings; see Update
-	opt     Options
-	log     hclog.Logger
-	autoSSE atomic.Bool  // TransportAuto: the endpoint speaks legacy SSE only
-	era     atomic.Int32 // what the auto probe found (connect.go); eraUnknown: probe
+	spec atomic.Pointer[Spec] // the settings; see Update
+	opt  Options
+	log  hclog.Logger
 
-	ctx    context.Context // supervisor lifetime
+	life      lifetime
+	closeOnce sync.Once
+
+	sup   supervisor
+	conn  connector
+	cat   catalogStore
+	sess  sessionSlot // the live session, and what a new one is told again
+	calls calls
+}
+
+// lifetime is a Handle's: Close cancels ctx, which ends the supervisor
+// loop and cuts calls short, and waits for the goroutines in wg.
+type lifetime struct {
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-
-	closeOnce sync.Once
-	firstDone chan struct{} // closed when the first start attempt finished
-	firstOnce sync.Once
-
-	sstate     sessionState // subscriptions and log level, restored after restarts
-	stderrTail stderrTail   // the child's last stderr lines, for Status
-	sess       atomic.Pointer[session]
-	catalog    atomic.Pointer[Catalog]
-	seeded     atomic.Pointer[Catalog] // the catalog Seed gave, until a listing replaces it
-	resync     chan struct{}
-
-	breaker    atomic.Pointer[gobreaker.CircuitBreaker[any]]
-	breakerTTL atomic.Int64 // unix nanos when an open breaker half-opens
-
-	inflight atomic.Int64
-	lastUse  atomic.Int64 // unix nanos of the last request's start or end, or of the session's start
-	closing  atomic.Bool
-	drained  chan struct{}
-	retry    chan struct{} // wakes a supervisor waiting for its next attempt (Restart)
-	early    chan struct{} // asks a remote server's supervisor for an attempt now (wantAttempt)
-	idleKick chan struct{} // the idle timeout may have changed (Update)
-
-	lastAttempt atomic.Int64 // unix nanos when the last connect attempt started
-
-	mu          sync.Mutex
-	state       State
-	since       time.Time
-	upSince     time.Time
-	changed     chan struct{} // closed and replaced at every state change
-	lastErr     string
-	restarts    int
-	failures    int
-	nextAttempt time.Time
-	pid         int
-	running     bool          // the supervisor loop runs: started, not given up (Restart), not idle
-	prevStop    chan struct{} // closed when the session an idle timeout ended is stopped
-	protocol    string
-	listRetry   time.Time      // when the failing lists are asked for again
-	listFails   map[string]int // failed listings by method
 }
-
-type session struct {
-	cl     *client
-	proc   *stdioConn // nil for remote servers
-	stderr *lineWriter
-
-	lost         chan struct{} // closed when a call saw the connection break
-	lostOnce     sync.Once
-	lostErr      error       // why, set before lost is closed
-	checking     atomic.Bool // a health check after a timeout runs (checkAfterTimeout)
-	unresponsive atomic.Bool // the health check got no answer: close kills at once
-}
-
-// markLost tells the supervisor that a call saw the connection break, and
-// why. The read loop notices too, but closing a stdio connection waits for
-// the child to exit after stdin EOF, which a child stuck writing to a pipe
-// nobody reads never does; the supervisor's stop sequence does not wait.
-// A remote connection may not notice at all (a stateless server has no
-// stream open between calls).
-func (s *session) markLost(err error) {
-	s.lostOnce.Do(func() {
-		s.lostErr = err
-		close(s.lost)
-	})
-}
-
-// isLost reports whether markLost was called.
-func (s *session) isLost() bool {
-	select {
-	case <-s.lost:
-		return true
-	default:
-		return false
-	}
-}
-
-// errConnectionLost ends a session whose connection broke under a call.
-var errConnectionLost = errors.New("connection lost during a call")
-
-// lostGrace is how long serve waits, after a call saw the connection break,
-// for the session's own end (whose error says more, such as the exit status).
-const lostGrace = 250 * time.Millisecond
 
 // New returns a Handle for spec. It does nothing until Start.
 func New(spec Spec, opt Options) *Handle {
@@ -229,24 +157,32 @@ func New(spec Spec, opt Options) *Handle {
 	if opt.ClientInfo == nil {
 		opt.ClientInfo = &mcp.Implementation{Name: "switchboard"}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	log := opt.Logger.Named(spec.Name)
 	h := &Handle{
-		opt:       opt,
-		log:       opt.Logger.Named(spec.Name),
-		ctx:       ctx,
-		cancel:    cancel,
-		firstDone: make(chan struct{}),
-		resync:    make(chan struct{}, 1),
-		drained:   make(chan struct{}, 1),
-		retry:     make(chan struct{}, 1),
-		early:     make(chan struct{}, 1),
-		idleKick:  make(chan struct{}, 1),
-		state:     StateIdle,
-		since:     time.Now(),
-		changed:   make(chan struct{}),
+		opt:  opt,
+		log:  log,
+		cat:  newCatalogStore(log),
+		sess: sessionSlot{log: log},
 	}
+	h.life.ctx, h.life.cancel = context.WithCancel(context.Background())
 	h.spec.Store(&spec)
-	h.breaker.Store(h.newBreaker(&spec))
+	h.calls = calls{spec: &h.spec, log: log, life: &h.life, sess: &h.sess, sup: &h.sup, brk: breaker{log: log}}
+	h.calls.brk.reset(&spec)
+	h.conn = connector{
+		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
+		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
+	}
+	h.sup = newSupervisor(&h.spec, log, &h.life)
+	h.sup.onChange = func() {
+		if opt.OnChange != nil {
+			opt.OnChange(h)
+		}
+	}
+	h.sup.conn = &h.conn
+	h.sup.cat = &h.cat
+	h.sup.sess = &h.sess
+	h.sup.brk = &h.calls.brk
+	h.sup.gate = &h.calls.gate
 	return h
 }
 
@@ -268,16 +204,16 @@ func (h *Handle) Update(spec Spec) error {
 	}
 	h.spec.Store(&spec)
 	if spec.BreakerFailures != old.BreakerFailures || spec.BreakerOpen != old.BreakerOpen {
-		h.breaker.Store(h.newBreaker(&spec))
+		h.calls.brk.reset(&spec)
 	}
 	if old.Lazy && !spec.Lazy {
-		h.ensureStarted()
+		h.sup.ensureStarted()
 	}
 	if spec.idleTimeout() != old.idleTimeout() {
-		h.kickIdle()
+		h.sup.kickIdle()
 	}
 	if spec.SkipPrompts != old.SkipPrompts || spec.SkipResources != old.SkipResources {
-		h.requestResync()
+		h.cat.requestResync()
 	}
 	return nil
 }
@@ -290,11 +226,18 @@ func (h *Handle) Name() string { return h.sp().Name }
 // called more than once.
 func (h *Handle) Start() {
 	if h.sp().Lazy {
-		h.finishFirst()
+		h.sup.finishFirst()
 		return
 	}
-	h.ensureStarted()
+	h.sup.ensureStarted()
 }
+
+// Restart brings the server back now, with its failure count reset: a
+// stdio server that gave up starts again, one waiting for its next attempt
+// tries at once, and a running one has its session ended and starts anew.
+// It reports false, doing nothing, for a Handle that is closing or a lazy
+// server that never started.
+func (h *Handle) Restart() bool { return h.sup.restart() }
 
 // Warm prepares a tools/list. For an eager server, or a lazy one that
 // already started, it does nothing. A lazy server that has not started yet
@@ -310,55 +253,25 @@ func (h *Handle) Warm(ctx context.Context) bool {
 	if !h.sp().Lazy {
 		return false
 	}
-	h.mu.Lock()
-	st := h.state
-	h.mu.Unlock()
-	if st != StateIdle && st != StateStarting || h.catalog.Load() != nil {
+	if st := h.sup.current(); st != StateIdle && st != StateStarting || h.cat.load() != nil {
 		return false
 	}
 	if h.sp().LazyList == LazyListCached {
-		h.ensureStarted()
+		h.sup.ensureStarted()
 		return true
 	}
 	h.Await(ctx)
 	return true
 }
 
-// ensureStarted starts the supervisor of a server that is idle: never
-// started, or a lazy one stopped after its idle timeout. A server that
-// failed is left alone (Restart brings it back).
-func (h *Handle) ensureStarted() {
-	h.mu.Lock()
-	if h.running || h.state != StateIdle || h.closing.Load() || h.ctx.Err() != nil {
-		h.mu.Unlock()
-		return
-	}
-	h.running = true
-	h.wg.Add(1) // under h.mu: Close sets closing under it before it waits
-	h.mu.Unlock()
-	h.setState(StateStarting, "")
-	go h.run()
-}
-
-// transportName is the transport as status shows it; an auto entry shows
-// the one in use ("auto: sse").
-func (h *Handle) transportName() string {
-	if t := h.sp().Transport; t != TransportAuto {
-		return t
-	}
-	return TransportAuto + ": " + h.remoteKind()
-}
-
-func (h *Handle) finishFirst() { h.firstOnce.Do(func() { close(h.firstDone) }) }
-
 // FirstAttempt is closed once the first start attempt finished, successful
 // or not (immediately for lazy servers).
-func (h *Handle) FirstAttempt() <-chan struct{} { return h.firstDone }
+func (h *Handle) FirstAttempt() <-chan struct{} { return h.sup.firstDone }
 
 // Catalog returns the catalog to expose, or nil when the server's tools
 // must not be listed (never started, failed, stopped). While restarting, the
 // last catalog stays listed.
-func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
+func (h *Handle) Catalog() *Catalog { return h.cat.load() }
 
 // Seed gives a Handle that has no catalog yet the one its server listed in
 // an earlier run, and the protocol version it spoke then, so that its tools
@@ -368,78 +281,38 @@ func (h *Handle) Catalog() *Catalog { return h.catalog.Load() }
 // replaces the catalog; a start that fails for good withdraws it as it
 // would the server's. Seed does nothing once a catalog is there.
 func (h *Handle) Seed(cat *Catalog, protocol string) {
-	if cat == nil || !h.catalog.CompareAndSwap(nil, cat) {
+	if !h.cat.seed(cat) {
 		return
 	}
-	h.seeded.Store(cat)
 	if protocol != "" && protocol != Modern {
-		h.era.CompareAndSwap(eraUnknown, eraLegacy)
+		h.conn.knownLegacy()
 	}
 }
 
 // Listed reports whether the catalog is the server's own listing of this
 // run, not a seed nor none.
 func (h *Handle) Listed() bool {
-	cat := h.catalog.Load()
-	return cat != nil && cat != h.seeded.Load()
+	return h.cat.listed()
 }
 
 // Await starts a server that is idle (a lazy one never started, or
 // stopped after its idle timeout) and waits, bounded by its connect
 // timeout and ctx, until it is no longer idle or starting. It reports
 // whether the server is ready.
-func (h *Handle) Await(ctx context.Context) bool {
-	h.ensureStarted()
-	deadline := time.NewTimer(h.sp().connectTimeout())
-	defer deadline.Stop()
-	for {
-		h.mu.Lock()
-		st, ch := h.state, h.changed
-		h.mu.Unlock()
-		if st != StateIdle && st != StateStarting {
-			return st == StateReady
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
-		case <-deadline.C:
-			return false
-		}
-	}
-}
+func (h *Handle) Await(ctx context.Context) bool { return h.sup.await(ctx) }
 
 // Status reports the Handle's current state.
 func (h *Handle) Status() Status {
 	now := time.Now()
-	h.mu.Lock()
-	st := Status{
-		Name: h.sp().Name, Transport: h.transportName(), State: h.state, Lazy: h.sp().Lazy, PID: h.pid,
-		Protocol: h.protocol, Restarts: h.restarts, Failures: h.failures, LastError: h.lastErr,
-		Since: h.since, UpSince: h.upSince, NextAttempt: h.nextAttempt, CatalogRetry: h.listRetry,
-	}
-	if len(h.listFails) > 0 {
-		st.ListFailures = maps.Clone(h.listFails)
-	}
-	h.mu.Unlock()
+	st := Status{Name: h.sp().Name, Transport: h.conn.transportName(), Lazy: h.sp().Lazy}
+	h.sup.status(&st)
 	if st.State == StateReady && !st.UpSince.IsZero() {
 		st.Uptime = now.Sub(st.UpSince).Round(time.Millisecond).Seconds()
 	}
-	bs := h.breaker.Load().State()
-	st.Breaker = bs.String()
-	if bs == gobreaker.StateOpen {
-		st.BreakerProbe = time.Unix(0, h.breakerTTL.Load())
-	}
-	st.InFlight = h.inflight.Load()
-	st.StderrTail = h.stderrTail.get()
-	st.CatalogCached = h.catalog.Load() != nil && h.catalog.Load() == h.seeded.Load()
-	if c := h.catalog.Load(); c != nil {
-		st.Tools, st.Prompts, st.Resources = len(c.Tools), len(c.Prompts), len(c.Resources)
-		st.Catalog = CatalogComplete
-		if !c.Complete() {
-			st.Catalog, st.CatalogErrors = CatalogPartial, maps.Clone(c.Errors)
-		}
-	}
+	st.Breaker, st.BreakerProbe = h.calls.brk.status()
+	st.InFlight = h.calls.gate.inFlight()
+	st.StderrTail = h.conn.tail.get()
+	h.cat.status(&st)
 	return st
 }
 
@@ -449,65 +322,19 @@ func (h *Handle) Status() Status {
 // call waits until the server is stopped.
 func (h *Handle) Close(ctx context.Context) error {
 	h.closeOnce.Do(func() {
-		h.mu.Lock() // Restart adds to h.wg under it
-		h.closing.Store(true)
-		h.mu.Unlock()
-		for h.inflight.Load() > 0 {
-			select {
-			case <-h.drained:
-			case <-ctx.Done():
-				h.log.Warn("drain cut short", "reason", "calls still in flight")
-				goto stop
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	stop:
-		h.cancel()
-		h.wg.Wait()
-		h.catalog.Store(nil)
-		h.setState(StateStopped, "")
-		h.finishFirst()
-	})
-	h.wg.Wait()
-	return nil
-}
-
-func (h *Handle) acquire() bool {
-	h.inflight.Add(1)
-	h.lastUse.Store(time.Now().UnixNano())
-	if h.closing.Load() {
-		h.release()
-		return false
-	}
-	return true
-}
-
-func (h *Handle) release() {
-	h.lastUse.Store(time.Now().UnixNano())
-	if h.inflight.Add(-1) == 0 && h.closing.Load() {
+		drained := h.calls.gate.close()
+		h.sup.shutDown() // no supervisor loop starts from here: wg only shrinks
 		select {
-		case h.drained <- struct{}{}:
-		default:
+		case <-drained:
+		case <-ctx.Done():
+			h.log.Warn("drain cut short", "reason", "calls still in flight")
 		}
-	}
-}
-
-func (h *Handle) setState(s State, lastErr string) {
-	h.mu.Lock()
-	if s != h.state {
-		h.state = s
-		h.since = time.Now()
-	}
-	if s != StateReady {
-		h.pid = 0 // a PID is reported only for the session that is up
-	}
-	if lastErr != "" {
-		h.lastErr = lastErr
-	}
-	close(h.changed)
-	h.changed = make(chan struct{})
-	h.mu.Unlock()
-	if h.opt.OnChange != nil {
-		h.opt.OnChange(h)
-	}
+		h.life.cancel()
+		h.life.wg.Wait()
+		h.cat.store(nil)
+		h.sup.setState(StateStopped, "")
+		h.sup.finishFirst()
+	})
+	h.life.wg.Wait()
+	return nil
 }

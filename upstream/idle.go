@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,8 +28,9 @@ func (s *Spec) idleTimeout() time.Duration {
 // idleClock is serve's timer for the idle timeout. Its channel is nil while
 // no idle timeout applies.
 type idleClock struct {
-	h *Handle
-	t *time.Timer
+	spec *atomic.Pointer[Spec]
+	gate *gate
+	t    *time.Timer
 }
 
 // C is the channel that fires when the idle timeout may have passed.
@@ -44,14 +46,12 @@ func (c *idleClock) C() <-chan time.Time {
 // timeout from now (the request's end moves the last use anyway). It
 // disarms it when no idle timeout applies, after a reload for example.
 func (c *idleClock) reset() {
-	d := c.h.sp().idleTimeout()
+	d := c.spec.Load().idleTimeout()
 	if d <= 0 {
 		c.stop()
 		return
 	}
-	if c.h.inflight.Load() == 0 {
-		d -= time.Since(time.Unix(0, c.h.lastUse.Load()))
-	}
+	d = c.gate.idleIn(d)
 	if c.t == nil {
 		c.t = time.NewTimer(max(d, 0))
 		return
@@ -67,35 +67,27 @@ func (c *idleClock) stop() {
 }
 
 // idleStop reports whether the session may stop for being idle, and if so
-// withdraws it, so that no call takes it any more. A call counts itself in
-// flight before it looks at the session again (acquireLive), and the
-// session is withdrawn before the count is read: either the call sees it
-// gone and waits for the next start, or idleStop sees the call and puts the
-// session back.
-func (h *Handle) idleStop(s *session) bool {
-	d := h.sp().idleTimeout()
-	if d <= 0 || h.inflight.Load() > 0 || time.Since(time.Unix(0, h.lastUse.Load())) < d {
-		return false
-	}
-	h.sess.Store(nil)
-	if h.inflight.Load() > 0 {
-		h.sess.Store(s)
-		return false
-	}
-	return true
+// withdraws it, so that no call takes it any more. The gate decides and
+// withdraws under its lock, and a call counts itself in flight there before
+// it looks at the session again (acquireLive): either the call entered
+// first and the session stays, or the call finds it gone and waits for the
+// next start.
+func (sv *supervisor) idleStop() bool {
+	d := sv.sp().idleTimeout()
+	return d > 0 && sv.gate.stopIfIdle(d, sv.sess.withdraw)
 }
 
 // stopIdle stops the session of a lazy server that went idle and ends the
 // supervisor loop; the next call starts a new one (ensureStarted), which
 // waits until this stop finished, so two instances never overlap.
-func (h *Handle) stopIdle(s *session) {
+func (sv *supervisor) stopIdle(s *session) {
 	stopped := make(chan struct{})
-	h.mu.Lock()
-	h.running = false
-	h.prevStop = stopped
-	h.mu.Unlock()
-	h.log.Info("upstream idle, stopping", "duration", h.sp().idleTimeout())
-	h.setState(StateIdle, "")
+	sv.mu.Lock()
+	sv.running = false
+	sv.prevStop = stopped
+	sv.mu.Unlock()
+	sv.log.Info("upstream idle, stopping", "duration", sv.sp().idleTimeout())
+	sv.setState(StateIdle, "")
 	s.close()
 	close(stopped)
 }
@@ -103,26 +95,26 @@ func (h *Handle) stopIdle(s *session) {
 // awaitPreviousStop waits for the stop of the session an idle timeout
 // ended, if it is still going on. It returns false when the Handle is
 // closing.
-func (h *Handle) awaitPreviousStop() bool {
-	h.mu.Lock()
-	prev := h.prevStop
-	h.mu.Unlock()
+func (sv *supervisor) awaitPreviousStop() bool {
+	sv.mu.Lock()
+	prev := sv.prevStop
+	sv.mu.Unlock()
 	if prev == nil {
 		return true
 	}
 	select {
 	case <-prev:
 		return true
-	case <-h.ctx.Done():
+	case <-sv.life.ctx.Done():
 		return false
 	}
 }
 
 // kickIdle makes a running session's idle clock take a changed spec into
 // account.
-func (h *Handle) kickIdle() {
+func (sv *supervisor) kickIdle() {
 	select {
-	case h.idleKick <- struct{}{}:
+	case sv.idleKick <- struct{}{}:
 	default:
 	}
 }

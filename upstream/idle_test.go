@@ -150,3 +150,45 @@ func TestLazyIdleStopRacesCalls(t *testing.T) {
 		t.Logf("%d starts for 80 calls", len(f.attemptTimes()))
 	})
 }
+
+// TestCallsRacingSessionChangesDoNotWait: calls that race a lazy server's
+// start (its session being set) or its idle stop (its session being
+// withdrawn) get a session the moment there is one. The fake upstream
+// answers at once, so every call takes no time at all on the bubble's
+// clock: a call that polled for the session would take a tick.
+func TestCallsRacingSessionChangesDoNotWait(t *testing.T) {
+	for range 20 {
+		bubble(t, func(t *testing.T, f *fakeUpstream) {
+			h := newHandle(t, lazyIdleSpec(time.Second))
+			h.Start()
+			defer h.Close(context.Background())
+			const callers, rounds = 8, 5
+			errs := make(chan error, callers*rounds)
+			slow := make(chan time.Duration, callers*rounds)
+			for range callers {
+				go func() {
+					for range rounds {
+						start := time.Now()
+						if _, err := call(h, context.Background(), "echo"); err != nil {
+							errs <- err
+						}
+						if d := time.Since(start); d != 0 {
+							slow <- d
+						}
+						time.Sleep(time.Second) // lands on the idle timeout of the last call
+					}
+				}()
+			}
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			close(errs)
+			close(slow)
+			for err := range errs {
+				t.Errorf("call: %v", err)
+			}
+			for d := range slow {
+				t.Errorf("a call waited %s for the session", d)
+			}
+		})
+	}
+}

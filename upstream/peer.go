@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,7 +29,7 @@ type Peer interface {
 // answered from the spec unless the instance forwards its client's roots.
 func (h *Handle) hooks() clientHooks {
 	return clientHooks{
-		listChanged: h.requestResync,
+		listChanged: h.cat.requestResync,
 		notify: func(method string, params json.RawMessage) {
 			if h.opt.Peer != nil {
 				h.opt.Peer.Notify(h, method, params)
@@ -55,14 +54,14 @@ func (h *Handle) hooks() clientHooks {
 // elicitation when a Peer can route them, roots only when the server has
 // configured roots or forwards its one client's roots: a shared server
 // must never see one client's roots and use them for another.
-func (h *Handle) capabilities() *mcp.ClientCapabilities {
+func (cn *connector) capabilities() *mcp.ClientCapabilities {
 	caps := &mcp.ClientCapabilities{}
-	if h.opt.Peer != nil {
+	if cn.peered {
 		caps.Sampling = &mcp.SamplingCapabilities{}
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	}
-	if h.sp().ClientRoots || h.sp().Roots != nil {
-		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: h.sp().ClientRoots}
+	if sp := cn.sp(); sp.ClientRoots || sp.Roots != nil {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: sp.ClientRoots}
 	}
 	return caps
 }
@@ -71,67 +70,11 @@ func (h *Handle) capabilities() *mcp.ClientCapabilities {
 // one client of a per-client instance). It does nothing while the server
 // is not up.
 func (h *Handle) Notify(ctx context.Context, method string, params any) error {
-	s := h.sess.Load()
+	s := h.sess.load()
 	if s == nil || s.cl.isModern() {
 		return nil // 2026-07-28 has no notifications from client to server but cancellation
 	}
 	return s.cl.notify(ctx, method, params)
-}
-
-// sessionState is what a new session must be told again after a restart:
-// the subscribed URIs and the logging level.
-type sessionState struct {
-	mu       sync.Mutex
-	subs     map[string]bool
-	level    mcp.LoggingLevel
-	restored mcp.LoggingLevel // the level restore set on the session being published
-}
-
-// publishSession makes s the live session. A logging level set after
-// restore read it, while s was not live yet, is applied to s now.
-func (h *Handle) publishSession(s *session) {
-	h.sstate.mu.Lock()
-	h.sess.Store(s)
-	level, missed := h.sstate.level, h.sstate.level != h.sstate.restored
-	h.sstate.mu.Unlock()
-	if !missed || level == "" || s.cl.isModern() {
-		return
-	}
-	if caps := serverCaps(s.cl); caps == nil || caps.Logging == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(h.ctx, h.sp().callTimeout())
-	defer cancel()
-	if _, err := s.cl.call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil); err != nil {
-		h.log.Warn("upstream logging level not set", "error", err)
-	}
-}
-
-// restore re-subscribes and re-sets the logging level on a fresh session.
-// Failures are logged; the session is usable either way.
-func (h *Handle) restore(ctx context.Context, cl *client) {
-	h.sstate.mu.Lock()
-	level := h.sstate.level
-	h.sstate.restored = level
-	uris := make([]string, 0, len(h.sstate.subs))
-	for u := range h.sstate.subs {
-		uris = append(uris, u)
-	}
-	h.sstate.mu.Unlock()
-	if cl.isModern() {
-		return // levels go with each request; subscriptions/listen is not opened upstream yet
-	}
-	caps := serverCaps(cl)
-	if level != "" && caps != nil && caps.Logging != nil {
-		if _, err := cl.call(ctx, "logging/setLevel", &mcp.SetLoggingLevelParams{Level: level}, nil); err != nil {
-			h.log.Warn("upstream logging level not restored", "error", err)
-		}
-	}
-	for _, u := range uris {
-		if _, err := cl.call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: u}, nil); err != nil {
-			h.log.Warn("upstream subscription not restored", "error", err)
-		}
-	}
 }
 
 func serverCaps(cl *client) *mcp.ServerCapabilities {
@@ -142,21 +85,12 @@ func serverCaps(cl *client) *mcp.ServerCapabilities {
 }
 
 // LoggingLevel is the level last set with SetLoggingLevel ("": none).
-func (h *Handle) LoggingLevel() mcp.LoggingLevel {
-	h.sstate.mu.Lock()
-	defer h.sstate.mu.Unlock()
-	return h.sstate.level
-}
+func (h *Handle) LoggingLevel() mcp.LoggingLevel { return h.sess.loggingLevel() }
 
 // SetLoggingLevel sets the upstream's logging level (kept for restarts).
 // A server without the logging capability is left alone.
 func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	// Under sstate.mu, as publishSession stores the session: either this
-	// sees the new session, or publishSession sees the new level.
-	h.sstate.mu.Lock()
-	h.sstate.level = level
-	s := h.sess.Load()
-	h.sstate.mu.Unlock()
+	s := h.sess.setLevel(level)
 	if s == nil {
 		return nil // applied when the session comes up
 	}
@@ -169,13 +103,7 @@ func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) er
 
 // Subscribe subscribes to uri upstream (kept for restarts).
 func (h *Handle) Subscribe(ctx context.Context, uri string) error {
-	h.sstate.mu.Lock()
-	if h.sstate.subs == nil {
-		h.sstate.subs = map[string]bool{}
-	}
-	h.sstate.subs[uri] = true
-	h.sstate.mu.Unlock()
-	if s := h.sess.Load(); s != nil && s.cl.isModern() {
+	if s := h.sess.subscribe(uri); s != nil && s.cl.isModern() {
 		return fmt.Errorf("server '%s' speaks protocol %s, whose resource subscriptions (subscriptions/listen) switchboard does not open upstream yet", h.Name(), Modern)
 	}
 	_, err := h.Call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: uri}, nil)
@@ -184,10 +112,7 @@ func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 
 // Unsubscribe ends a subscription upstream.
 func (h *Handle) Unsubscribe(ctx context.Context, uri string) error {
-	h.sstate.mu.Lock()
-	delete(h.sstate.subs, uri)
-	h.sstate.mu.Unlock()
-	if s := h.sess.Load(); s != nil && s.cl.isModern() {
+	if s := h.sess.unsubscribe(uri); s != nil && s.cl.isModern() {
 		return nil
 	}
 	_, err := h.Call(ctx, "resources/unsubscribe", &mcp.UnsubscribeParams{URI: uri}, nil)

@@ -1,10 +1,6 @@
 package upstream
 
-import (
-	"time"
-
-	"github.com/sony/gobreaker/v2"
-)
+import "time"
 
 // A remote server that goes away (#17). A call whose transport fails
 // (connection refused or reset, an HTTP error status, a session the server
@@ -24,24 +20,20 @@ import (
 // attempts that calls ask for.
 const earlyAttemptGap = time.Second
 
-// remote reports whether the server is reached over the network rather
-// than run as a child.
-func (h *Handle) remote() bool { return h.sp().Transport != TransportStdio }
-
 // earliestAttempt is when a call may next ask for a connect attempt.
-func (h *Handle) earliestAttempt() time.Time {
-	return time.Unix(0, h.lastAttempt.Load()).Add(earlyAttemptGap)
+func (sv *supervisor) earliestAttempt() time.Time {
+	return time.Unix(0, sv.lastAttempt.Load()).Add(earlyAttemptGap)
 }
 
 // wantAttempt asks the supervisor of a remote server that is waiting to
 // reconnect for an attempt now, unless the last one started less than
 // earlyAttemptGap ago. It never blocks.
-func (h *Handle) wantAttempt() {
-	if time.Now().Before(h.earliestAttempt()) {
+func (sv *supervisor) wantAttempt() {
+	if time.Now().Before(sv.earliestAttempt()) {
 		return
 	}
 	select {
-	case h.early <- struct{}{}:
+	case sv.early <- struct{}{}:
 	default:
 	}
 }
@@ -49,39 +41,24 @@ func (h *Handle) wantAttempt() {
 // unreachable is the error of a call to a remote server whose connection
 // is down. It says when a call may find the server back: at the next
 // scheduled attempt, or sooner, when the next call can ask for one.
-func (h *Handle) unreachable() *UnavailableError {
-	h.mu.Lock()
-	next := h.nextAttempt
-	h.mu.Unlock()
-	retry := time.Until(h.earliestAttempt())
+func (sv *supervisor) unreachable() *UnavailableError {
+	sv.mu.Lock()
+	next := sv.nextAttempt
+	sv.mu.Unlock()
+	retry := time.Until(sv.earliestAttempt())
 	if !next.IsZero() {
 		retry = min(retry, time.Until(next))
 	}
-	return &UnavailableError{Server: h.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry}
+	return &UnavailableError{Server: sv.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry}
 }
 
 // earlyFailed records a failed attempt that a call asked for. It is logged
 // at debug only: the scheduled attempts already say, at warn, that the
 // server is unreachable, and calls may ask once a second.
-func (h *Handle) earlyFailed(err error) {
-	h.mu.Lock()
-	h.lastErr = err.Error()
-	h.restarts++
-	h.mu.Unlock()
-	h.log.Debug("upstream unreachable", "error", err, "reason", "a call asked for an attempt")
-}
-
-// closeBreakerOnReconnect gives a remote server that connected again a
-// closed breaker: the new session is the probe an open breaker waits for,
-// and keeping it open would refuse calls to a server that is back.
-func (h *Handle) closeBreakerOnReconnect() {
-	if !h.remote() {
-		return
-	}
-	prev := h.breaker.Load().State()
-	if prev == gobreaker.StateClosed {
-		return
-	}
-	h.breaker.Store(h.newBreaker(h.sp()))
-	h.log.Info("breaker state changed", "state", gobreaker.StateClosed.String(), "from", prev.String(), "reason", "reconnected")
+func (sv *supervisor) earlyFailed(err error) {
+	sv.mu.Lock()
+	sv.lastErr = err.Error()
+	sv.restarts++
+	sv.mu.Unlock()
+	sv.log.Debug("upstream unreachable", "error", err, "reason", "a call asked for an attempt")
 }

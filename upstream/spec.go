@@ -136,6 +136,10 @@ func (s Spec) callTimeout() time.Duration {
 	return s.CallTimeout
 }
 
+// remote reports whether the server is reached over the network rather
+// than run as a child.
+func (s Spec) remote() bool { return s.Transport != TransportStdio }
+
 func (s Spec) protocolVersion() string {
 	switch s.Protocol {
 	case "auto":

@@ -1,89 +1,232 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
-// The supervisor: the loop that starts a server, serves its session,
-// restarts it with backoff or gives up, and Restart, which brings it back
-// on request.
+// supervisor runs a Handle's server: the loop that starts it, serves its
+// session, restarts it with backoff or gives up, stops a lazy one that went
+// idle, and reconnects a remote one early when calls ask. It owns the
+// server's state as Status shows it.
+type supervisor struct {
+	spec     *atomic.Pointer[Spec] // the Handle's
+	log      hclog.Logger
+	life     *lifetime
+	onChange func() // Options.OnChange, with the Handle
+
+	conn *connector
+	cat  *catalogStore
+	sess *sessionSlot
+	brk  *breaker
+	gate *gate
+
+	firstDone   chan struct{} // closed when the first start attempt finished
+	firstOnce   sync.Once
+	retry       chan struct{} // wakes a supervisor waiting for its next attempt (Restart)
+	early       chan struct{} // asks a remote server's supervisor for an attempt now (wantAttempt)
+	idleKick    chan struct{} // the idle timeout may have changed (Update)
+	lastAttempt atomic.Int64  // unix nanos when the last connect attempt started
+
+	mu          sync.Mutex
+	shut        bool // Close began: no loop starts any more
+	state       State
+	since       time.Time
+	upSince     time.Time
+	changed     chan struct{} // closed and replaced at every state change
+	lastErr     string
+	restarts    int
+	failures    int
+	nextAttempt time.Time
+	pid         int
+	running     bool          // the loop runs: started, not given up (Restart), not idle
+	prevStop    chan struct{} // closed when the session an idle timeout ended is stopped
+	protocol    string
+}
+
+func newSupervisor(spec *atomic.Pointer[Spec], log hclog.Logger, life *lifetime) supervisor {
+	return supervisor{
+		spec: spec, log: log, life: life,
+		firstDone: make(chan struct{}),
+		retry:     make(chan struct{}, 1),
+		early:     make(chan struct{}, 1),
+		idleKick:  make(chan struct{}, 1),
+		state:     StateIdle,
+		since:     time.Now(),
+		changed:   make(chan struct{}),
+	}
+}
+
+// sp is the current spec.
+func (sv *supervisor) sp() *Spec { return sv.spec.Load() }
+
+// ensureStarted starts the loop of a server that is idle: never
+// started, or a lazy one stopped after its idle timeout. A server that
+// failed is left alone (Restart brings it back).
+func (sv *supervisor) ensureStarted() {
+	sv.mu.Lock()
+	if sv.running || sv.state != StateIdle || sv.shut || sv.life.ctx.Err() != nil {
+		sv.mu.Unlock()
+		return
+	}
+	sv.running = true
+	sv.life.wg.Add(1) // under sv.mu: Close sets shut under it before it waits
+	sv.mu.Unlock()
+	sv.setState(StateStarting, "")
+	go sv.run()
+}
+
+func (sv *supervisor) finishFirst() { sv.firstOnce.Do(func() { close(sv.firstDone) }) }
+
+// shutDown keeps any loop from starting from now on (Close).
+func (sv *supervisor) shutDown() {
+	sv.mu.Lock()
+	sv.shut = true
+	sv.mu.Unlock()
+}
+
+// watch is the server's state, a channel closed at its next change, when
+// the next attempt is due and the last error.
+func (sv *supervisor) watch() (st State, changed <-chan struct{}, next time.Time, lastErr string) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.state, sv.changed, sv.nextAttempt, sv.lastErr
+}
+
+// current is the server's state.
+func (sv *supervisor) current() State {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return sv.state
+}
+
+// status fills in what Status says about the server's state.
+func (sv *supervisor) status(st *Status) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	st.State, st.PID, st.Protocol = sv.state, sv.pid, sv.protocol
+	st.Restarts, st.Failures, st.LastError = sv.restarts, sv.failures, sv.lastErr
+	st.Since, st.UpSince, st.NextAttempt = sv.since, sv.upSince, sv.nextAttempt
+}
+
+// await starts a server that is idle and waits until it is no longer idle
+// or starting (see Handle.Await).
+func (sv *supervisor) await(ctx context.Context) bool {
+	sv.ensureStarted()
+	deadline := time.NewTimer(sv.sp().connectTimeout())
+	defer deadline.Stop()
+	for {
+		st, ch, _, _ := sv.watch()
+		if st != StateIdle && st != StateStarting {
+			return st == StateReady
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+// setState enters state s (again, if it is the current one: waiters wake
+// either way), keeps lastErr unless it is empty, and tells onChange.
+func (sv *supervisor) setState(s State, lastErr string) {
+	sv.mu.Lock()
+	if s != sv.state {
+		sv.state = s
+		sv.since = time.Now()
+	}
+	if s != StateReady {
+		sv.pid = 0 // a PID is reported only for the session that is up
+	}
+	if lastErr != "" {
+		sv.lastErr = lastErr
+	}
+	close(sv.changed)
+	sv.changed = make(chan struct{})
+	sv.mu.Unlock()
+	sv.onChange()
+}
 
 // errRestartRequested ends a session that Restart asked to start anew.
 var errRestartRequested = errors.New("restart requested")
 
-// Restart brings the server back now, with its failure count reset: a
-// stdio server that gave up starts again, one waiting for its next attempt
-// tries at once, and a running one has its session ended and starts anew.
-// It reports false, doing nothing, for a Handle that is closing or a lazy
-// server that never started.
-func (h *Handle) Restart() bool {
-	h.mu.Lock()
-	if h.closing.Load() || h.ctx.Err() != nil {
-		h.mu.Unlock()
+// restart brings the server back now, with its failure count reset (see
+// Handle.Restart).
+func (sv *supervisor) restart() bool {
+	sv.mu.Lock()
+	if sv.shut || sv.life.ctx.Err() != nil {
+		sv.mu.Unlock()
 		return false
 	}
-	h.failures = 0
+	sv.failures = 0
 	switch {
-	case h.running:
-		h.mu.Unlock()
+	case sv.running:
+		sv.mu.Unlock()
 		// The supervisor ends a running session, or skips the wait for its
 		// next attempt.
 		select {
-		case h.retry <- struct{}{}:
+		case sv.retry <- struct{}{}:
 		default:
 		}
 		return true
-	case h.state == StateIdle:
-		h.mu.Unlock()
+	case sv.state == StateIdle:
+		sv.mu.Unlock()
 		return false
 	}
-	h.running = true
-	h.wg.Add(1) // under h.mu: Close sets closing under it before it waits
-	h.mu.Unlock()
-	h.setState(StateStarting, "")
-	go h.run()
+	sv.running = true
+	sv.life.wg.Add(1) // under sv.mu: Close sets shut under it before it waits
+	sv.mu.Unlock()
+	sv.setState(StateStarting, "")
+	go sv.run()
 	return true
 }
 
 // run is the supervisor loop. It owns the session and is the only writer of
-// h.sess and h.catalog while the Handle is open.
-func (h *Handle) run() {
-	defer h.wg.Done()
-	defer h.finishFirst()
-	if !h.awaitPreviousStop() {
+// sv.sess and sv.cat while the Handle is open.
+func (sv *supervisor) run() {
+	defer sv.life.wg.Done()
+	defer sv.finishFirst()
+	if !sv.awaitPreviousStop() {
 		return
 	}
 	var next time.Time // when the next attempt is due; zero: now
 	for {
-		early, ok := h.sleepUntil(next)
+		early, ok := sv.sleepUntil(next)
 		if !ok {
 			return
 		}
-		h.lastAttempt.Store(time.Now().UnixNano())
-		s, cat, err := h.connect(h.ctx)
+		sv.lastAttempt.Store(time.Now().UnixNano())
+		s, cat, err := sv.conn.connect(sv.life.ctx)
 		if err != nil {
-			if h.ctx.Err() != nil {
+			if sv.life.ctx.Err() != nil {
 				return
 			}
 			if early && !errors.Is(err, ErrPermanent) {
 				// An extra attempt a call asked for: the schedule and
 				// the failure count stay as they were.
-				h.earlyFailed(err)
+				sv.earlyFailed(err)
 				continue
 			}
-			next, ok = h.fail(err)
-			h.finishFirst()
+			next, ok = sv.fail(err)
+			sv.finishFirst()
 			if !ok {
 				return
 			}
 			continue
 		}
-		h.publish(s, cat)
-		h.finishFirst()
-		if next, ok = h.ended(s); !ok {
+		sv.publish(s, cat)
+		sv.finishFirst()
+		if next, ok = sv.ended(s); !ok {
 			return
 		}
 	}
@@ -92,34 +235,34 @@ func (h *Handle) run() {
 // ended serves a published session until it ends, stops it, and returns
 // when to try again, or false when the loop must end: the Handle is
 // closing, the server gave up, or a lazy server went idle.
-func (h *Handle) ended(s *session) (time.Time, bool) {
+func (sv *supervisor) ended(s *session) (time.Time, bool) {
 	started := time.Now()
-	werr := h.serve(s)
-	h.sess.Store(nil)
-	if h.ctx.Err() != nil {
+	werr := sv.serve(s)
+	sv.sess.withdraw()
+	if sv.life.ctx.Err() != nil {
 		s.close()
 		return time.Time{}, false
 	}
 	if time.Since(started) >= stableRunTime {
-		h.mu.Lock()
-		h.failures = 0
-		h.mu.Unlock()
+		sv.mu.Lock()
+		sv.failures = 0
+		sv.mu.Unlock()
 	}
 	switch {
 	case errors.Is(werr, errRestartRequested):
-		h.log.Info("upstream restarted on request")
-		h.setState(StateRestarting, werr.Error())
+		sv.log.Info("upstream restarted on request")
+		sv.setState(StateRestarting, werr.Error())
 		s.close()
 		return time.Time{}, true
 	case errors.Is(werr, errIdle):
-		h.stopIdle(s)
+		sv.stopIdle(s)
 		return time.Time{}, false
 	case werr == nil:
 		werr = errors.New("session closed")
 	}
 	// Calls fail fast with "restarting" while the old process is
 	// stopped; the backoff counts from the moment the session ended.
-	next, ok := h.fail(fmt.Errorf("session ended: %w", werr))
+	next, ok := sv.fail(fmt.Errorf("session ended: %w", werr))
 	s.close()
 	return next, ok
 }
@@ -130,46 +273,46 @@ func (h *Handle) ended(s *session) (time.Time, bool) {
 // start failed for good: ErrPermanent). A remote server is otherwise never
 // given up on; past maxRestarts its tools leave the list and it keeps being
 // retried at the longest backoff.
-func (h *Handle) fail(err error) (time.Time, bool) {
-	h.era.Store(eraUnknown) // the next connect probes again
-	h.mu.Lock()
-	h.failures++
-	n := h.failures
-	h.mu.Unlock()
-	remote := h.sp().Transport != TransportStdio
+func (sv *supervisor) fail(err error) (time.Time, bool) {
+	sv.conn.forgetEra()
+	sv.mu.Lock()
+	sv.failures++
+	n := sv.failures
+	sv.mu.Unlock()
+	remote := sv.sp().remote()
 	permanent := errors.Is(err, ErrPermanent)
-	giveUp := !h.sp().RestartOnCrash || n > h.sp().MaxRestarts
+	giveUp := !sv.sp().RestartOnCrash || n > sv.sp().MaxRestarts
 	if permanent || giveUp && !remote {
-		h.catalog.Store(nil)
-		h.mu.Lock()
-		h.nextAttempt = time.Time{}
+		sv.cat.store(nil)
+		sv.mu.Lock()
+		sv.nextAttempt = time.Time{}
 		// The loop ends now: from here Restart starts a new one.
-		h.running = false
-		h.mu.Unlock()
+		sv.running = false
+		sv.mu.Unlock()
 		if permanent {
-			h.log.Error("upstream failed", "error", err, "reason", "retrying cannot fix this: no restarts; a reload or restart tries again")
+			sv.log.Error("upstream failed", "error", err, "reason", "retrying cannot fix this: no restarts; a reload or restart tries again")
 		} else {
-			h.log.Error("upstream failed", "error", err, "attempt", n)
+			sv.log.Error("upstream failed", "error", err, "attempt", n)
 		}
-		h.setState(StateFailed, err.Error())
+		sv.setState(StateFailed, err.Error())
 		return time.Time{}, false
 	}
-	wait := h.backoff(n)
+	wait := sv.backoff(n)
 	if giveUp {
-		wait = h.backoff(maxBackoffStep)
+		wait = sv.backoff(maxBackoffStep)
 	}
 	next := time.Now().Add(wait)
-	h.mu.Lock()
-	h.nextAttempt = next
-	h.restarts++
-	h.mu.Unlock()
+	sv.mu.Lock()
+	sv.nextAttempt = next
+	sv.restarts++
+	sv.mu.Unlock()
 	if giveUp {
-		h.catalog.Store(nil)
-		h.log.Warn("upstream unreachable", "error", err, "attempt", n, "duration", wait)
-		h.setState(StateFailed, err.Error())
+		sv.cat.store(nil)
+		sv.log.Warn("upstream unreachable", "error", err, "attempt", n, "duration", wait)
+		sv.setState(StateFailed, err.Error())
 	} else {
-		h.log.Warn("upstream restart", "error", err, "attempt", n, "duration", wait)
-		h.setState(StateRestarting, err.Error())
+		sv.log.Warn("upstream restart", "error", err, "attempt", n, "duration", wait)
+		sv.setState(StateRestarting, err.Error())
 	}
 	return next, true
 }
@@ -178,7 +321,7 @@ func (h *Handle) fail(err error) (time.Time, bool) {
 // returns early true when a call asked for an attempt before then
 // (wantAttempt), which is made no sooner than earlyAttemptGap after the
 // last one; ok is false when the Handle is closing.
-func (h *Handle) sleepUntil(next time.Time) (early, ok bool) {
+func (sv *supervisor) sleepUntil(next time.Time) (early, ok bool) {
 	var asked time.Time // when the attempt a call asked for is due
 	for {
 		due := next
@@ -188,21 +331,21 @@ func (h *Handle) sleepUntil(next time.Time) (early, ok bool) {
 		}
 		d := time.Until(due)
 		if d <= 0 {
-			return early, h.ctx.Err() == nil
+			return early, sv.life.ctx.Err() == nil
 		}
 		t := time.NewTimer(d)
 		select {
-		case <-h.ctx.Done():
+		case <-sv.life.ctx.Done():
 			t.Stop()
 			return false, false
 		case <-t.C:
 			return early, true
-		case <-h.retry:
+		case <-sv.retry:
 			t.Stop()
 			return false, true
-		case <-h.early:
+		case <-sv.early:
 			t.Stop()
-			asked = h.earliestAttempt()
+			asked = sv.earliestAttempt()
 		}
 	}
 }
@@ -213,8 +356,8 @@ const maxBackoffStep = 64
 
 // backoff returns the delay before attempt n (1-based): BackoffInitial
 // (1 s), doubled at each attempt up to BackoffMax (30 s), each ±10 %.
-func (h *Handle) backoff(n int) time.Duration {
-	sp := h.sp()
+func (sv *supervisor) backoff(n int) time.Duration {
+	sp := sv.sp()
 	return backoffDelay(n, sp.BackoffInitial, sp.BackoffMax)
 }
 
@@ -234,38 +377,38 @@ func backoffDelay(n int, base, ceil time.Duration) time.Duration {
 	return d + time.Duration(jitter)
 }
 
-func (h *Handle) publish(s *session, cat *Catalog) {
-	h.catalog.Store(cat)
-	h.closeBreakerOnReconnect()
-	h.lastUse.Store(time.Now().UnixNano())
-	h.publishSession(s)
-	h.mu.Lock()
-	h.pid = s.proc.pid()
-	h.upSince = time.Now()
-	h.nextAttempt = time.Time{}
+func (sv *supervisor) publish(s *session, cat *Catalog) {
+	sv.cat.store(cat)
+	sv.brk.closeOnReconnect(sv.sp())
+	sv.gate.touch()
+	sv.sess.publish(sv.life.ctx, s, sv.sp().callTimeout())
+	sv.mu.Lock()
+	sv.pid = s.proc.pid()
+	sv.upSince = time.Now()
+	sv.nextAttempt = time.Time{}
 	if ir := s.cl.initializeResult(); ir != nil {
-		h.protocol = ir.ProtocolVersion
+		sv.protocol = ir.ProtocolVersion
 	}
-	h.mu.Unlock()
-	h.log.Info("upstream ready", "tools", len(cat.Tools), "prompts", len(cat.Prompts), "resources", len(cat.Resources))
-	h.setState(StateReady, "")
+	sv.mu.Unlock()
+	sv.log.Info("upstream ready", "tools", len(cat.Tools), "prompts", len(cat.Prompts), "resources", len(cat.Resources))
+	sv.setState(StateReady, "")
 }
 
 // serve waits for the session to end, re-listing the catalog whenever the
 // upstream says it changed, and the lists that failed on their backoff. It
 // returns the session's end error, or nil when the Handle is closing.
-func (h *Handle) serve(s *session) error {
+func (sv *supervisor) serve(s *session) error {
 	retry := &listRetry{}
-	defer h.endListRetry(retry)
-	h.noteCatalog(retry, h.catalog.Load())
-	idle := &idleClock{h: h}
+	defer sv.cat.endRetry(retry)
+	sv.cat.note(retry, sv.cat.load())
+	idle := &idleClock{spec: sv.spec, gate: sv.gate}
 	defer idle.stop()
 	idle.reset()
 	for {
 		select {
 		case <-s.cl.done:
 			return s.cl.endErr
-		case <-h.ctx.Done():
+		case <-sv.life.ctx.Done():
 			return nil
 		case <-s.lost:
 			if s.proc == nil {
@@ -278,33 +421,33 @@ func (h *Handle) serve(s *session) error {
 			select {
 			case <-s.cl.done:
 				return s.cl.endErr
-			case <-h.ctx.Done():
+			case <-sv.life.ctx.Done():
 				return nil
 			case <-t.C:
 				return errConnectionLost
 			}
-		case <-h.resync:
-			h.relist(s, retry, nil)
-		case <-h.retry:
+		case <-sv.cat.resync:
+			sv.relist(s, retry, nil)
+		case <-sv.retry:
 			return errRestartRequested
 		case <-retry.C():
-			if cur := h.catalog.Load(); cur != nil {
-				h.relist(s, retry, cur.failedLists())
+			if cur := sv.cat.load(); cur != nil {
+				sv.relist(s, retry, cur.failedLists())
 			}
 		case <-idle.C():
-			if h.idleStop(s) {
+			if sv.idleStop() {
 				return errIdle
 			}
 			idle.reset()
-		case <-h.idleKick:
+		case <-sv.idleKick:
 			idle.reset()
 		}
 	}
 }
 
-func (h *Handle) requestResync() {
-	select {
-	case h.resync <- struct{}{}:
-	default:
+// relist lists the catalog again on s and tells onChange if it changed.
+func (sv *supervisor) relist(s *session, r *listRetry, only map[string]bool) {
+	if sv.cat.relist(sv.life.ctx, s, sv.sp(), r, only) {
+		sv.onChange()
 	}
 }

@@ -472,6 +472,56 @@ func TestCloseDrainsInFlightCalls(t *testing.T) {
 	})
 }
 
+// TestCloseReturnsAsTheLastCallEnds: Close's drain ends at the very instant
+// the last call in flight ends, whether Close began before that instant or
+// at it (racing the call's end), and calls that arrive while it drains are
+// refused without holding it up. A lost wake-up would leave Close blocked
+// (the bubble reports a deadlock) or late.
+func TestCloseReturnsAsTheLastCallEnds(t *testing.T) {
+	const calls = 4
+	end := 2*time.Second + (calls-1)*time.Millisecond // the last call's end
+	for _, closeAt := range []time.Duration{0, time.Second, end - time.Millisecond, end} {
+		for range 10 {
+			bubble(t, func(t *testing.T, f *fakeUpstream) {
+				h := newHandle(t, fakeSpec("drain"))
+				h.Start()
+				synctest.Wait()
+				start := time.Now()
+				done := make(chan error, calls)
+				for i := range calls {
+					if i > 0 {
+						time.Sleep(time.Millisecond)
+					}
+					go func() {
+						_, err := call(h, context.Background(), "sleep")
+						done <- err
+					}()
+				}
+				synctest.Wait() // every call is in flight
+				time.Sleep(closeAt - time.Since(start))
+				refused := make(chan error, 1)
+				go func() {
+					time.Sleep(time.Nanosecond)
+					_, err := call(h, context.Background(), "echo")
+					refused <- err
+				}()
+				_ = h.Close(context.Background())
+				if got, want := time.Since(start), max(closeAt, end); got != want {
+					t.Errorf("close at %s: returned at %s, want %s", closeAt, got, want)
+				}
+				for range calls {
+					if err := <-done; err != nil {
+						t.Errorf("close at %s: call in flight: %v", closeAt, err)
+					}
+				}
+				if err := <-refused; closeAt < end && !errors.Is(err, upstream.ErrUnavailable) {
+					t.Errorf("close at %s: call during the drain: %v", closeAt, err)
+				}
+			})
+		}
+	}
+}
+
 func TestCloseCancelsCallsThatOutliveTheDrain(t *testing.T) {
 	bubble(t, func(t *testing.T, f *fakeUpstream) {
 		h := newHandle(t, fakeSpec("cut"))
