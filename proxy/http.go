@@ -88,6 +88,9 @@ type StatusReport struct {
 	// Goroutines is the process's goroutine count, to spot leaks over many
 	// upstream restarts.
 	Goroutines int `json:"goroutines"`
+	// Tables counts what switchboard keeps for the open sessions; each
+	// goes back to zero when the last one closes.
+	Tables dispatch.Tables `json:"tables"`
 	// Replica names this process in session IDs; SessionsResumed counts
 	// the sessions it resumed from IDs it did not mint (continuity.go).
 	Replica         string `json:"replica"`
@@ -112,7 +115,7 @@ func (p *Proxy) statusReport() StatusReport {
 	snap := cur.Snap
 	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
 		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine(),
-		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed()}
+		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed(), Tables: p.d.Tables()}
 	if snap == nil {
 		return rep
 	}

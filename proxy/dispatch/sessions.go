@@ -221,3 +221,31 @@ func (d *Dispatcher) Peer() upstream.Peer { return d.peer }
 
 // Methods is the dispatch table every session uses.
 func (d *Dispatcher) Methods() session.Methods { return d.methods }
+
+// Tables counts what the dispatcher keeps for its sessions: the sessions
+// in the table, the principals holding places under maxSessions, the
+// per-client server instances and the upstream resource subscriptions.
+// Every one of them goes back to zero when the last session closes;
+// /status shows them, to spot a leak.
+type Tables struct {
+	Sessions      int `json:"sessions"`
+	Principals    int `json:"principals"`
+	Clients       int `json:"clients"`
+	Subscriptions int `json:"subscriptions"`
+}
+
+// Tables counts what the dispatcher keeps for its sessions now.
+func (d *Dispatcher) Tables() Tables {
+	var t Tables
+	d.sessions.each(func(*session.Session, string) { t.Sessions++ })
+	d.held.mu.Lock()
+	t.Principals = len(d.held.n)
+	d.held.mu.Unlock()
+	d.clients.mu.Lock()
+	t.Clients = len(d.clients.owner)
+	d.clients.mu.Unlock()
+	d.peer.subMu.Lock()
+	t.Subscriptions = len(d.peer.subs)
+	d.peer.subMu.Unlock()
+	return t
+}

@@ -1,0 +1,51 @@
+package proxy
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestClosedSessionsLeaveNothing: what switchboard keeps per session (its
+// place in the session table and under maxSessions, what it found in
+// search mode, its per-client server instance) is gone once the sessions
+// close, in every table /status counts.
+func TestClosedSessionsLeaveNothing(t *testing.T) {
+	tp := startProxy(t, pipelineConfig(map[string]any{"isolation": "per-client"}, nil,
+		map[string]any{"discovery": map[string]any{"mode": "search"}}), "http")
+	const n = 3
+	var open []*mcp.ClientSession
+	for i := range n {
+		cs := tp.connect(t, nil, nil)
+		open = append(open, cs)
+		// A call by name waits for the server's first list (search mode's
+		// find_tools does not).
+		if res, err := call(cs, "mcp_echo_calls", nil); err != nil || res.IsError {
+			t.Fatalf("session %d: call: %+v, %v", i, res, err)
+		}
+		res, err := call(cs, view.FindToolsName, map[string]any{"query": "count the tool calls"})
+		if err != nil || res.IsError || !strings.Contains(resultText(t, res), "mcp_echo_calls") {
+			t.Fatalf("session %d: find_tools: %v, %v", i, resultText(t, res), err)
+		}
+	}
+	want := dispatch.Tables{Sessions: n, Principals: 1, Clients: n}
+	if got := status(t, tp.admin).Tables; got != want {
+		t.Fatalf("with %d sessions open: tables %+v, want %+v", n, got, want)
+	}
+	for _, cs := range open {
+		if err := cs.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for got := status(t, tp.admin).Tables; got != (dispatch.Tables{}); got = status(t, tp.admin).Tables {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after every session closed: tables %+v, want all zero", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
