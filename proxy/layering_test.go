@@ -44,7 +44,7 @@ var dispatchImports = []string{module + "/proxy/view", module + "/proxy/session"
 // edgeImports are the module packages proxy/edge may import besides the
 // leaves and proxy/internal: it authenticates against a generation and
 // opens sessions through dispatch.
-var edgeImports = []string{module + "/proxy/dispatch", module + "/proxy/session"}
+var edgeImports = []string{module + "/proxy/dispatch", module + "/proxy/session", module + "/proxy/view"}
 
 // mrtrImports are the module packages proxy/mrtr may import: it is a
 // middleware on session handlers.

@@ -60,7 +60,7 @@ func TestOneGenerationPerRequest(t *testing.T) {
 	}
 
 	held, release := s.Hold(context.Background()) // authenticated in generation 1
-	s.Swap(without)                                // the reload, before dispatch
+	s.Swap(without)                               // the reload, before dispatch
 	if err := list(held); err != nil {
 		t.Errorf("the request that holds generation 1: %v; want its view listed", err)
 	}
