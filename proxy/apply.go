@@ -159,12 +159,12 @@ func (p *Proxy) redact(s string) string { return p.redactor.Redact(s) }
 // background: once every generation that could still route to them
 // (inUse) was released by its last request, or when the drain timeout
 // ends, each handle lets its own calls finish (bounded by the same
-// timeout) and stops.
+// timeout) and stops. A shutdown cuts the drain at its own deadline.
 func (p *Proxy) retire(hs []*upstream.Handle, inUse []*dispatch.Gen, drain time.Duration) {
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), drain)
+		ctx, cancel := context.WithTimeout(p.bgCtx, drain)
 		defer cancel()
 		for _, s := range inUse {
 			select {

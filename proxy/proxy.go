@@ -103,6 +103,10 @@ type Proxy struct {
 
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
 	bg       sync.WaitGroup // background work (retiring handles, reload loop, start-up memory release)
+	// bgCtx bounds background work that waits (a retire's drain); it ends
+	// at the shutdown deadline (cutBackground).
+	bgCtx         context.Context
+	cutBackground context.CancelFunc
 
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
@@ -220,6 +224,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		started:   time.Now(),
 		parked:    mrtr.New(),
 	}
+	p.bgCtx, p.cutBackground = context.WithCancel(context.Background())
 	p.builder = &view.Builder{Redactor: redactor, Pins: p.pins, Log: log}
 	p.serving = dispatch.NewServing(dispatch.NewGen(nil, map[string]*view.View{}, dispatch.Access{}))
 	p.d = dispatch.New(dispatch.Options{
@@ -278,12 +283,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 		}
 		return err
 	}
-	// Calls still running when the shutdown deadline passes were cut off
-	// from their callers; the upstreams are stopped without a further drain.
-	var stopBy time.Time
-	defer func() { p.closeAllBy(stopBy) }()
 	rctx, stopReload := context.WithCancel(ctx)
-	defer stopReload()
 	p.startReloading(rctx)
 	hs := p.handleList()
 	p.bg.Go(func() { gctune.ReleaseStartupMemory(rctx, func(ctx context.Context) { waitFirstAttempts(ctx, hs) }) })
@@ -295,52 +295,80 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	if adm != nil {
 		go func() { errc <- adminSrv.Serve(adm) }()
 	}
-	defer p.register()()
+	unregister := p.register()
+	var (
+		srv      *http.Server
+		serveErr error
+	)
 	if p.opts.Stdio {
 		p.writeReady()
-		err := p.serveStdio(ctx, &stopBy)
-		p.stopping.Store(true)
-		_ = adminSrv.Close()
-		return err
+		serveErr = p.serveStdio(ctx)
+	} else {
+		srv = &http.Server{Handler: p.edge.Handler(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
+			ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
+		go func() { errc <- srv.Serve(ln) }()
+		p.writeReady()
+		select {
+		case <-ctx.Done():
+		case serveErr = <-errc:
+		}
+		if errors.Is(serveErr, http.ErrServerClosed) {
+			serveErr = nil
+		}
 	}
+	p.shutdown(srv, adminSrv, stopReload, unregister)
+	return serveErr
+}
 
-	srv := &http.Server{Handler: p.edge.Handler(), ReadHeaderTimeout: read, IdleTimeout: idleConnTimeout,
-		ErrorLog: p.log.StandardLogger(&hclog.StandardLoggerOptions{ForceLevel: hclog.Debug})}
-	go func() { errc <- srv.Serve(ln) }()
-	p.writeReady()
-
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
-	}
+// shutdown stops switchboard in this order; every step that waits is
+// bounded by one deadline, shutdownTimeout from its start.
+//
+//  1. /readyz turns 503 and the reload loop stops: no config applies from
+//     here, and background work (a reload's retiring servers) is cut to
+//     the deadline.
+//  2. The listener stops taking connections, and no retry of a 2026-07-28
+//     call that waits for its client's input gets in: those calls end.
+//  3. POSTs in flight finish, then the requests answered on a stream
+//     (legacy SSE, stdio); then every session ends.
+//  4. The listeners close and the instance file goes.
+//  5. Upstreams stop, per-client ones first, their calls cut at the
+//     deadline.
+//  6. What is left closes: parked calls, the secret resolvers, telemetry
+//     (flushed within 5 s) and the audit log.
+func (p *Proxy) shutdown(srv, adminSrv *http.Server, stopReload, unregister func()) {
 	p.log.Info("shutting down")
-	p.stopping.Store(true)
-	// Stop accepting new requests, let in-flight tool calls finish (bounded),
-	// then drop the long-lived streams.
-	stopBy = time.Now().Add(p.serving.Load().Snap.Config.ShutdownTimeout())
+	stopBy := time.Now().Add(p.serving.Load().Snap.Config.ShutdownTimeout())
 	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
-	go func() { _ = srv.Shutdown(sctx) }()
-	// No retry gets in from here: the calls of 2026-07-28 requests that
-	// wait for one (their POSTs counted below) end now.
-	p.parked.StopAsking()
-	p.edge.Drain(sctx)
-	// Requests that outlive their POST (legacy SSE answers on its stream)
-	// get the same deadline; then every session ends.
-	p.closeSessions(sctx)
-	p.edge.Close()
-	_ = srv.Close()
-	_ = adminSrv.Close()
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return serveErr
+
+	// 1.
+	p.stopping.Store(true)
+	stopReload()
+	cut := time.AfterFunc(time.Until(stopBy), p.cutBackground)
+	defer cut.Stop()
+	// 2.
+	if srv != nil {
+		go func() { _ = srv.Shutdown(sctx) }()
 	}
-	return nil
+	p.parked.StopAsking()
+	// 3.
+	p.edge.Drain(sctx)
+	p.closeSessions(sctx, srv != nil)
+	// 4.
+	p.edge.Close()
+	if srv != nil {
+		_ = srv.Close()
+	}
+	_ = adminSrv.Close()
+	unregister()
+	// 5. and 6.
+	p.closeAllBy(stopBy)
 }
 
 // closeSessions lets every downstream session's requests in flight finish
-// (until ctx is done), then closes the sessions.
-func (p *Proxy) closeSessions(ctx context.Context) {
+// (until ctx is done), then closes the sessions; with streams (HTTP), it
+// lingers before that (streamLinger).
+func (p *Proxy) closeSessions(ctx context.Context, streams bool) {
 	var all []*session.Session
 	p.d.EachSession(func(ss *session.Session, _ string) { all = append(all, ss) })
 	var wg sync.WaitGroup
@@ -348,7 +376,9 @@ func (p *Proxy) closeSessions(ctx context.Context) {
 		wg.Go(func() { _ = ss.Drain(ctx) })
 	}
 	wg.Wait()
-	p.linger(ctx)
+	if streams {
+		p.linger(ctx)
+	}
 	for _, ss := range all {
 		ss.Close()
 	}
@@ -381,10 +411,9 @@ func (p *Proxy) linger(ctx context.Context) {
 	}
 }
 
-// serveStdio serves the one client on stdin/stdout. When it ends, calls in
-// flight get shutdownTimeout to finish; *stopBy is set to that deadline for
-// stopping the upstreams.
-func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
+// serveStdio serves the one client on stdin/stdout until its input ends
+// or ctx is done; shutdown lets its requests in flight finish.
+func (p *Proxy) serveStdio(ctx context.Context) error {
 	stdin, stdout := p.opts.Stdin, p.opts.Stdout
 	if stdin == nil {
 		stdin = os.Stdin
@@ -396,14 +425,9 @@ func (p *Proxy) serveStdio(ctx context.Context, stopBy *time.Time) error {
 	if err != nil {
 		return err
 	}
-	// The requests outlive ctx by the shutdown grace below: they keep its
+	// The requests outlive ctx by the shutdown grace: they keep its
 	// values, not its end.
 	err = stdio.Serve(ctx, ss, stdin, stdout, p.log.Named("stdio"))
-	*stopBy = time.Now().Add(p.serving.Load().Snap.Config.ShutdownTimeout())
-	sctx, cancel := context.WithDeadline(context.Background(), *stopBy)
-	defer cancel()
-	_ = ss.Drain(sctx)
-	ss.Close()
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 		return err
 	}
