@@ -9,7 +9,7 @@
 // What is served at one moment is one generation (dispatch.Gen): a
 // snapshot of the config and every view built from it. A reload (apply)
 // or an upstream's catalog change (rebuild) publishes a new one whole
-// (served.go); each request holds one generation from its authentication
+// (publish.go); each request holds one generation from its authentication
 // to its answer, and handles a reload removes stop only after the last
 // request of every older generation has finished. Reloads run on one
 // goroutine; shutdown runs its numbered steps under one deadline.

@@ -84,7 +84,7 @@ type Proxy struct {
 	builder  *view.Builder
 
 	// serving is what is served now: one snapshot and every view built
-	// from it, swapped whole (served.go).
+	// from it, swapped whole (publish.go).
 	serving *dispatch.Serving
 	pubMu   sync.Mutex     // serialises publishing; guards notices
 	notices view.NoticeLog // what of the views' notes was logged (package view)

@@ -112,7 +112,7 @@ func (s *callSink) Notify(ctx context.Context, method string, params json.RawMes
 
 // Request implements upstream.Sink.
 func (s *callSink) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	// A 2026-07-28 call asks through its parked call (mrtr.go); a call
+	// A 2026-07-28 call asks through its parked call (package mrtr); a call
 	// that cannot be parked gets session.ErrModernAsk.
 	return s.t.askClient(ctx, s.req.ClientCapabilities(), s.req.Ask, method, params, s.src, s.opts)
 }

@@ -38,7 +38,7 @@ type View struct {
 	// shown holds the servers the view shows (see showsServer): only
 	// their prompts, resources, templates and completions are served.
 	shown map[*ServerEntry]bool
-	// Search is set in discovery's Search mode (see discover.go).
+	// Search is set in discovery's search mode (listing.go).
 	Search *SearchIndex
 	// Notes is what building the view found (notices.go).
 	Notes viewNotes

@@ -92,7 +92,7 @@ type StatusReport struct {
 	// goes back to zero when the last one closes.
 	Tables dispatch.Tables `json:"tables"`
 	// Replica names this process in session IDs; SessionsResumed counts
-	// the sessions it resumed from IDs it did not mint (continuity.go).
+	// the sessions it resumed from IDs it did not mint (package edge, continuity.go).
 	Replica         string `json:"replica"`
 	SessionsResumed int64  `json:"sessionsResumed"`
 	// Collisions are the names more than one server wants, and Findings
