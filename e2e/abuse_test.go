@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // The abuse tests of #17 ("bounded under abuse and faults"): each drives
@@ -205,7 +207,7 @@ func TestAbuseAbandonedSessions(t *testing.T) {
 		t.Logf("wave %d: %d sessions opened in %s (%.0f/s); %d open; RSS %s before, %s at peak (+%s, %.1f KiB a session); goroutines %d",
 			wave, n, opened.Round(time.Millisecond), float64(n)/opened.Seconds(), open, mib(before), mib(peak), mib(peak-before), float64(peak-before)/n, goPeak)
 
-		eventually(t, idle+60*time.Second, "every session expired", func() bool { return s.viewSessions(t) == 0 })
+		testutil.Eventually(t, idle+60*time.Second, "every session expired", func() bool { return s.viewSessions(t) == 0 })
 		expired := time.Since(began)
 		// A sweep that ends this many returns their memory at once; give
 		// the process a few seconds to settle.
@@ -275,7 +277,7 @@ func TestAbuseAbandonedPerClientSessions(t *testing.T) {
 	if children != n {
 		t.Errorf("%d per-client children for %d sessions", children, n)
 	}
-	eventually(t, idle+20*time.Second, "the per-client children reaped", func() bool { return len(marked(mark)) == shared })
+	testutil.Eventually(t, idle+20*time.Second, "the per-client children reaped", func() bool { return len(marked(mark)) == shared })
 	t.Logf("every per-client child reaped %s after the last call (idle timeout %s); %d sessions open", time.Since(start).Round(time.Millisecond), idle, s.viewSessions(t))
 	if open := s.viewSessions(t); open != 0 {
 		t.Errorf("%d sessions still open after their children were reaped", open)
@@ -319,7 +321,7 @@ func TestAbuseSessionCap(t *testing.T) {
 	if _, status, err := b.open(ctx); err != nil {
 		t.Errorf("token B, with none of its own open: %d %v", status, err)
 	}
-	eventually(t, 30*time.Second, "token A's sessions expired", func() bool { return s.viewSessions(t) == 0 })
+	testutil.Eventually(t, 30*time.Second, "token A's sessions expired", func() bool { return s.viewSessions(t) == 0 })
 	if _, status, err := a.open(ctx); err != nil {
 		t.Errorf("token A after its sessions expired: %d %v", status, err)
 	}

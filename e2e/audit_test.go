@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestAuditFullDiskRefusesCalls: with audit.file /dev/full (every write
@@ -18,7 +20,7 @@ func TestAuditFullDiskRefusesCalls(t *testing.T) {
 		"audit":      map[string]any{"file": "/dev/full", "onError": "refuse"},
 	})
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_echo"] != nil })
 	if code := s.readyz(t); code != http.StatusOK {
 		t.Fatalf("/readyz before any call: %d", code)
 	}
@@ -26,7 +28,7 @@ func TestAuditFullDiskRefusesCalls(t *testing.T) {
 	if res := mustCall(t, cs, "mcp_a_echo", map[string]any{"text": "first"}); res.IsError {
 		t.Fatalf("first call: %s", textOf(res))
 	}
-	eventually(t, 5*time.Second, "the lost record logged", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the lost record logged", func() bool {
 		return strings.Contains(s.Stderr(), "audit write failed") && strings.Contains(s.Stderr(), "no space left on device")
 	})
 	audit, _ := s.status(t)["audit"].(map[string]any)

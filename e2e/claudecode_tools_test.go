@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // sixNPMServers is an mcpServers map of six npm reference servers that list
@@ -147,7 +149,7 @@ func TestClaudeCodeFirstRequestFromCatalogCache(t *testing.T) {
 	var want []string
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, nil)
 	cs := s.client(t, nil)
-	eventually(t, 120*time.Second, "every server's tools", func() bool {
+	testutil.Eventually(t, 120*time.Second, "every server's tools", func() bool {
 		tools := listTools(t, cs)
 		want = want[:0]
 		for name := range tools {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // cliEnv is the environment of a switchboard command in these tests: its
@@ -96,7 +98,7 @@ func TestStdioStatus(t *testing.T) {
 	}
 
 	var out string
-	eventually(t, 20*time.Second, "status shows the failed server's stderr", func() bool {
+	testutil.Eventually(t, 20*time.Second, "status shows the failed server's stderr", func() bool {
 		code, o, e := runCLI(t, env, "status", "--config", cfg)
 		if code != 0 {
 			t.Logf("status exit %d: %s", code, e)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 var conformanceSummaryRE = regexp.MustCompile(`(?m)^Total: (\d+) passed, (\d+) failed`)
@@ -72,6 +74,6 @@ func TestConformanceThroughSwitchboard(t *testing.T) {
 func waitTools(t *testing.T, s *sb, name string) {
 	t.Helper()
 	cs := s.client(t, nil)
-	eventually(t, 30*time.Second, name+" listed", func() bool { return listTools(t, cs)[name] != nil })
+	testutil.Eventually(t, 30*time.Second, name+" listed", func() bool { return listTools(t, cs)[name] != nil })
 	_ = cs.Close()
 }

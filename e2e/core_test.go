@@ -17,6 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 var publicNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -28,7 +30,7 @@ func TestDefaultConfigAggregates(t *testing.T) {
 	s := startSwitchboard(t, nil)
 	cs := s.client(t, nil)
 	var tools map[string]*mcp.Tool
-	eventually(t, 20*time.Second, "both demo servers listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "both demo servers listed", func() bool {
 		tools = listTools(t, cs)
 		return tools["mcp_clock_now"] != nil && tools["mcp_notes_add"] != nil
 	})
@@ -74,7 +76,7 @@ func TestFixtureOverEveryTransport(t *testing.T) {
 	}
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "three servers listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "three servers listed", func() bool {
 		tools := listTools(t, cs)
 		return tools["mcp_local_echo"] != nil && tools["mcp_web_echo"] != nil && tools["mcp_legacy_echo"] != nil
 	})
@@ -168,7 +170,7 @@ func TestKilledUpstreamIsolated(t *testing.T) {
 	}}
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "both listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "both listed", func() bool {
 		tools := listTools(t, cs)
 		return tools["mcp_victim_pid"] != nil && tools["mcp_survivor_pid"] != nil
 	})
@@ -179,7 +181,7 @@ func TestKilledUpstreamIsolated(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "victim marked down", func() bool {
+	testutil.Eventually(t, 10*time.Second, "victim marked down", func() bool {
 		st := s.serverStatus(t, "victim")
 		return st != nil && st["state"] != "ready"
 	})
@@ -210,9 +212,9 @@ func TestRestartingUpstreamGivesToolError(t *testing.T) {
 	}}
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "flaky listed", func() bool { return listTools(t, cs)["mcp_flaky_crash"] != nil })
+	testutil.Eventually(t, 20*time.Second, "flaky listed", func() bool { return listTools(t, cs)["mcp_flaky_crash"] != nil })
 	_, _ = callTool(t, cs, "mcp_flaky_crash", map[string]any{"code": 3})
-	eventually(t, 10*time.Second, "flaky restarting", func() bool {
+	testutil.Eventually(t, 10*time.Second, "flaky restarting", func() bool {
 		st := s.serverStatus(t, "flaky")
 		return st != nil && st["state"] == "restarting"
 	})
@@ -227,7 +229,7 @@ func TestRestartingUpstreamGivesToolError(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("restarting call took %s, want fail-fast", d)
 	}
-	eventually(t, 20*time.Second, "flaky back", func() bool {
+	testutil.Eventually(t, 20*time.Second, "flaky back", func() bool {
 		res := mustCall(t, cs, "mcp_flaky_echo", map[string]any{"text": "back"})
 		return !res.IsError && strings.Contains(textOf(res), "back")
 	})
@@ -247,7 +249,7 @@ func TestUpstreamListChangedReachesClient(t *testing.T) {
 		default:
 		}
 	}})
-	eventually(t, 20*time.Second, "dyn listed", func() bool { return listTools(t, cs)["mcp_dyn_add_tool"] != nil })
+	testutil.Eventually(t, 20*time.Second, "dyn listed", func() bool { return listTools(t, cs)["mcp_dyn_add_tool"] != nil })
 	// Drain notifications from the initial listing.
 	for len(changed) > 0 {
 		<-changed
@@ -258,9 +260,9 @@ func TestUpstreamListChangedReachesClient(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no tools/list_changed after the upstream added a tool")
 	}
-	eventually(t, 5*time.Second, "new tool listed", func() bool { return listTools(t, cs)["mcp_dyn_brand_new"] != nil })
+	testutil.Eventually(t, 5*time.Second, "new tool listed", func() bool { return listTools(t, cs)["mcp_dyn_brand_new"] != nil })
 	mustCall(t, cs, "mcp_dyn_remove_tool", map[string]any{"name": "brand_new"})
-	eventually(t, 10*time.Second, "removed tool gone", func() bool { return listTools(t, cs)["mcp_dyn_brand_new"] == nil })
+	testutil.Eventually(t, 10*time.Second, "removed tool gone", func() bool { return listTools(t, cs)["mcp_dyn_brand_new"] == nil })
 }
 
 // TestUnknownToolIsInvalidParams: an unknown tool is a JSON-RPC -32602.
@@ -362,7 +364,7 @@ func TestStdioDownstream(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			eventually(t, 20*time.Second, "demo tools over stdio", func() bool { return listTools(t, cs)["mcp_clock_now"] != nil })
+			testutil.Eventually(t, 20*time.Second, "demo tools over stdio", func() bool { return listTools(t, cs)["mcp_clock_now"] != nil })
 			if res := mustCall(t, cs, "mcp_clock_unix", map[string]any{}); res.IsError {
 				t.Errorf("stdio call failed: %s", textOf(res))
 			}
@@ -432,12 +434,12 @@ func TestStdioDownstreamBadLine(t *testing.T) {
 	}
 	// A tools/call on a 2025-11-25 session is answered beside the server
 	// session: one line, the same shape.
-	eventually(t, 20*time.Second, "a demo tool answers", func() bool {
+	testutil.Eventually(t, 20*time.Second, "a demo tool answers", func() bool {
 		r := exchange(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"mcp_clock_unix","arguments":{}}}`)
 		return r.ID == "c" && r.Error == nil && strings.Contains(string(r.Result), `"content":[{"type":"text"`)
 	})
 	// stderr is copied by another goroutine: give it a moment.
-	eventually(t, 5*time.Second, "the refused line logged", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the refused line logged", func() bool {
 		return strings.Contains(stderr.Stderr(), "stdin line refused: not JSON-RPC")
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestDiscoverySearchMode: with discovery in search mode a real client
@@ -57,7 +59,7 @@ func TestDiscoverySearchMode(t *testing.T) {
 	if res.IsError || !strings.Contains(textOf(res), "5") {
 		t.Errorf("add through call_tool: %s", js(res))
 	}
-	eventually(t, 10*time.Second, "list_changed after find_tools", func() bool { return changed.Load() > 0 })
+	testutil.Eventually(t, 10*time.Second, "list_changed after find_tools", func() bool { return changed.Load() > 0 })
 	tools := listTools(t, cs)
 	if tools["mcp_fx_add"] == nil {
 		t.Fatalf("the found tool is not in the session's list: %v", keys(tools))

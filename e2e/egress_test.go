@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // egressSecret is the credential the config's headers resolve to, from
@@ -75,7 +77,7 @@ func TestRedirectDoesNotCarrySecret(t *testing.T) {
 	s := startSwitchboardIn(t, dir, dir, cfg, []string{"EGRESS_TOKEN=" + egressSecret})
 
 	var st map[string]any
-	eventually(t, 30*time.Second, "leaky refused", func() bool {
+	testutil.Eventually(t, 30*time.Second, "leaky refused", func() bool {
 		st = s.serverStatus(t, "leaky")
 		e, _ := st["lastError"].(string)
 		return strings.Contains(e, "egress refused")
@@ -87,7 +89,7 @@ func TestRedirectDoesNotCarrySecret(t *testing.T) {
 		t.Errorf("the collector received %d requests: %v", len(got), got)
 	}
 
-	eventually(t, 30*time.Second, "moved ready", func() bool { return s.serverStatus(t, "moved")["state"] == "ready" })
+	testutil.Eventually(t, 30*time.Second, "moved ready", func() bool { return s.serverStatus(t, "moved")["state"] == "ready" })
 	cs2 := s.client(t, nil)
 	if got := textOf(mustCall(t, cs2, "mcp_moved_hello", map[string]any{})); !strings.Contains(got, "\nhi\n") {
 		t.Fatalf("call through the redirect: %q", got)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestFirstContactLogs runs the binary as a first try would: a few real
@@ -36,7 +38,7 @@ func TestFirstContactLogs(t *testing.T) {
 		}
 	}
 	// A server's state is shown ready before the views it joins are built.
-	eventually(t, 10*time.Second, "the collision in /status", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the collision in /status", func() bool {
 		cols, _ := s.status(t)["collisions"].([]any)
 		return len(cols) == 1 && strings.Contains(js(cols[0]), `"losers":[{"server":"b"},{"server":"c"}]`)
 	})
@@ -49,7 +51,7 @@ func TestFirstContactLogs(t *testing.T) {
 	s.waitGen(t, 2)
 	// The reload retries the failed servers, once each.
 	for _, name := range []string{"nocmd", "nosecret"} {
-		eventually(t, 20*time.Second, name+" retried by the reload", func() bool {
+		testutil.Eventually(t, 20*time.Second, name+" retried by the reload", func() bool {
 			return strings.Count(s.Stderr(), "upstream."+name+": upstream failed") == 2
 		})
 	}

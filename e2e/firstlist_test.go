@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // firstListRuns is how many fresh starts each transport is tried with.
@@ -109,7 +111,7 @@ func TestFirstListComplete(t *testing.T) {
 			if run == 0 {
 				// The first run, with no catalog kept: every server lists,
 				// and its catalog is kept for the runs after it.
-				eventually(t, 60*time.Second, "every tool listed", func() bool { return len(missing(want, listTools(t, cs))) == 0 })
+				testutil.Eventually(t, 60*time.Second, "every tool listed", func() bool { return len(missing(want, listTools(t, cs))) == 0 })
 			}
 			got := listTools(t, cs)
 			cs.Close()
@@ -126,7 +128,7 @@ func TestFirstListComplete(t *testing.T) {
 			s := startSwitchboardIn(t, t.TempDir(), dir, cfg, env)
 			cs := s.client(t, nil)
 			if run == 0 {
-				eventually(t, 60*time.Second, "every tool listed", func() bool { return len(missing(want, listTools(t, cs))) == 0 })
+				testutil.Eventually(t, 60*time.Second, "every tool listed", func() bool { return len(missing(want, listTools(t, cs))) == 0 })
 			}
 			got := listTools(t, cs)
 			cs.Close()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestProgressReachesOnlyTheCaller: two sessions call a progress tool at
@@ -30,7 +32,7 @@ func TestProgressReachesOnlyTheCaller(t *testing.T) {
 		})
 	}
 	ca, cb := mk(&a), mk(&b)
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, ca)["mcp_p_progress"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, ca)["mcp_p_progress"] != nil })
 	var wg sync.WaitGroup
 	for i, cs := range []*mcp.ClientSession{ca, cb} {
 		wg.Add(1)
@@ -48,7 +50,7 @@ func TestProgressReachesOnlyTheCaller(t *testing.T) {
 		g    *got
 		want string
 	}{"a": {&a, "token-a"}, "b": {&b, "token-b"}} {
-		eventually(t, 5*time.Second, name+" progress", func() bool {
+		testutil.Eventually(t, 5*time.Second, name+" progress", func() bool {
 			c.g.mu.Lock()
 			defer c.g.mu.Unlock()
 			return len(c.g.tokens) >= 5
@@ -81,7 +83,7 @@ func TestSamplingReachesTheCallingClient(t *testing.T) {
 		},
 	})
 	other := s.client(t, nil)
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_llm_sample"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_llm_sample"] != nil })
 
 	close(release)
 	res := mustCall(t, cs, "mcp_llm_sample", map[string]any{"prompt": "say hi"})
@@ -122,7 +124,7 @@ func TestLoggingForwarded(t *testing.T) {
 		default:
 		}
 	}})
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_lg_log"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_lg_log"] != nil })
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +151,7 @@ func TestSubscriptionFanOut(t *testing.T) {
 			updates[i].Add(1)
 		}})
 	}
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, sessions[0])["mcp_r_touch_resource"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, sessions[0])["mcp_r_touch_resource"] != nil })
 	const uri = "fixture://static/hello"
 	for _, cs := range sessions {
 		if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}); err != nil {
@@ -161,12 +163,12 @@ func TestSubscriptionFanOut(t *testing.T) {
 		t.Errorf("upstream subscriptions: %q", got)
 	}
 	mustCall(t, sessions[0], "mcp_r_touch_resource", map[string]any{"uri": uri})
-	eventually(t, 5*time.Second, "both updated", func() bool { return updates[0].Load() == 1 && updates[1].Load() == 1 })
+	testutil.Eventually(t, 5*time.Second, "both updated", func() bool { return updates[0].Load() == 1 && updates[1].Load() == 1 })
 	if err := sessions[1].Unsubscribe(context.Background(), &mcp.UnsubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
 	}
 	mustCall(t, sessions[0], "mcp_r_touch_resource", map[string]any{"uri": uri})
-	eventually(t, 5*time.Second, "first updated again", func() bool { return updates[0].Load() == 2 })
+	testutil.Eventually(t, 5*time.Second, "first updated again", func() bool { return updates[0].Load() == 2 })
 	time.Sleep(200 * time.Millisecond)
 	if updates[1].Load() != 1 {
 		t.Errorf("unsubscribed session got %d updates", updates[1].Load())
@@ -178,7 +180,7 @@ func TestSubscriptionFanOut(t *testing.T) {
 func TestCancellationReachesUpstream(t *testing.T) {
 	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"c": fixtureServer("c")}})
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_c_hang"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_c_hang"] != nil })
 	for range 6 {
 		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_c_hang", Arguments: map[string]any{}})
@@ -187,7 +189,7 @@ func TestCancellationReachesUpstream(t *testing.T) {
 			t.Fatal("hang returned without a cancel")
 		}
 	}
-	eventually(t, 5*time.Second, "no calls left in flight", func() bool {
+	testutil.Eventually(t, 5*time.Second, "no calls left in flight", func() bool {
 		st := s.serverStatus(t, "c")
 		return st != nil && st["inFlight"] == float64(0)
 	})
@@ -211,7 +213,7 @@ func TestPerClientIsolation(t *testing.T) {
 	b := s.client(t, &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 		return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "from b's model"}}, nil
 	}})
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, a)["mcp_iso_pid"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, a)["mcp_iso_pid"] != nil })
 	pa, pb := pidOf(t, a, "mcp_iso_pid"), pidOf(t, b, "mcp_iso_pid")
 	if pa == pb {
 		t.Fatalf("two sessions share upstream process %d", pa)
@@ -234,7 +236,7 @@ func TestPerClientIsolation(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Logf("close a: %v", err)
 	}
-	eventually(t, 20*time.Second, "a's process stopped with its session", func() bool { return !pidAlive(pa) })
+	testutil.Eventually(t, 20*time.Second, "a's process stopped with its session", func() bool { return !pidAlive(pa) })
 	if !pidAlive(pb) {
 		t.Error("b's process stopped with a's session")
 	}

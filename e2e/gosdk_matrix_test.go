@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestGoSDKClients is TestTypeScriptClients' matrix for the go-sdk client,
@@ -93,7 +95,7 @@ func goSDKSteps(t *testing.T, tr mcp.Transport, version, want string, roots bool
 	if modern {
 		meta["io.modelcontextprotocol/logLevel"] = "info"
 	}
-	eventually(t, 20*time.Second, "the fixture's tools", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the fixture's tools", func() bool {
 		tools := listTools(t, cs)
 		return tools["mcp_f_echo"] != nil && (!roots || tools["mcp_p_roots"] != nil)
 	})
@@ -122,7 +124,7 @@ func goSDKSteps(t *testing.T, tr mcp.Transport, version, want string, roots bool
 	check("progress", res, err, "done")
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_f_log", Arguments: map[string]any{"level": "info", "message": "from the fixture"}, Meta: meta})
 	check("log", res, err, "logged")
-	eventually(t, 10*time.Second, "3 progress notifications and a log message", func() bool { return progress.Load() == 3 && logs.Load() >= 1 })
+	testutil.Eventually(t, 10*time.Second, "3 progress notifications and a log message", func() bool { return progress.Load() == 3 && logs.Load() >= 1 })
 
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_f_sample", Arguments: map[string]any{"prompt": "hi"}})
 	check("sampling", res, err, "sampled by the client")
@@ -149,7 +151,7 @@ func goSDKSteps(t *testing.T, tr mcp.Transport, version, want string, roots bool
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
-	eventually(t, 10*time.Second, "notifications/resources/updated", func() bool {
+	testutil.Eventually(t, 10*time.Second, "notifications/resources/updated", func() bool {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_f_touch_resource", Arguments: map[string]any{"uri": uri}})
 		check("touch_resource", res, err, "")
 		return updated.Load() >= 1

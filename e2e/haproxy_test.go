@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // haproxyVersion is the Debian version of HAProxy that .ci/tools/haproxy.sh
@@ -73,7 +75,7 @@ listen mcp
 		t.Fatal(err)
 	}
 	p := start(t, dir, nil, bin, "-db", "-f", cfg)
-	eventually(t, 10*time.Second, "HAProxy listening", func() bool {
+	testutil.Eventually(t, 10*time.Second, "HAProxy listening", func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("haproxy exited: %v\n%s\nconfig:\n%s", p.err, p.Stderr(), b.String())

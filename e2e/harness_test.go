@@ -284,19 +284,6 @@ func waitFile(t *testing.T, path string, d time.Duration, p *proc) string {
 	return ""
 }
 
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", d, what)
-}
-
 // client connects a go-sdk client to the switchboard's /mcp.
 func (s *sb) client(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // The hostile-location suites put payloads in every field of every message
@@ -414,7 +416,7 @@ func openWithCapabilities(t *testing.T, ctx context.Context, c *rawHTTP, tool st
 		t.Fatal(err)
 	}
 	c.mustCall(t, ctx, "logging/setLevel", obj("level", "debug"))
-	eventually(t, 30*time.Second, tool+" listed", func() bool {
+	testutil.Eventually(t, 30*time.Second, tool+" listed", func() bool {
 		_, res, err := c.call(ctx, "tools/list", obj())
 		return err == nil && bytes.Contains(res.Result, []byte(`"`+tool+`"`))
 	})

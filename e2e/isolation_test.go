@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestSessionIsolationProgressAndLogs: two sessions on /mcp call chatter on
@@ -129,7 +131,7 @@ func TestSharedUpstreamNeverSeesClientRoots(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = cs.Close() })
-			eventually(t, 20*time.Second, "both servers listed", func() bool {
+			testutil.Eventually(t, 20*time.Second, "both servers listed", func() bool {
 				tools := listTools(t, cs)
 				return tools["mcp_sh_roots"] != nil && tools["mcp_pc_roots"] != nil
 			})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestLazyIdleTimeout: a lazy server with idleTimeout stops once no call
@@ -40,7 +42,7 @@ func TestLazyIdleTimeout(t *testing.T) {
 	lastCall := time.Now()
 	st := s.waitServer(t, "napper", idle+10*time.Second, "idle after its timeout", func(st serverState) bool { return st.State == "idle" })
 	stopped := time.Since(lastCall)
-	eventually(t, 10*time.Second, "the idle server's process to exit", func() bool { return !pidAlive(first) })
+	testutil.Eventually(t, 10*time.Second, "the idle server's process to exit", func() bool { return !pidAlive(first) })
 	if st.PID != 0 {
 		t.Errorf("an idle server reports pid %d", st.PID)
 	}

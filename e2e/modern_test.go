@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // questionRE finds the number of a question of the fixture's
@@ -90,7 +92,7 @@ func TestModernClient(t *testing.T) {
 			if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 				t.Fatalf("negotiated %q, want 2026-07-28", v)
 			}
-			eventually(t, 20*time.Second, "the fixture's tools", func() bool { return listTools(t, cs)["mcp_f_echo"] != nil })
+			testutil.Eventually(t, 20*time.Second, "the fixture's tools", func() bool { return listTools(t, cs)["mcp_f_echo"] != nil })
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 
@@ -105,7 +107,7 @@ func TestModernClient(t *testing.T) {
 			// The go-sdk client hands a 2026-07-28 call's notifications to
 			// its handlers after the result (the wire order is checked in
 			// TestModernWire).
-			eventually(t, 10*time.Second, "5 progress notifications and 5 log messages", func() bool {
+			testutil.Eventually(t, 10*time.Second, "5 progress notifications and 5 log messages", func() bool {
 				return progress.Load() == 5 && logs.Load() == 5
 			})
 
@@ -157,7 +159,7 @@ func TestModernClient(t *testing.T) {
 		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 			t.Fatalf("negotiated %q, want 2026-07-28", v)
 		}
-		eventually(t, 20*time.Second, "the fixture's tools", func() bool { return listTools(t, cs)["mcp_f_sample"] != nil })
+		testutil.Eventually(t, 20*time.Second, "the fixture's tools", func() bool { return listTools(t, cs)["mcp_f_sample"] != nil })
 		if got := textOf(mustCall(t, cs, "mcp_f_sample", map[string]any{"prompt": "hi"})); !strings.Contains(got, "sampled") {
 			t.Errorf("sample: %s", got)
 		}
@@ -166,7 +168,7 @@ func TestModernClient(t *testing.T) {
 		}
 		// Eight calls, each in three rounds, at once: every call gets its
 		// own answers.
-		eventually(t, 20*time.Second, "the HTTP fixture's tools", func() bool { return listTools(t, cs)["mcp_h_elicit_rounds"] != nil })
+		testutil.Eventually(t, 20*time.Second, "the HTTP fixture's tools", func() bool { return listTools(t, cs)["mcp_h_elicit_rounds"] != nil })
 		concurrentRounds(t, cs, "mcp_h_elicit_rounds", &asked)
 	})
 }
@@ -186,7 +188,7 @@ func TestModernWire(t *testing.T) {
 		t.Helper()
 		return postRaw(t, s.addr, path, method, name, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{`+params+meta+`}}`)
 	}
-	eventually(t, 20*time.Second, "tools listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "tools listed", func() bool {
 		_, _, body := post("/mcp", "tools/list", "", "")
 		return strings.Contains(body, "mcp_f_echo")
 	})
@@ -358,7 +360,7 @@ func TestShutdownEndsCallsWaitingForInput(t *testing.T) {
 		"shutdownTimeout": shutdown.Milliseconds(),
 		"servers":         map[string]any{"f": map[string]any{"command": fixture, "args": []string{"--name", "f"}}},
 	})
-	eventually(t, 20*time.Second, "the fixture's tools", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the fixture's tools", func() bool {
 		_, _, body := postRaw(t, s.addr, "/mcp", "tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+elicitMeta+`}}`)
 		return strings.Contains(body, "mcp_f_elicit_rounds")
 	})

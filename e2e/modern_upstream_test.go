@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestModernUpstream puts switchboard in front of a server that speaks
@@ -24,7 +26,7 @@ func TestModernUpstream(t *testing.T) {
 	t.Parallel()
 	url, _ := startFixtureHTTP(t, "http", "--name", "m", "--stateless")
 	s := startSwitchboard(t, map[string]any{"servers": map[string]any{"m": map[string]any{"type": "http", "url": url}}})
-	eventually(t, 20*time.Second, "m ready", func() bool { return s.serverStatus(t, "m")["state"] == "ready" })
+	testutil.Eventually(t, 20*time.Second, "m ready", func() bool { return s.serverStatus(t, "m")["state"] == "ready" })
 	if p := s.serverStatus(t, "m")["protocol"]; p != "2026-07-28" {
 		t.Fatalf("protocol %v, want 2026-07-28 (the probe's find)", p)
 	}
@@ -57,7 +59,7 @@ func TestModernUpstream(t *testing.T) {
 			if v := cs.InitializeResult().ProtocolVersion; v != want {
 				t.Fatalf("negotiated %q, want %q", v, want)
 			}
-			eventually(t, 20*time.Second, "m's tools", func() bool { return listTools(t, cs)["mcp_m_elicit_rounds"] != nil })
+			testutil.Eventually(t, 20*time.Second, "m's tools", func() bool { return listTools(t, cs)["mcp_m_elicit_rounds"] != nil })
 			if got := textOf(mustCall(t, cs, "mcp_m_elicit_rounds", map[string]any{"rounds": 2})); !strings.Contains(got, "a1,a2") {
 				t.Errorf("two rounds: %s", got)
 			}
@@ -153,7 +155,7 @@ func TestSharedRequestStateKey(t *testing.T) {
 			"requestStateKey": "secret://env/SB_STATE_KEY",
 			"servers":         map[string]any{"m": map[string]any{"type": "http", "url": url}},
 		}, []string{"SB_STATE_KEY=" + key})
-		eventually(t, 20*time.Second, "m ready", func() bool { return s.serverStatus(t, "m")["state"] == "ready" })
+		testutil.Eventually(t, 20*time.Second, "m ready", func() bool { return s.serverStatus(t, "m")["state"] == "ready" })
 		return s
 	}
 	const shared = "a deployment's key, shared by its replicas: 0123456789"

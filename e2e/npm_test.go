@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // npmEnv puts the npm tool cache's bin (Node 22 among it) first on PATH, so
@@ -40,7 +42,7 @@ func TestClaudeDesktopFileWithEverything(t *testing.T) {
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, env)
 	cs := s.client(t, nil)
 	var tools map[string]*mcp.Tool
-	eventually(t, 60*time.Second, "everything's tools", func() bool {
+	testutil.Eventually(t, 60*time.Second, "everything's tools", func() bool {
 		tools = listTools(t, cs)
 		return tools["mcp_everything_echo"] != nil && tools["mcp_everything_get-sum"] != nil
 	})
@@ -115,7 +117,7 @@ func TestEverythingOverStreamableHTTP(t *testing.T) {
 		"ev": map[string]any{"type": "http", "url": url},
 	}})
 	cs := s.client(t, nil)
-	eventually(t, 30*time.Second, "everything over http", func() bool { return listTools(t, cs)["mcp_ev_echo"] != nil })
+	testutil.Eventually(t, 30*time.Second, "everything over http", func() bool { return listTools(t, cs)["mcp_ev_echo"] != nil })
 	// The TypeScript SDK refuses the server/discover probe with HTTP 400 and
 	// an error whose id is null: that is "legacy, initialize now", at once.
 	if st := s.serverStatus(t, "ev"); st["protocol"] != "2025-11-25" || st["restarts"].(float64) != 0 {
@@ -146,7 +148,7 @@ func TestInspectorCLI(t *testing.T) {
 	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 	s := startSwitchboard(t, nil)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "demo tools", func() bool { return listTools(t, cs)["mcp_notes_add"] != nil })
+	testutil.Eventually(t, 20*time.Second, "demo tools", func() bool { return listTools(t, cs)["mcp_notes_add"] != nil })
 
 	inspect := func(args ...string) map[string]any {
 		t.Helper()
@@ -205,7 +207,7 @@ func TestReferenceServersFilesystemAndMemory(t *testing.T) {
 	}}
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, npmEnv(t))
 	cs := s.client(t, nil)
-	eventually(t, 60*time.Second, "both reference servers listed", func() bool {
+	testutil.Eventually(t, 60*time.Second, "both reference servers listed", func() bool {
 		tools := listTools(t, cs)
 		return tools["mcp_fs_read_text_file"] != nil && tools["mcp_memory_create_entities"] != nil
 	})

@@ -22,6 +22,8 @@ import (
 	"github.com/prometheus/common/model"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // scrape fetches /metrics and parses it with the Prometheus text parser.
@@ -83,7 +85,7 @@ func TestMetricsAndAuditLog(t *testing.T) {
 	}
 	s := startSwitchboardIn(t, dir, dir, cfg, nil)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_m_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_m_echo"] != nil })
 	const secretArg = "do-not-log-this-argument"
 	for range 3 {
 		mustCall(t, cs, "mcp_m_echo", map[string]any{"text": secretArg})
@@ -94,7 +96,7 @@ func TestMetricsAndAuditLog(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "reload counted", func() bool { return s.lastReload(t) != nil })
+	testutil.Eventually(t, 10*time.Second, "reload counted", func() bool { return s.lastReload(t) != nil })
 
 	fams := s.scrape(t)
 	checks := []struct {
@@ -253,7 +255,7 @@ service:
 		t.Fatal(err)
 	}
 	c := start(t, dir, nil, col, "--config", colPath)
-	eventually(t, 30*time.Second, "collector listening", func() bool {
+	testutil.Eventually(t, 30*time.Second, "collector listening", func() bool {
 		conn, err := dialLoopback(grpcPort)
 		if err == nil {
 			conn.Close()
@@ -276,7 +278,7 @@ service:
 	}
 	s := startSwitchboardIn(t, dir, dir, map[string]any{"mcpServers": map[string]any{"web": map[string]any{"type": "http", "url": url}}}, env)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "web listed", func() bool { return listTools(t, cs)["mcp_web_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "web listed", func() bool { return listTools(t, cs)["mcp_web_echo"] != nil })
 
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	const clientSpan = "00f067aa0ba902b7"
@@ -288,7 +290,7 @@ service:
 		t.Fatalf("call: %v %s", err, js(res))
 	}
 	var down, up *spanSeen
-	eventually(t, 30*time.Second, "both spans at the collector", func() bool {
+	testutil.Eventually(t, 30*time.Second, "both spans at the collector", func() bool {
 		down, up = sink.byName("tools/call mcp_web_echo"), sink.byName("tools/call echo")
 		return down != nil && up != nil
 	})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // The tests in this file pin issue 23: a server whose resources or prompts
@@ -21,7 +23,7 @@ const stableFor = 30 * time.Second
 func (s *sb) waitPartial(t *testing.T, server string, d time.Duration) map[string]any {
 	t.Helper()
 	var st map[string]any
-	eventually(t, d, server+" ready with a partial catalog", func() bool {
+	testutil.Eventually(t, d, server+" ready with a partial catalog", func() bool {
 		st = s.serverStatus(t, server)
 		return st != nil && st["state"] == "ready" && st["catalog"] == "partial"
 	})
@@ -69,7 +71,7 @@ func TestPartialCatalogPostgres(t *testing.T) {
 	started := time.Now()
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, npmEnv(t))
 	cs := s.client(t, nil)
-	eventually(t, timeout, "mcp_pg_query listed", func() bool { return listTools(t, cs)["mcp_pg_query"] != nil })
+	testutil.Eventually(t, timeout, "mcp_pg_query listed", func() bool { return listTools(t, cs)["mcp_pg_query"] != nil })
 	t.Logf("mcp_pg_query listed %s after start", time.Since(started).Round(time.Millisecond))
 
 	st := s.waitPartial(t, "pg", 5*time.Second)
@@ -126,7 +128,7 @@ func TestPartialCatalogFixture(t *testing.T) {
 	cs := s.client(t, &mcp.ClientOptions{PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
 		changed <- struct{}{}
 	}})
-	eventually(t, 10*time.Second, "mcp_fx_echo listed", func() bool { return listTools(t, cs)["mcp_fx_echo"] != nil })
+	testutil.Eventually(t, 10*time.Second, "mcp_fx_echo listed", func() bool { return listTools(t, cs)["mcp_fx_echo"] != nil })
 	st := s.waitPartial(t, "fx", 5*time.Second)
 	if msg := catalogError(st, "prompts/list"); msg != "fixture: prompts/list is failing (--fail-list)" {
 		t.Errorf("catalogErrors %v, want prompts/list with the fixture's message", st["catalogErrors"])
@@ -147,7 +149,7 @@ func TestPartialCatalogFixture(t *testing.T) {
 	}
 
 	mustCall(t, cs, "mcp_fx_heal_lists", map[string]any{})
-	eventually(t, 10*time.Second, "a complete catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a complete catalog", func() bool {
 		st := s.serverStatus(t, "fx")
 		return st["catalog"] == "complete" && st["catalogErrors"] == nil
 	})
@@ -187,7 +189,7 @@ func TestSkippedListsFixture(t *testing.T) {
 	}}
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
-	eventually(t, 10*time.Second, "mcp_fx_echo listed", func() bool { return listTools(t, cs)["mcp_fx_echo"] != nil })
+	testutil.Eventually(t, 10*time.Second, "mcp_fx_echo listed", func() bool { return listTools(t, cs)["mcp_fx_echo"] != nil })
 	st := s.serverStatus(t, "fx")
 	if st["state"] != "ready" || st["catalog"] != "complete" || st["listFailures"] != nil || st["prompts"] != float64(0) || st["resources"] != float64(0) {
 		t.Errorf("status %s, want ready and complete, with no prompts, resources or failures", js(st))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // hostileServer is a server config running the scripted malicious server
@@ -108,7 +110,7 @@ func TestPolicyOnIdentity(t *testing.T) {
 			s := startSwitchboard(t, cfg)
 			cs := s.client(t, nil)
 			var tools map[string]bool
-			eventually(t, 20*time.Second, "the servers listed", func() bool {
+			testutil.Eventually(t, 20*time.Second, "the servers listed", func() bool {
 				tools = map[string]bool{}
 				for name := range listTools(t, cs) {
 					tools[name] = true

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // Process bookkeeping for the resilience tests. Every upstream a test starts
@@ -316,7 +318,7 @@ func (s *sb) terminate(t *testing.T, d time.Duration) (code int, took time.Durat
 func readPIDFile(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	eventually(t, 20*time.Second, "pid file "+filepath.Base(path), func() bool {
+	testutil.Eventually(t, 20*time.Second, "pid file "+filepath.Base(path), func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 func promptText(r *mcp.GetPromptResult) string {
@@ -31,7 +33,7 @@ func TestPromptsResourcesThroughProxy(t *testing.T) {
 	cs := s.client(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	eventually(t, 20*time.Second, "prompts listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "prompts listed", func() bool {
 		res, err := cs.ListPrompts(ctx, nil)
 		if err != nil {
 			return false

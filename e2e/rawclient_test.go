@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // The raw clients below speak JSON-RPC on the wire themselves. The go-sdk
@@ -342,7 +344,7 @@ func (c *rawHTTP) open(t *testing.T, ctx context.Context, tool string) {
 		t.Fatalf("notifications/initialized: %v", err)
 	}
 	c.mustCall(t, ctx, "logging/setLevel", map[string]any{"level": "debug"})
-	eventually(t, 20*time.Second, tool+" listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, tool+" listed", func() bool {
 		return hasTool(ctx, func(ctx context.Context, method string, params any) (rpcMsg, error) {
 			_, res, err := c.call(ctx, method, params)
 			return res, err
@@ -518,7 +520,7 @@ func (s *rawStream) open(t *testing.T, ctx context.Context, tool string) {
 		t.Fatalf("notifications/initialized: %v", err)
 	}
 	s.mustCall(t, ctx, "logging/setLevel", map[string]any{"level": "debug"})
-	eventually(t, 20*time.Second, tool+" listed", func() bool { return hasTool(ctx, s.call, tool) })
+	testutil.Eventually(t, 20*time.Second, tool+" listed", func() bool { return hasTool(ctx, s.call, tool) })
 }
 
 // dialSSE opens a legacy SSE session at endpoint (…/sse) with an optional

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestReadmeCommands runs every command of README.md's shell blocks, in
@@ -379,7 +381,7 @@ func (r *readmeRunner) checkServing(c *readmeCommand, args []string) {
 		want = []string{"mcp_clock_", "mcp_notes_"}
 	}
 	var tools map[string]*mcp.Tool
-	eventually(t, 60*time.Second, c.String()+": tools of every local server", func() bool {
+	testutil.Eventually(t, 60*time.Second, c.String()+": tools of every local server", func() bool {
 		tools = listTools(t, s.cs)
 		for _, p := range want {
 			found := false
@@ -466,5 +468,5 @@ func (r *readmeRunner) stopServing() {
 		r.t.Errorf("%s: still running 30s after SIGTERM to pid %d", s.cmd, s.rec.PID)
 		s.proc.stop(time.Second)
 	}
-	eventually(r.t, 10*time.Second, "pid "+strconv.Itoa(s.rec.PID)+" to exit", func() bool { return !pidAlive(s.rec.PID) })
+	testutil.Eventually(r.t, 10*time.Second, "pid "+strconv.Itoa(s.rec.PID)+" to exit", func() bool { return !pidAlive(s.rec.PID) })
 }

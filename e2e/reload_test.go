@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 func fixtureServer(name string, extra ...string) map[string]any {
@@ -80,7 +82,7 @@ func listChangedClient(t *testing.T, s *sb, path string) (*mcp.ClientSession, *a
 // waitGen waits until /status reports generation want.
 func (s *sb) waitGen(t *testing.T, want int) {
 	t.Helper()
-	eventually(t, 20*time.Second, fmt.Sprintf("config generation %d", want), func() bool { return s.gen(t) >= want })
+	testutil.Eventually(t, 20*time.Second, fmt.Sprintf("config generation %d", want), func() bool { return s.gen(t) >= want })
 }
 
 // TestReloadEveryFileChangeKind edits the config in place, by rename-replace
@@ -120,7 +122,7 @@ func TestReloadEveryFileChangeKind(t *testing.T) {
 	s.addr, s.admin = parts[0], parts[1]
 
 	cs, changed := listChangedClient(t, s, "/mcp")
-	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_echo"] != nil })
 
 	// ConfigMap update: new version dir, new ..data symlink renamed over the old.
 	before := changed.Load()
@@ -132,8 +134,8 @@ func TestReloadEveryFileChangeKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitGen(t, 2)
-	eventually(t, 10*time.Second, "list_changed after the ConfigMap swap", func() bool { return changed.Load() > before })
-	eventually(t, 5*time.Second, "b listed", func() bool { return listTools(t, cs)["mcp_b_echo"] != nil })
+	testutil.Eventually(t, 10*time.Second, "list_changed after the ConfigMap swap", func() bool { return changed.Load() > before })
+	testutil.Eventually(t, 5*time.Second, "b listed", func() bool { return listTools(t, cs)["mcp_b_echo"] != nil })
 
 	// Replace the symlinked layout by a plain file for the next two kinds.
 	plain := filepath.Join(dir, "plain.json")
@@ -152,11 +154,11 @@ func TestReloadEveryFileChangeKind(t *testing.T) {
 	before = changed.Load()
 	rewrite(t, cmPath, cfg("a", "b", "c"))
 	s.waitGen(t, 3)
-	eventually(t, 10*time.Second, "c listed after in-place edit", func() bool { return listTools(t, cs)["mcp_c_echo"] != nil })
+	testutil.Eventually(t, 10*time.Second, "c listed after in-place edit", func() bool { return listTools(t, cs)["mcp_c_echo"] != nil })
 
 	replaceByRename(t, cmPath, cfg("a", "c"))
 	s.waitGen(t, 4)
-	eventually(t, 10*time.Second, "b gone after rename-replace", func() bool { return listTools(t, cs)["mcp_b_echo"] == nil })
+	testutil.Eventually(t, 10*time.Second, "b gone after rename-replace", func() bool { return listTools(t, cs)["mcp_b_echo"] == nil })
 	time.Sleep(600 * time.Millisecond)
 	if g := s.gen(t); g != 4 {
 		t.Errorf("three changes gave generation %d, want 4 (each change reloads once)", g)
@@ -171,11 +173,11 @@ func TestReloadEveryFileChangeKind(t *testing.T) {
 func TestReloadSIGHUPAndInvalidConfig(t *testing.T) {
 	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"a": fixtureServer("a")}})
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_echo"] != nil })
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "SIGHUP reload recorded", func() bool {
+	testutil.Eventually(t, 10*time.Second, "SIGHUP reload recorded", func() bool {
 		lr := s.lastReload(t)
 		return lr != nil && strings.Contains(fmt.Sprint(lr["reason"]), "sighup")
 	})
@@ -183,7 +185,7 @@ func TestReloadSIGHUPAndInvalidConfig(t *testing.T) {
 	if err := os.WriteFile(s.config, []byte(`{"mcpServers": {"a": {"command": "x", "toolTimeout": -1}, "b": {"type": "http"}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "rejected reload in /status", func() bool {
+	testutil.Eventually(t, 10*time.Second, "rejected reload in /status", func() bool {
 		lr := s.lastReload(t)
 		return lr != nil && lr["ok"] == false
 	})
@@ -219,7 +221,7 @@ func TestReloadKeepsUnchangedUpstreamPID(t *testing.T) {
 	cfg := map[string]any{"mcpServers": map[string]any{"keep": fixtureServer("keep"), "change": fixtureServer("change")}}
 	s := startSwitchboard(t, cfg)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "listed", func() bool {
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool {
 		tools := listTools(t, cs)
 		return tools["mcp_change_sleep"] != nil && tools["mcp_keep_pid"] != nil
 	})
@@ -247,8 +249,8 @@ func TestReloadKeepsUnchangedUpstreamPID(t *testing.T) {
 	if got := pidOf(t, cs, "mcp_keep_pid"); got != keepPID {
 		t.Errorf("unchanged server restarted: pid %d -> %d", keepPID, got)
 	}
-	eventually(t, 10*time.Second, "changed server replaced", func() bool { return pidOf(t, cs, "mcp_change_pid") != changePID })
-	eventually(t, 15*time.Second, "old process stopped", func() bool { return !pidAlive(changePID) })
+	testutil.Eventually(t, 10*time.Second, "changed server replaced", func() bool { return pidOf(t, cs, "mcp_change_pid") != changePID })
+	testutil.Eventually(t, 15*time.Second, "old process stopped", func() bool { return !pidAlive(changePID) })
 }
 
 // TestReloadUnderLoad: 100 reloads (server added, removed, changed, policy
@@ -270,7 +272,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	for range 2 {
 		clients = append(clients, s.client(t, nil))
 	}
-	eventually(t, 20*time.Second, "steady listed", func() bool { return listTools(t, clients[0])["mcp_steady_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "steady listed", func() bool { return listTools(t, clients[0])["mcp_steady_echo"] != nil })
 
 	stop := make(chan struct{})
 	var calls, failures atomic.Int64
@@ -319,7 +321,7 @@ func TestReloadUnderLoad(t *testing.T) {
 func TestRemovedServerUnknownAfterRemoval(t *testing.T) {
 	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"a": fixtureServer("a"), "gone": fixtureServer("gone")}})
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_gone_echo"] != nil })
+	testutil.Eventually(t, 20*time.Second, "listed", func() bool { return listTools(t, cs)["mcp_gone_echo"] != nil })
 	mustCall(t, cs, "mcp_gone_echo", map[string]any{"text": "before"})
 	rewrite(t, s.config, map[string]any{"mcpServers": map[string]any{"a": fixtureServer("a")}})
 	s.waitGen(t, 2)
@@ -351,7 +353,7 @@ func TestAgentViews(t *testing.T) {
 	def := s.client(t, nil)
 	research := connectHTTP(t, "http://"+s.addr+"/agents/research/mcp", nil)
 	ops := connectHTTP(t, "http://"+s.addr+"/agents/ops/mcp", nil)
-	eventually(t, 20*time.Second, "views populated", func() bool {
+	testutil.Eventually(t, 20*time.Second, "views populated", func() bool {
 		return listTools(t, research)["mcp_search_echo"] != nil && listTools(t, ops)["mcp_shared_t0001"] != nil &&
 			listTools(t, def)["mcp_shared_echo"] != nil
 	})
@@ -462,7 +464,7 @@ func TestDownstreamAuthAndRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, adminCS)["mcp_a_pid"] != nil })
+	testutil.Eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, adminCS)["mcp_a_pid"] != nil })
 	// An agent token on plain /mcp selects the agent's view.
 	bot, err := connectWithToken(t, "http://"+s.addr+"/mcp", "bot-token-123456")
 	if err != nil {
@@ -483,7 +485,7 @@ func TestDownstreamAuthAndRateLimit(t *testing.T) {
 	if limited == nil || !strings.Contains(textOf(limited), "rate limit exceeded; retry in") || limited.Meta["retryAfterMs"] == nil {
 		t.Fatalf("no rate-limit tool error: %s", js(limited))
 	}
-	eventually(t, 5*time.Second, "rate limit recovers", func() bool {
+	testutil.Eventually(t, 5*time.Second, "rate limit recovers", func() bool {
 		return !mustCall(t, bot, "mcp_a_echo", map[string]any{"text": "again"}).IsError
 	})
 	if strings.Contains(s.Stderr(), "bot-token-123456") || strings.Contains(s.Stderr(), "admin-token-abcdef") {
@@ -513,7 +515,7 @@ func TestAdminReload(t *testing.T) {
 	if code := post("reload-secret-42"); code != http.StatusAccepted {
 		t.Errorf("reload: %d", code)
 	}
-	eventually(t, 10*time.Second, "admin reload recorded", func() bool {
+	testutil.Eventually(t, 10*time.Second, "admin reload recorded", func() bool {
 		lr := s.lastReload(t)
 		return lr != nil && strings.Contains(fmt.Sprint(lr["reason"]), "admin")
 	})
@@ -529,7 +531,7 @@ func TestReloadAppliesInPlace(t *testing.T) {
 	cfg := map[string]any{"listen": "127.0.0.1:0", "logLevel": "info", "mcpServers": map[string]any{"a": fixtureServer("a")}}
 	s := startSwitchboardIn(t, dir, dir, cfg, nil)
 	cs := s.client(t, nil)
-	eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_sleep"] != nil })
+	testutil.Eventually(t, 20*time.Second, "a listed", func() bool { return listTools(t, cs)["mcp_a_sleep"] != nil })
 	pid := pidOf(t, cs, "mcp_a_pid")
 	if res := mustCall(t, cs, "mcp_a_sleep", map[string]any{"ms": 600}); res.IsError {
 		t.Fatalf("sleep under the default timeout: %s", js(res))
@@ -564,7 +566,7 @@ func TestReloadAppliesInPlace(t *testing.T) {
 		t.Errorf("server restarted: pid %d -> %d", pid, got)
 	}
 	// audit: the calls since the reload are in the new audit file.
-	eventually(t, 5*time.Second, "audit records", func() bool {
+	testutil.Eventually(t, 5*time.Second, "audit records", func() bool {
 		b, _ := os.ReadFile(auditPath)
 		return strings.Count(string(b), "mcp_a_sleep") >= 2
 	})
@@ -576,7 +578,7 @@ func TestReloadAppliesInPlace(t *testing.T) {
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a debug line after the reload", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a debug line after the reload", func() bool {
 		return strings.Contains(s.Stderr(), "reload skipped")
 	})
 
@@ -587,7 +589,7 @@ func TestReloadAppliesInPlace(t *testing.T) {
 		"logLevel":   "debug",
 		"mcpServers": map[string]any{"a": fixtureServer("a"), "b": fixtureServer("b")},
 	})
-	eventually(t, 10*time.Second, "listen change refused", func() bool {
+	testutil.Eventually(t, 10*time.Second, "listen change refused", func() bool {
 		lr := s.lastReload(t)
 		return lr != nil && lr["ok"] == false
 	})

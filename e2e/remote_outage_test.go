@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // A remote upstream that goes away and comes back on the same address
@@ -178,7 +180,7 @@ func remoteOutage(t *testing.T, transport, path string, args ...string) {
 	wg.Go(func() { sampleStatus(ctx, t, s, "web", 50*time.Millisecond, rec) })
 	defer func() { cancel(); wg.Wait() }()
 
-	eventually(t, 10*time.Second, "a call before the outage", func() bool { _, ok := rec.firstOK(time.Time{}); return ok })
+	testutil.Eventually(t, 10*time.Second, "a call before the outage", func() bool { _, ok := rec.firstOK(time.Time{}); return ok })
 	hung := make(chan outageCall, 1)
 	go func() {
 		res, err, _ := callCtx(cs, 30*time.Second, "mcp_web_hang", map[string]any{})
@@ -197,7 +199,7 @@ func remoteOutage(t *testing.T, transport, path string, args ...string) {
 	time.Sleep(outageLength) // the outage itself: calls go on meanwhile
 	web = startRemoteFixture(t, transport, port, mark, args...)
 	back := time.Now()
-	eventually(t, 10*time.Second, "a good call after the upstream's return", func() bool { _, ok := rec.firstOK(back); return ok })
+	testutil.Eventually(t, 10*time.Second, "a good call after the upstream's return", func() bool { _, ok := rec.firstOK(back); return ok })
 	time.Sleep(300 * time.Millisecond) // a few more calls, to see they stay good
 	cancel()
 	wg.Wait()

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // hop is one HTTP exchange of a client's transport.
@@ -203,7 +205,7 @@ func TestReplicasBehindL7Proxy(t *testing.T) {
 		replicas[n] = startReplica(n, env)
 	}
 	for _, n := range names {
-		eventually(t, 20*time.Second, n+"'s echo ready", func() bool { return replicas[n].serverStatus(t, "echo")["state"] == "ready" })
+		testutil.Eventually(t, 20*time.Second, n+"'s echo ready", func() bool { return replicas[n].serverStatus(t, "echo")["state"] == "ready" })
 	}
 	url := startHAProxy(t, hap, names, replicas)
 

@@ -19,6 +19,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // Resilience: real switchboard, real fixture children, faults injected
@@ -72,7 +74,7 @@ func healthyEcho(t *testing.T, cs *mcp.ClientSession) {
 
 func waitListed(t *testing.T, cs *mcp.ClientSession, names ...string) {
 	t.Helper()
-	eventually(t, 30*time.Second, strings.Join(names, ", ")+" listed", func() bool {
+	testutil.Eventually(t, 30*time.Second, strings.Join(names, ", ")+" listed", func() bool {
 		tools := listTools(t, cs)
 		for _, n := range names {
 			if tools[n] == nil {
@@ -163,7 +165,7 @@ func TestFaultFailedServerLeavesList(t *testing.T) {
 	changed.Store(0)
 	wantToolError(t, cs, "mcp_victim_crash", map[string]any{}, "server 'victim'")
 	s.waitServer(t, "victim", 5*time.Second, "failed", func(st serverState) bool { return st.State == "failed" && st.Tools == 0 })
-	eventually(t, 5*time.Second, "list_changed", func() bool { return changed.Load() > 0 })
+	testutil.Eventually(t, 5*time.Second, "list_changed", func() bool { return changed.Load() > 0 })
 	if listTools(t, cs)["mcp_victim_echo"] != nil {
 		t.Error("failed server still listed")
 	}
@@ -275,7 +277,7 @@ func TestFaultSlowStart(t *testing.T) {
 	}
 	cs := s.client(t, nil)
 	// The endpoint serves calls while upstreams start…
-	eventually(t, 10*time.Second, "a call to the healthy server", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a call to the healthy server", func() bool {
 		res, err, _ := callCtx(cs, 5*time.Second, "mcp_healthy_echo", map[string]any{"text": "still here"})
 		return err == nil && !res.IsError
 	})
@@ -294,9 +296,9 @@ func TestFaultSlowStart(t *testing.T) {
 	if !strings.Contains(st.LastError, "connect timeout") {
 		t.Errorf("last error %q", st.LastError)
 	}
-	eventually(t, 10*time.Second, "/readyz 200", func() bool { return s.readyz(t) == 200 })
+	testutil.Eventually(t, 10*time.Second, "/readyz 200", func() bool { return s.readyz(t) == 200 })
 	pid := readPIDFile(t, pidFile)
-	eventually(t, 10*time.Second, "abandoned child stopped", func() bool { return !pidAlive(pid) })
+	testutil.Eventually(t, 10*time.Second, "abandoned child stopped", func() bool { return !pidAlive(pid) })
 	waitListed(t, cs, "mcp_slow_echo")
 }
 
@@ -354,7 +356,7 @@ func TestFaultMalformedLine(t *testing.T) {
 	if res.IsError || !strings.Contains(textOf(res), "garbled") {
 		t.Fatalf("call after a stray stdout line: %s", js(res))
 	}
-	eventually(t, 5*time.Second, "the skipped line logged", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the skipped line logged", func() bool {
 		return strings.Contains(s.Stderr(), `switchboard.upstream.victim: stdout line skipped: not JSON-RPC: line="{not json"`)
 	})
 	if st := s.server(t, "victim"); st.State != "ready" || st.PID != first.PID || st.Restarts != 0 {
@@ -416,7 +418,7 @@ func TestFaultStderrFlood(t *testing.T) {
 	}
 	healthyEcho(t, cs)
 	// The dropped lines are reported once the burst is over.
-	eventually(t, 10*time.Second, "the dropped lines reported", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the dropped lines reported", func() bool {
 		return strings.Contains(s.Stderr(), "stderr lines dropped")
 	})
 	logs := s.Stderr()
@@ -476,10 +478,10 @@ func TestFaultGrandchild(t *testing.T) {
 	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "grandchild killed with its parent", func() bool { return !pidAlive(gc) })
+	testutil.Eventually(t, 10*time.Second, "grandchild killed with its parent", func() bool { return !pidAlive(gc) })
 	s.waitServer(t, "victim", 15*time.Second, "restarted", func(st serverState) bool { return st.State == "ready" && st.PID != first.PID })
 	healthyEcho(t, cs)
-	eventually(t, 10*time.Second, "a new grandchild", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a new grandchild", func() bool {
 		p := readPIDFile(t, gcFile)
 		return p != gc && pidAlive(p)
 	})
@@ -556,7 +558,7 @@ func TestResilienceHTTPDownAtBoot(t *testing.T) {
 	if st.LastError == "" {
 		t.Error("no last error for an unreachable server")
 	}
-	eventually(t, 10*time.Second, "/readyz 200", func() bool { return s.readyz(t) == 200 })
+	testutil.Eventually(t, 10*time.Second, "/readyz 200", func() bool { return s.readyz(t) == 200 })
 	if listTools(t, cs)["mcp_web_echo"] != nil {
 		t.Fatal("unreachable server listed")
 	}
@@ -570,7 +572,7 @@ func TestResilienceHTTPDownAtBoot(t *testing.T) {
 	web := startWeb()
 	changed.Store(0)
 	s.waitServer(t, "web", 30*time.Second, "connected", func(st serverState) bool { return st.State == "ready" })
-	eventually(t, 5*time.Second, "list_changed for the new tools", func() bool { return changed.Load() > 0 })
+	testutil.Eventually(t, 5*time.Second, "list_changed for the new tools", func() bool { return changed.Load() > 0 })
 	waitListed(t, cs, "mcp_web_echo")
 	if res := mustCall(t, cs, "mcp_web_echo", map[string]any{"text": "hi"}); res.IsError {
 		t.Errorf("web call: %s", js(res))
@@ -581,7 +583,7 @@ func TestResilienceHTTPDownAtBoot(t *testing.T) {
 	healthyEcho(t, cs)
 	web = startWeb()
 	s.waitServer(t, "web", 60*time.Second, "reconnected", func(st serverState) bool { return st.State == "ready" })
-	eventually(t, 10*time.Second, "web call after the reconnect", func() bool {
+	testutil.Eventually(t, 10*time.Second, "web call after the reconnect", func() bool {
 		res, err := callTool(t, cs, "mcp_web_echo", map[string]any{"text": "back"})
 		return err == nil && !res.IsError
 	})
@@ -700,7 +702,7 @@ func TestShutdownDrainsInFlightCalls(t *testing.T) {
 			}
 			if tc.wantOK {
 				// While the calls drain, readiness fails so no new traffic comes.
-				eventually(t, 5*time.Second, "readyz 503 while draining", func() bool {
+				testutil.Eventually(t, 5*time.Second, "readyz 503 while draining", func() bool {
 					resp, err := http.Get("http://" + s.admin + "/readyz")
 					if err != nil {
 						return false
@@ -843,11 +845,11 @@ func TestSoakCrashRestart(t *testing.T) {
 		t.Errorf("after the soak: %s", js(res))
 	}
 	noZombies(t, s.pid(), 5*time.Second)
-	eventually(t, 10*time.Second, "only the current child and its grandchild left", func() bool { return len(marked(mark)) == 2 })
+	testutil.Eventually(t, 10*time.Second, "only the current child and its grandchild left", func() bool { return len(marked(mark)) == 2 })
 
 	// Let the last cycles' goroutines and garbage settle before comparing.
 	var endG int
-	eventually(t, 10*time.Second, "goroutines back to the warm level", func() bool {
+	testutil.Eventually(t, 10*time.Second, "goroutines back to the warm level", func() bool {
 		endG = s.statusDoc(t).Goroutines
 		return endG <= warmG+20
 	})
@@ -874,7 +876,7 @@ func TestResilienceLazyServers(t *testing.T) {
 		"quick":   with(markedServer("quick", mark, "--pid-file", quick, "--slow-start", "3s"), "lazy", true, "lazyList", "cached", "timeout", 20000),
 		"healthy": markedServer("healthy", mark),
 	}})
-	eventually(t, 10*time.Second, "/readyz 200", func() bool { return s.readyz(t) == 200 })
+	testutil.Eventually(t, 10*time.Second, "/readyz 200", func() bool { return s.readyz(t) == 200 })
 	for _, name := range []string{"held", "quick"} {
 		if st := s.server(t, name); st.State != "idle" {
 			t.Errorf("lazy %s is %s at boot", name, st.State)
@@ -899,7 +901,7 @@ func TestResilienceLazyServers(t *testing.T) {
 	}
 	readPIDFile(t, held)
 	readPIDFile(t, quick)
-	eventually(t, 30*time.Second, "list_changed with the cached server's tools", func() bool {
+	testutil.Eventually(t, 30*time.Second, "list_changed with the cached server's tools", func() bool {
 		return changed.Load() > 0 && listTools(t, cs)["mcp_quick_echo"] != nil
 	})
 	if res := mustCall(t, cs, "mcp_quick_echo", map[string]any{"text": "lazy"}); res.IsError {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // The planted secrets: one from the environment, one from a file. Both
@@ -214,7 +216,7 @@ func TestSecretsInChildStderr(t *testing.T) {
 	srv["args"] = append(srv["args"].([]string), "--stderr-file", errFile)
 	srv["env"] = map[string]any{"SB_TOKEN": "secret://env/SB_PLANTED"}
 	s := startSwitchboardIn(t, dir, dir, map[string]any{"logLevel": "trace", "mcpServers": map[string]any{"h": srv}}, []string{"SB_PLANTED=" + plantedEnv})
-	eventually(t, 20*time.Second, "the stderr lines logged", func() bool { return strings.Contains(s.proc.Stderr(), "last line") })
+	testutil.Eventually(t, 20*time.Second, "the stderr lines logged", func() bool { return strings.Contains(s.proc.Stderr(), "last line") })
 	resp, err := http.Get("http://" + s.admin + "/status")
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // devVault is a real Vault dev server on loopback.
@@ -150,7 +152,7 @@ func TestSecretLeakSuite(t *testing.T) {
 	}
 	s := startSwitchboardIn(t, dir, dir, cfg, envList)
 	cs := s.client(t, nil)
-	eventually(t, 30*time.Second, "leaky and web listed", func() bool {
+	testutil.Eventually(t, 30*time.Second, "leaky and web listed", func() bool {
 		tools := listTools(t, cs)
 		return tools["mcp_leaky_env"] != nil && tools["mcp_web_echo"] != nil
 	})
@@ -185,7 +187,7 @@ func TestSecretLeakSuite(t *testing.T) {
 		t.Errorf("the HTTP upstream did not get its header from the reference")
 	}
 	// The broken server fails alone, naming the reference, not a value.
-	eventually(t, 15*time.Second, "broken failed", func() bool {
+	testutil.Eventually(t, 15*time.Second, "broken failed", func() bool {
 		st := s.serverStatus(t, "broken")
 		return st != nil && st["state"] == "failed"
 	})
@@ -199,7 +201,7 @@ func TestSecretLeakSuite(t *testing.T) {
 	// Rotation: a new value in Vault, a crash, and the restarted child has it.
 	vault.put(t, "app", map[string]string{"token": values["vault2"]})
 	_, _ = callTool(t, cs, "mcp_leaky_crash", map[string]any{"code": 3})
-	eventually(t, 30*time.Second, "leaky restarted with the rotated value", func() bool {
+	testutil.Eventually(t, 30*time.Second, "leaky restarted with the rotated value", func() bool {
 		res, err := callTool(t, cs, "mcp_leaky_env_sha256", map[string]any{"name": "S_VAULT"})
 		return err == nil && !res.IsError && strings.TrimSpace(unwrap(textOf(res))) == sha256hex(values["vault2"])
 	})

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestClientThatNeverReads: one session opens its standalone stream and
@@ -145,9 +147,9 @@ func (f *flood) run(t *testing.T, name string, done func() bool) floodRun {
 	had := f.changes.Load()
 	changed := time.Now()
 	mustCall(t, f.good, "mcp_echo_add_tool", map[string]any{"name": "late_" + name})
-	eventually(t, 10*time.Second, "list_changed reached the reading client", func() bool { return f.changes.Load() > had })
+	testutil.Eventually(t, 10*time.Second, "list_changed reached the reading client", func() bool { return f.changes.Load() > had })
 	r.changed = time.Since(changed).Round(time.Millisecond)
-	eventually(t, 60*time.Second, name+" flood over", done)
+	testutil.Eventually(t, 60*time.Second, name+" flood over", done)
 	r.ended = time.Since(began).Round(time.Millisecond)
 	// Over once the reading client has taken nothing for half a second.
 	for n := int64(-1); n != f.logs.Load(); time.Sleep(500 * time.Millisecond) {

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unicode"
+
+	"golang.org/x/tools/txtar"
 
 	"github.com/mcp-switchboard/switchboard/router"
 )
@@ -34,15 +35,14 @@ func TestGolden(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
+			ar, err := txtar.ParseFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ar := parseTxtar(string(data))
-			if strings.TrimSpace(ar.header) == "" {
+			if strings.TrimSpace(string(ar.Comment)) == "" {
 				t.Errorf("%s: no prose header", file)
 			}
-			in, ok := ar.section("items")
+			in, ok := section(ar, "items")
 			if !ok {
 				t.Fatalf("%s: no -- items -- section", file)
 			}
@@ -55,13 +55,13 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%s: reversed items give a different table:\n%s", file, again)
 			}
 			if *update {
-				ar.set("want", got)
-				if err := os.WriteFile(file, []byte(ar.format()), 0o644); err != nil {
+				setSection(ar, "want", got)
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			want, ok := ar.section("want")
+			want, ok := section(ar, "want")
 			if !ok {
 				t.Fatalf("%s: no -- want -- section (run with -update)", file)
 			}
@@ -132,63 +132,24 @@ func quoteIfNeeded(s string) string {
 	return strconv.Quote(s)
 }
 
-// archive is a txtar archive: a prose header, then sections that each start
-// with a "-- name --" line.
-type archive struct {
-	header string
-	names  []string
-	bodies []string
-}
-
-func parseTxtar(s string) *archive {
-	ar := &archive{}
-	cur := &ar.header
-	for line := range strings.Lines(s) {
-		trimmed := strings.TrimSuffix(line, "\n")
-		if name, ok := sectionName(trimmed); ok {
-			ar.names = append(ar.names, name)
-			ar.bodies = append(ar.bodies, "")
-			cur = &ar.bodies[len(ar.bodies)-1]
-			continue
-		}
-		*cur += line
-	}
-	return ar
-}
-
-func sectionName(line string) (string, bool) {
-	if !strings.HasPrefix(line, "-- ") || !strings.HasSuffix(line, " --") || len(line) < 7 {
-		return "", false
-	}
-	return strings.TrimSpace(line[3 : len(line)-3]), true
-}
-
-func (ar *archive) section(name string) (string, bool) {
-	i := slices.Index(ar.names, name)
-	if i < 0 {
-		return "", false
-	}
-	return ar.bodies[i], true
-}
-
-func (ar *archive) set(name, body string) {
-	if i := slices.Index(ar.names, name); i >= 0 {
-		ar.bodies[i] = body
-		return
-	}
-	ar.names = append(ar.names, name)
-	ar.bodies = append(ar.bodies, body)
-}
-
-func (ar *archive) format() string {
-	var b strings.Builder
-	b.WriteString(ar.header)
-	for i, name := range ar.names {
-		fmt.Fprintf(&b, "-- %s --\n", name)
-		b.WriteString(ar.bodies[i])
-		if body := ar.bodies[i]; body != "" && !strings.HasSuffix(body, "\n") {
-			b.WriteString("\n")
+// section returns the body of the file called name in ar.
+func section(ar *txtar.Archive, name string) (string, bool) {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data), true
 		}
 	}
-	return b.String()
+	return "", false
+}
+
+// setSection replaces the body of the file called name in ar, or adds the
+// file at the end.
+func setSection(ar *txtar.Archive, name, body string) {
+	for i := range ar.Files {
+		if ar.Files[i].Name == name {
+			ar.Files[i].Data = []byte(body)
+			return
+		}
+	}
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(body)})
 }

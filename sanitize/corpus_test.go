@@ -39,7 +39,9 @@ type payload struct {
 
 // loadCorpus reads testdata/injection: one payload per file, a header of
 // "key: value" lines (classes, description), a line "---", then the
-// payload, byte for byte.
+// payload, byte for byte. (Not txtar: txtar.Parse ends every file with a
+// line break, and some payloads must end without one, right after a
+// marker.)
 func loadCorpus(t testing.TB) []payload {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("testdata", "injection", "*.txt"))

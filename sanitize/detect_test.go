@@ -12,17 +12,18 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/tools/txtar"
 
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
 // The detection corpus (issue 16, item 11) lives in testdata/detect: one
-// file per family, under inject/ for prompt injections and benign/ for
-// ordinary tool output. A file holds samples, each starting with a line
-// "=== NAME" (or "=== NAME escaped"); the sample is every line up to the
-// next such line, without the final line break. In an escaped sample,
-// \u{HEX} stands for that rune and \tags{ASCII} for the ASCII spelled in
-// Unicode tag characters, so that invisible characters stay readable.
+// txtar archive per family, under inject/ for prompt injections and
+// benign/ for ordinary tool output. Each file of an archive is a sample,
+// named "NAME" (or "NAME escaped"); the sample is the file's text without
+// its final line break. In an escaped sample, \u{HEX} stands for that rune
+// and \tags{ASCII} for the ASCII spelled in Unicode tag characters, so
+// that invisible characters stay readable.
 //
 // TestDetectionCorpus measures Scan through ToolResult, once with each
 // sample as a text content and once as a string inside structuredContent,
@@ -69,61 +70,45 @@ func loadDetectCorpus(t testing.TB) []sample {
 	t.Helper()
 	var out []sample
 	for _, label := range []string{"inject", "benign"} {
-		files, err := filepath.Glob(filepath.Join("testdata", "detect", label, "*.txt"))
+		files, err := filepath.Glob(filepath.Join("testdata", "detect", label, "*.txtar"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			ar, err := txtar.ParseFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			family := strings.TrimSuffix(filepath.Base(f), ".txt")
-			out = append(out, parseSamples(t, f, family, label == "inject", string(data))...)
+			family := strings.TrimSuffix(filepath.Base(f), ".txtar")
+			out = append(out, samples(t, f, family, label == "inject", ar)...)
 		}
 	}
 	return out
 }
 
-func parseSamples(t testing.TB, file, family string, inject bool, data string) []sample {
+// samples returns the samples of one family's archive.
+func samples(t testing.TB, file, family string, inject bool, ar *txtar.Archive) []sample {
 	t.Helper()
+	if len(ar.Comment) > 0 {
+		t.Fatalf("%s: text before the first sample", file)
+	}
 	var out []sample
 	seen := map[string]bool{}
-	var cur *sample
-	var escaped bool
-	var body []string
-	flush := func() {
-		if cur == nil {
-			return
-		}
-		cur.text = strings.Join(body, "\n")
-		if escaped {
-			cur.text = unescapeSample(cur.text)
-		}
-		if strings.TrimSpace(cur.text) == "" {
-			t.Fatalf("%s: sample %s is empty", file, cur.id)
-		}
-		out = append(out, *cur)
-	}
-	for _, line := range strings.Split(strings.TrimSuffix(data, "\n"), "\n") {
-		head, ok := strings.CutPrefix(line, "=== ")
-		if !ok {
-			if cur == nil {
-				t.Fatalf("%s: text before the first === line", file)
-			}
-			body = append(body, line)
-			continue
-		}
-		flush()
-		name, flags, _ := strings.Cut(head, " ")
+	for _, f := range ar.Files {
+		name, flags, _ := strings.Cut(f.Name, " ")
 		if seen[name] {
 			t.Fatalf("%s: sample %s twice", file, name)
 		}
 		seen[name] = true
-		cur = &sample{id: family + "/" + name, family: family, inject: inject}
-		escaped, body = flags == "escaped", nil
+		s := sample{id: family + "/" + name, family: family, inject: inject, text: strings.TrimSuffix(string(f.Data), "\n")}
+		if flags == "escaped" {
+			s.text = unescapeSample(s.text)
+		}
+		if strings.TrimSpace(s.text) == "" {
+			t.Fatalf("%s: sample %s is empty", file, s.id)
+		}
+		out = append(out, s)
 	}
-	flush()
 	return out
 }
 

@@ -5,73 +5,25 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
 var update = flag.Bool("update", false, "rewrite the want sections of testdata/schema/*.txtar")
 
-// txtar is a minimal reader and writer of the txtar format: a prose header,
-// then sections that each start with a line "-- name --".
-type txtar struct {
-	header   string
-	names    []string
-	sections map[string]string
-}
-
-func parseTxtar(data string) txtar {
-	ar := txtar{sections: map[string]string{}}
-	cur := ""
-	var b strings.Builder
-	flush := func() {
-		if cur == "" {
-			ar.header = b.String()
-		} else {
-			ar.sections[cur] = b.String()
-		}
-		b.Reset()
-	}
-	for _, line := range strings.SplitAfter(data, "\n") {
-		trimmed := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			flush()
-			cur = trimmed[3 : len(trimmed)-3]
-			ar.names = append(ar.names, cur)
-			continue
-		}
-		b.WriteString(line)
-	}
-	flush()
-	return ar
-}
-
-func (ar *txtar) set(name, value string) {
-	if _, ok := ar.sections[name]; !ok {
-		ar.names = append(ar.names, name)
-	}
-	ar.sections[name] = value
-}
-
-func (ar *txtar) drop(name string) {
-	delete(ar.sections, name)
-	for i, n := range ar.names {
-		if n == name {
-			ar.names = append(ar.names[:i], ar.names[i+1:]...)
-			return
+// sectionOf returns the body of the file called name in ar.
+func sectionOf(ar *txtar.Archive, name string) (string, bool) {
+	for _, f := range ar.Files {
+		if f.Name == name {
+			return string(f.Data), true
 		}
 	}
-}
-
-func (ar txtar) format() string {
-	var b strings.Builder
-	b.WriteString(ar.header)
-	for _, n := range ar.names {
-		b.WriteString("-- " + n + " --\n")
-		b.WriteString(ar.sections[n])
-	}
-	return b.String()
+	return "", false
 }
 
 // TestStrictLLMSchemaGolden runs StrictLLMSchema on the "in.json" section of
@@ -88,15 +40,14 @@ func TestStrictLLMSchemaGolden(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar"), func(t *testing.T) {
-			data, err := os.ReadFile(file)
+			ar, err := txtar.ParseFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ar := parseTxtar(string(data))
-			if strings.TrimSpace(ar.header) == "" {
+			if strings.TrimSpace(string(ar.Comment)) == "" {
 				t.Errorf("no prose header")
 			}
-			in, ok := ar.sections["in.json"]
+			in, ok := sectionOf(ar, "in.json")
 			if !ok {
 				t.Fatal("no -- in.json -- section")
 			}
@@ -125,15 +76,15 @@ func TestStrictLLMSchemaGolden(t *testing.T) {
 				}
 			}
 			if *update {
-				ar.drop("want.json")
-				ar.drop("error")
-				ar.set(section, got)
-				if err := os.WriteFile(file, []byte(ar.format()), 0o644); err != nil {
+				// The result replaces the want.json or error section, at the end.
+				ar.Files = slices.DeleteFunc(ar.Files, func(f txtar.File) bool { return f.Name == "want.json" || f.Name == "error" })
+				ar.Files = append(ar.Files, txtar.File{Name: section, Data: []byte(got)})
+				if err := os.WriteFile(file, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			want, ok := ar.sections[section]
+			want, ok := sectionOf(ar, section)
 			if !ok {
 				t.Fatalf("got %s, but the file has no -- %s -- section:\n%s", section, section, got)
 			}

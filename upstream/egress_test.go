@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // The configured headers of the egress tests: what must never reach
@@ -170,11 +171,11 @@ func TestRedirectToAnotherOriginWithoutHeaders(t *testing.T) {
 	if got := callText(t, h, "hello"); got != "hi" {
 		t.Fatalf("call: %q", got)
 	}
-	waitFor(t, 10*time.Second, "the standalone stream", func() bool { return hasMethod(other.requests(), http.MethodGet) })
+	testutil.Eventually(t, 10*time.Second, "the standalone stream", func() bool { return hasMethod(other.requests(), http.MethodGet) })
 	if err := h.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the session's DELETE", func() bool { return hasMethod(other.requests(), http.MethodDelete) })
+	testutil.Eventually(t, 10*time.Second, "the session's DELETE", func() bool { return hasMethod(other.requests(), http.MethodDelete) })
 	if l := leaked(other.requests()); len(l) != 0 {
 		t.Errorf("the other origin received configured headers: %v", l)
 	}

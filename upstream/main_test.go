@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // serverEnv names the helper MCP server the test binary runs instead of the
@@ -212,22 +213,10 @@ func testLogger(t *testing.T) (hclog.Logger, *logBuffer) {
 	return hclog.New(&hclog.LoggerOptions{Name: "test", Level: hclog.Trace, Output: b}), b
 }
 
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func readPID(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, 10*time.Second, "pid file "+path, func() bool {
+	testutil.Eventually(t, 10*time.Second, "pid file "+path, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false

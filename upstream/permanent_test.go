@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // expandFunc is an Expander.
@@ -124,7 +125,7 @@ func TestPermanentStartFailsOnce(t *testing.T) {
 			if !h.Restart() {
 				t.Fatal("Restart refused a failed server")
 			}
-			waitFor(t, 20*time.Second, "the second attempt", func() bool {
+			testutil.Eventually(t, 20*time.Second, "the second attempt", func() bool {
 				return strings.Count(logs.String(), "upstream failed") == 2
 			})
 			if st := waitState(t, h, 20*time.Second, upstream.StateFailed); st.Restarts != 0 || st.Failures != 1 {

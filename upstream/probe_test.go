@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // legacyOnly is a streamable HTTP server of the 2025-11-25 era that refuses
@@ -102,7 +103,7 @@ func TestProbeAnsweredByLegacyServer(t *testing.T) {
 			if !h.Restart() {
 				t.Fatal("restart refused")
 			}
-			waitFor(t, time.Minute, "ready after the restart", func() bool {
+			testutil.Eventually(t, time.Minute, "ready after the restart", func() bool {
 				return h.Status().State == upstream.StateReady && strings.Count(buf.String(), "upstream ready") == 2
 			})
 			if n := lo.probes.Load(); n != 1 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // alive reports whether pid exists and is not a zombie.
@@ -32,7 +33,7 @@ func alive(pid int) bool {
 func readPIDs(t *testing.T, path string, n int) []int {
 	t.Helper()
 	var pids []int
-	waitFor(t, 10*time.Second, "pids in "+path, func() bool {
+	testutil.Eventually(t, 10*time.Second, "pids in "+path, func() bool {
 		b, _ := os.ReadFile(path)
 		pids = pids[:0]
 		for _, f := range strings.Fields(string(b)) {
@@ -125,7 +126,7 @@ func TestShimKillsTreeWhenSwitchboardIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	waitFor(t, 5*time.Second, "the tree to go", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the tree to go", func() bool {
 		for _, p := range pids {
 			if alive(p) {
 				return false

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // These tests start real children (this test binary, as the helper server
@@ -56,7 +57,7 @@ func startHandle(t *testing.T, spec upstream.Spec, opt upstream.Options) *upstre
 func waitState(t *testing.T, h *upstream.Handle, d time.Duration, want upstream.State) upstream.Status {
 	t.Helper()
 	var st upstream.Status
-	waitFor(t, d, "state "+string(want), func() bool {
+	testutil.Eventually(t, d, "state "+string(want), func() bool {
 		st = h.Status()
 		return st.State == want
 	})
@@ -131,7 +132,7 @@ func TestStdioCrashRestarts(t *testing.T) {
 		t.Fatalf("crash call: want a connection-lost UnavailableError, got %v", err)
 	}
 	var second upstream.Status
-	waitFor(t, 20*time.Second, "a new process", func() bool {
+	testutil.Eventually(t, 20*time.Second, "a new process", func() bool {
 		second = h.Status()
 		return second.State == upstream.StateReady && second.PID != first.PID && second.PID != 0
 	})
@@ -214,7 +215,7 @@ func TestStdioStopKillsGrandchildren(t *testing.T) {
 				_ = syscall.Kill(st.PID, syscall.SIGKILL)
 				waitState(t, h, 10*time.Second, upstream.StateFailed)
 			}
-			waitFor(t, 5*time.Second, "grandchild gone", func() bool { return !pidAlive(gc) })
+			testutil.Eventually(t, 5*time.Second, "grandchild gone", func() bool { return !pidAlive(gc) })
 			if pidAlive(st.PID) {
 				t.Errorf("child %d alive", st.PID)
 			}
@@ -287,7 +288,7 @@ func TestStdioCallTimeoutCancelsUpstream(t *testing.T) {
 		t.Errorf("timed-out call took %s", d)
 	}
 	// The child saw the cancellation and said so on stderr.
-	waitFor(t, 5*time.Second, "cancellation reached the child", func() bool {
+	testutil.Eventually(t, 5*time.Second, "cancellation reached the child", func() bool {
 		return strings.Contains(out.String(), `line="hang cancelled"`)
 	})
 }
@@ -308,7 +309,7 @@ func TestStdioNoiseOnStdoutSkipped(t *testing.T) {
 		t.Errorf("the session did not survive the noise: %+v", st)
 	}
 	for _, want := range []string{`stdout line skipped: not JSON-RPC: line="server ready on stdio"`, `line="{\"level\":\"info\"`} {
-		waitFor(t, 5*time.Second, "log line "+want, func() bool { return strings.Contains(out.String(), want) })
+		testutil.Eventually(t, 5*time.Second, "log line "+want, func() bool { return strings.Contains(out.String(), want) })
 	}
 }
 
@@ -330,7 +331,7 @@ func TestStdioBrokenConnectionStopsChildPromptly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "server 'garbler' is unavailable: connection lost during the call") {
 		t.Fatalf("want a connection-lost UnavailableError, got %v", err)
 	}
-	waitFor(t, 10*time.Second, "child stopped", func() bool { return !pidAlive(first.PID) })
+	testutil.Eventually(t, 10*time.Second, "child stopped", func() bool { return !pidAlive(first.PID) })
 	// Ours: 250ms grace for the session's end, then 100ms + 300ms to
 	// SIGKILL. The SDK alone: 1.4s for stdin EOF, 1.4s after SIGTERM.
 	if d := time.Since(start); d > 2*time.Second {

@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
 )
 
 // secretHeader stands for a configured credential: it must reach every
@@ -374,13 +376,9 @@ func TestStreamableOrderUnderBackpressure(t *testing.T) {
 	const n = 200 // many more than the incoming queue holds
 	c.write(makeRequest(t, 3, "tools/call", map[string]any{"name": "progress", "arguments": map[string]any{"n": n}, "_meta": map[string]any{"progressToken": 7}}))
 	// Nothing is read until the stream's reader waits on a full queue.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(c.incoming) < cap(c.incoming) {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue holds %d messages, want it full", len(c.incoming))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, fmt.Sprintf("the incoming queue full (%d messages)", cap(c.incoming)), func() bool {
+		return len(c.incoming) == cap(c.incoming)
+	})
 	checkCallStream(t, c.readResponse(3), 3, n)
 }
 
@@ -472,16 +470,7 @@ func TestStreamableStandaloneReconnect(t *testing.T) {
 			t.Fatalf("message %d: %v", i, m)
 		}
 	}
-	waitFor := func(cond func() bool) {
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatal("timed out")
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(gets) == 3 })
+	testutil.Eventually(t, 5*time.Second, "3 GET requests", func() bool { mu.Lock(); defer mu.Unlock(); return len(gets) == 3 })
 	mu.Lock()
 	if got := gets[0].Get(headerLastEventID); got != "" {
 		t.Errorf("first GET sent Last-Event-ID %q", got)

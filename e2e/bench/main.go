@@ -5,12 +5,14 @@
 // and noisy, so only same-run comparisons mean much). It prints issue 20's
 // targets with their same-run ratios.
 //
-// Usage, from the module root:
+// The benchmark is a module of its own (e2e/bench), so gonum/plot stays
+// out of switchboard's dependencies. Usage, from the repository root:
 //
-//	go run ./e2e/bench [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE]
+//	go -C e2e/bench run . [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE]
 //
-// It builds cmd/switchboard, e2e/fixture and the peer (its own module, so
-// mcp-go stays out of switchboard's dependencies), finds
+// (-C runs it in e2e/bench: relative paths in its flags are taken from
+// there.) It builds cmd/switchboard, e2e/fixture and the peer (its own
+// module too, so mcp-go stays out of switchboard's dependencies), finds
 // @modelcontextprotocol/server-everything in the npm tool cache .ci/setup
 // fills, starts every server on 127.0.0.1 port 0, and prints a markdown
 // report. Every process it starts is stopped by PID on exit, including on
@@ -362,7 +364,8 @@ func (b binaries) sizes() []binSize {
 }
 
 // build compiles switchboard, the echo server and the peer (without -race,
-// with go build's defaults), or reuses them from --bin. The peer is its own
+// with go build's defaults), or reuses them from --bin. The switchboard
+// module is two directories above the benchmark's own. The peer is its own
 // module and is built in its directory with GOWORK=off; if it does not
 // build, the run goes on without it.
 func build(ctx context.Context, o *options, work string) (binaries, error) {
@@ -375,9 +378,12 @@ func build(ctx context.Context, o *options, work string) (binaries, error) {
 	}
 	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		return binaries{}, fmt.Errorf("run from inside the switchboard module: go env GOMOD: %v", err)
+		return binaries{}, fmt.Errorf("run from inside the benchmark's module (e2e/bench): go env GOMOD: %v", err)
 	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	root := filepath.Join(filepath.Dir(strings.TrimSpace(string(gomod))), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "cmd", "switchboard")); err != nil {
+		return binaries{}, fmt.Errorf("run from e2e/bench of the switchboard repository: %w", err)
+	}
 	b := binaries{
 		switchboard: filepath.Join(dir, "switchboard"),
 		fixture:     filepath.Join(dir, "fixture"),

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
 // TestStdio drives the fixture over stdio with the Go SDK client, pinned to
@@ -111,7 +113,7 @@ func TestStdio(t *testing.T) {
 	callText("test_tool_with_progress", nil, mcp.Meta{"progressToken": "p1"})
 	// Notifications are written before the result on the single stdio
 	// stream; give the client's dispatcher a moment.
-	waitFor(t, func() bool {
+	testutil.Eventually(t, 5*time.Second, "3 log messages and 3 progress notifications", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(logs) == 3 && len(progress) == 3
@@ -168,16 +170,5 @@ func TestStdio(t *testing.T) {
 	}
 	if strings.Join(cr.Completion.Values, ",") != "paris,park,party" {
 		t.Errorf("completion values = %q", cr.Completion.Values)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 5s")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -10,66 +10,32 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/tools/txtar"
+
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// txtar is a minimal reader of the txtar format: a header, then sections
-// introduced by "-- name --" lines.
-type txtar struct {
-	header   string
-	sections map[string]string
-	order    []string
+// sections maps the names of ar's files to their bodies.
+func sections(ar *txtar.Archive) map[string]string {
+	m := make(map[string]string, len(ar.Files))
+	for _, f := range ar.Files {
+		m[f.Name] = string(f.Data)
+	}
+	return m
 }
 
-func readTxtar(t *testing.T, path string) *txtar {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &txtar{sections: map[string]string{}}
-	cur := ""
-	var buf strings.Builder
-	flush := func() {
-		if cur == "" {
-			a.header = buf.String()
-		} else {
-			a.sections[cur] = buf.String()
-			a.order = append(a.order, cur)
+// setSection replaces the body of the file called name in ar, or adds the
+// file at the end.
+func setSection(ar *txtar.Archive, name, body string) {
+	for i := range ar.Files {
+		if ar.Files[i].Name == name {
+			ar.Files[i].Data = []byte(body)
+			return
 		}
-		buf.Reset()
 	}
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		trim := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trim, "-- ") && strings.HasSuffix(trim, " --") && len(trim) > 6 {
-			flush()
-			cur = trim[3 : len(trim)-3]
-			continue
-		}
-		buf.WriteString(line)
-	}
-	flush()
-	return a
-}
-
-// set replaces section name, or adds it at the end.
-func (a *txtar) set(name, content string) {
-	if _, ok := a.sections[name]; !ok {
-		a.order = append(a.order, name)
-	}
-	a.sections[name] = content
-}
-
-func (a *txtar) format() string {
-	var b strings.Builder
-	b.WriteString(a.header)
-	for _, name := range a.order {
-		b.WriteString("-- " + name + " --\n")
-		b.WriteString(a.sections[name])
-	}
-	return b.String()
+	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(body)})
 }
 
 // TestConfigGolden parses and validates each testdata/*.txtar. A file with
@@ -84,16 +50,20 @@ func TestConfigGolden(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txtar"), func(t *testing.T) {
-			a := readTxtar(t, f)
-			src, ok := a.sections["config.json"]
+			ar, err := txtar.ParseFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := sections(ar)
+			src, ok := a["config.json"]
 			if !ok {
-				src = a.sections["config.yaml"]
+				src = a["config.yaml"]
 			}
 			c, err := config.Parse([]byte(src))
 			if err == nil {
 				err = c.Validate()
 			}
-			if want, ok := a.sections["error"]; ok {
+			if want, ok := a["error"]; ok {
 				if err == nil {
 					t.Fatal("config accepted, want an error")
 				}
@@ -117,13 +87,13 @@ func TestConfigGolden(t *testing.T) {
 			}
 			got := string(b) + "\n"
 			if *update {
-				a.set("canonical", got)
-				if err := os.WriteFile(f, []byte(a.format()), 0o644); err != nil {
+				setSection(ar, "canonical", got)
+				if err := os.WriteFile(f, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if want := a.sections["canonical"]; want != got {
+			if want := a["canonical"]; want != got {
 				t.Errorf("canonical form differs (run with -update to accept):\n--- got\n%s--- want\n%s", got, want)
 			}
 		})

@@ -11,14 +11,6 @@ import (
 	"testing"
 )
 
-// The two tools a client sees in "search" mode (issue 22), as the proxy
-// publishes them; the token figures of docs/discovery-figures.md count
-// these.
-const (
-	findToolsDef = FindToolsDefinition
-	callToolDef  = CallToolDefinition
-)
-
 // recordedTool is one tool of a recorded tools/list result.
 type recordedTool struct {
 	Name        string          `json:"name"`
@@ -30,18 +22,9 @@ type recordedTool struct {
 	} `json:"annotations"`
 }
 
-// published is a tool as tools/list publishes it in "all" mode.
-type published struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-}
-
-// catalog is the recorded tools of testdata/servers, as Docs and as
-// tools/list would publish them.
+// catalog is the recorded tools of testdata/servers, as Docs.
 type catalog struct {
 	docs    []Doc
-	tools   []published
 	servers []string
 	byName  map[string]int // public name → doc index
 }
@@ -84,7 +67,6 @@ func (c *catalog) add(tb testing.TB, server string, t recordedTool) {
 	}
 	c.byName[name] = len(c.docs)
 	c.docs = append(c.docs, Doc{Name: name, Server: server, Title: title, Description: t.Description, Params: params})
-	c.tools = append(c.tools, published{Name: name, Description: t.Description, InputSchema: t.InputSchema})
 }
 
 // schemaParams returns the top-level properties of an input schema,

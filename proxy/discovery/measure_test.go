@@ -1,25 +1,21 @@
 package discovery
 
-// The measurement of issue 22: recall of Search on the labelled requests,
-// the tokens tools/list costs in each mode, and Search's latency. Run
-// with -v to see the figures (docs/discovery-figures.md).
+// The measurement of issue 22: recall of Search on the labelled requests
+// and Search's latency. Run with -v to see the figures
+// (docs/discovery-figures.md). The tokens tools/list costs in each mode
+// are counted by TestTokens in ./tokens, a module of its own.
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // The issue's targets.
 const (
-	wantRecall1    = 0.7
-	wantRecall5    = 0.9
-	wantTokenRatio = 0.10 // search-mode tokens / all-mode tokens
+	wantRecall1 = 0.7
+	wantRecall5 = 0.9
 )
 
 // TestRecall checks recall@1 and recall@5 of Search on
@@ -95,36 +91,6 @@ func everyOther(qs []query, half int) []query {
 		out = append(out, qs[i])
 	}
 	return out
-}
-
-// TestTokens counts the tokens of the tools/list result in "all" mode
-// (every tool) and in "search" mode (switchboard_find_tools and
-// switchboard_call_tool), with the o200k_base and cl100k_base encodings,
-// whose tables tiktoken-go-loader embeds (no network), and as bytes/4.
-func TestTokens(t *testing.T) {
-	c := loadCatalog(t)
-	all, err := json.Marshal(map[string]any{"tools": c.tools})
-	if err != nil {
-		t.Fatal(err)
-	}
-	search := []byte(`{"tools":[` + findToolsDef + `,` + callToolDef + `]}`)
-	if !json.Valid(search) {
-		t.Fatal("the search-mode tool definitions are not valid JSON")
-	}
-	tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
-	for _, enc := range []string{"o200k_base", "cl100k_base"} {
-		tk, err := tiktoken.GetEncoding(enc)
-		if err != nil {
-			t.Fatalf("%s: %v", enc, err)
-		}
-		na, ns := len(tk.Encode(string(all), nil, nil)), len(tk.Encode(string(search), nil, nil))
-		ratio := float64(ns) / float64(na)
-		t.Logf("%s: all %d tokens (%d tools), search %d tokens: %.2f%%", enc, na, len(c.tools), ns, 100*ratio)
-		if ratio > wantTokenRatio {
-			t.Errorf("%s: search mode is %.1f%% of all: want at most %.0f%% (issue 22)", enc, 100*ratio, 100*wantTokenRatio)
-		}
-	}
-	t.Logf("bytes/4: all %d, search %d: %.2f%%", len(all)/4, len(search)/4, 100*float64(len(search))/float64(len(all)))
 }
 
 // TestSearchLatency logs Search's p50 and p99 over the labelled requests,

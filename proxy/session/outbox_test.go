@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
@@ -136,12 +137,9 @@ func TestOutboxBound(t *testing.T) {
 		t.Fatalf("%d list_changed delivered, want 1 (queued once)", changes)
 	}
 	// The sender exits with the queue: no goroutine per idle session.
-	for i := 0; runtime.NumGoroutine() > before && i < 100; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines after the queue emptied, %d before", n, before)
-	}
+	testutil.Eventually(t, time.Second, fmt.Sprintf("goroutines back to the %d before the queue filled", before), func() bool {
+		return runtime.NumGoroutine() <= before
+	})
 	select {
 	case <-s.Done():
 		t.Fatal("the session ended: its client was reading")

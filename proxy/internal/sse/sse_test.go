@@ -108,18 +108,6 @@ func (f *fixture) session(t *testing.T, id string) *session.Session {
 	return s
 }
 
-// waitFor polls cond for at most wait.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, wait)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 type event struct{ name, data string }
 
 // client is one open GET stream.
@@ -420,7 +408,7 @@ func TestSessionEndsWithGet(t *testing.T) {
 	keep := f.open(t, "alice")
 	s := f.session(t, c.id)
 	c.cancel()
-	waitFor(t, "Sessions() drops to 1", func() bool { return f.h.Sessions() == 1 })
+	testutil.Eventually(t, wait, "Sessions() drops to 1", func() bool { return f.h.Sessions() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	select {
@@ -460,7 +448,7 @@ func TestHandlerClose(t *testing.T) {
 		}
 		cancel()
 	}
-	waitFor(t, "Sessions() drops to 0", func() bool { return f.h.Sessions() == 0 })
+	testutil.Eventually(t, wait, "Sessions() drops to 0", func() bool { return f.h.Sessions() == 0 })
 }
 
 // TestNotificationsPrecedeAnswer: many calls at once, each sending chatter
@@ -668,7 +656,7 @@ func TestGoSDKClient(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	waitFor(t, "Sessions() drops to 0", func() bool { return f.h.Sessions() == 0 })
+	testutil.Eventually(t, wait, "Sessions() drops to 0", func() bool { return f.h.Sessions() == 0 })
 }
 
 // testLogger sends a test's log lines to t.Log.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 // TestStandaloneStreamWire: over HTTP/1 the standalone stream, written on
@@ -91,7 +93,7 @@ func TestStandaloneStreamClientLeaves(t *testing.T) {
 		t.Fatal("not listening with the GET stream open")
 	}
 	stream.Body.Close() // closes the connection: the body was not read to its end
-	waitFor(t, "the stream to end", func() bool { return !c.Listening() })
+	testutil.Eventually(t, 5*time.Second, "the stream to end", func() bool { return !c.Listening() })
 	again := get(t, f, id, v25)
 	if again.StatusCode != http.StatusOK {
 		t.Fatalf("GET after the client left: %s", again.Status)

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 // sseEvent is one event of a stream as a client parses it.
@@ -94,7 +97,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 		t.Fatal("no event ID before the progress notification")
 	}
 	resp.Body.Close()
-	waitFor(t, "the stream kept for a GET", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the stream kept for a GET", func() bool {
 		f.h.mu.Lock()
 		c := f.h.sessions[id]
 		f.h.mu.Unlock()

@@ -216,17 +216,6 @@ func serve(t *testing.T) *fixture {
 	return newFixture(t, testLogger(t))
 }
 
-func waitFor(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // closed reports whether a session has ended, without waiting.
 func closed(s *session.Session) bool {
 	select {
@@ -289,7 +278,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if n := f.opened(); n != 1 {
 		t.Errorf("sessions opened: %d, want 1 (initialize)", n)
 	}
-	waitFor(t, "only the initialized session left", func() bool { return f.h.Sessions() == 1 })
+	testutil.Eventually(t, 5*time.Second, "only the initialized session left", func() bool { return f.h.Sessions() == 1 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -325,7 +314,7 @@ func TestClientRoundTrip(t *testing.T) {
 	// The go-sdk client may hand the answer to the caller before its
 	// notification handler ran; TestProgressBeforeAnswer checks the order on
 	// the wire.
-	waitFor(t, "3 progress notifications", func() bool { return progress.Load() == 3 })
+	testutil.Eventually(t, 5*time.Second, "3 progress notifications", func() bool { return progress.Load() == 3 })
 
 	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "roots"}); err != nil {
 		t.Fatal(err)
@@ -357,7 +346,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if !closed(ss) {
 		t.Error("session still open after the client's DELETE")
 	}
-	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+	testutil.Eventually(t, 5*time.Second, "no session left", func() bool { return f.h.Sessions() == 0 })
 }
 
 // notifyUntilDelivered sends a notification on the session's own stream,
@@ -965,7 +954,7 @@ func TestFirstPostWithoutInitialize(t *testing.T) {
 			}
 			// The handler closes it once the answer is out; a one-write
 			// answer can reach the client a moment before that.
-			waitFor(t, "the session closed", func() bool {
+			testutil.Eventually(t, 5*time.Second, "the session closed", func() bool {
 				f.mu.Lock()
 				defer f.mu.Unlock()
 				for _, s := range f.sessions {
@@ -975,7 +964,7 @@ func TestFirstPostWithoutInitialize(t *testing.T) {
 				}
 				return true
 			})
-			waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+			testutil.Eventually(t, 5*time.Second, "no session left", func() bool { return f.h.Sessions() == 0 })
 		})
 	}
 	// A batch that initializes opens a session; its answer names it.
@@ -1011,7 +1000,7 @@ func TestSessionBoundToToken(t *testing.T) {
 	if !closed(f.session(t, id)) {
 		t.Fatal("the owner's DELETE left the session open")
 	}
-	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+	testutil.Eventually(t, 5*time.Second, "no session left", func() bool { return f.h.Sessions() == 0 })
 }
 
 // TestStandaloneStream: one GET stream per session, opened at once; what
@@ -1103,7 +1092,7 @@ func TestStandaloneStream(t *testing.T) {
 	if err := <-ended; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+	testutil.Eventually(t, 5*time.Second, "no session left", func() bool { return f.h.Sessions() == 0 })
 }
 
 // TestDelete: DELETE closes the session, cancels its calls and ends its
@@ -1127,7 +1116,7 @@ func TestDelete(t *testing.T) {
 	if _, err := io.ReadAll(stream.Body); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "no session left", func() bool { return f.h.Sessions() == 0 })
+	testutil.Eventually(t, 5*time.Second, "no session left", func() bool { return f.h.Sessions() == 0 })
 	status(t, post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), http.StatusNotFound)
 	status(t, get(t, f, id, v25), http.StatusNotFound)
 	status(t, send(t, f, http.MethodDelete, id, "", v25), http.StatusNotFound)
