@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 // TestAuditFullDiskRefusesCalls runs a proxy whose audit file is /dev/full
@@ -57,13 +59,10 @@ func TestAuditFullDiskRefusesCalls(t *testing.T) {
 	// Room again: an injected writer stands for the audit file.
 	var w lineLog
 	tp.p.d.Audit.Load().SetOutput(&w)
-	deadline := time.Now().Add(5 * time.Second)
-	for code, body := get(t, tp.admin, "/readyz"); code != http.StatusOK; code, body = get(t, tp.admin, "/readyz") {
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz 5 s after records can be written again: %d %s", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, "/readyz passing once records can be written again", func() bool {
+		code, _ := get(t, tp.admin, "/readyz")
+		return code == http.StatusOK
+	})
 	res, err := call(cs, "mcp_echo_calls", nil)
 	if err != nil || res.IsError || !strings.Contains(resultText(t, res), "calls=1;") {
 		t.Errorf("call after recovery: %v, %v; want calls=1 (the refused calls never reached the server)", resultText(t, res), err)

@@ -115,17 +115,12 @@ func runLogged(t testing.TB, config string, log *lineLog) (*Proxy, string) {
 // waitReport polls the proxy's status report until done holds for it.
 func waitReport(t testing.TB, p *Proxy, what string, done func(StatusReport) bool) StatusReport {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st := p.statusReport()
-		if done(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s, still no %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var st StatusReport
+	testutil.Eventually(t, 60*time.Second, what, func() bool {
+		st = p.statusReport()
+		return done(st)
+	})
+	return st
 }
 
 func allReady(n int) func(StatusReport) bool {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -51,18 +52,12 @@ func status(t testing.TB, admin string) StatusReport {
 // waitStatus polls /status until done holds for it.
 func waitStatus(t testing.TB, admin string, what string, done func(StatusReport) bool) StatusReport {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st := status(t, admin)
-		if done(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(st)
-			t.Fatalf("after 10 s, still no %s: %s", what, b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var st StatusReport
+	testutil.Eventually(t, 10*time.Second, what, func() bool {
+		st = status(t, admin)
+		return done(st)
+	})
+	return st
 }
 
 // postReload asks for a reload through POST /admin/reload.

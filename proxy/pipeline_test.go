@@ -11,12 +11,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -273,22 +275,16 @@ func (tp *testProxy) connect(t testing.TB, opts *mcp.ClientOptions, header http.
 // background) and returns the listed tools.
 func waitTool(t testing.TB, cs *mcp.ClientSession, tool string) []*mcp.Tool {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var tools []*mcp.Tool
+	testutil.Eventually(t, 10*time.Second, tool+" listed", func() bool {
 		res, err := cs.ListTools(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, x := range res.Tools {
-			if x.Name == tool {
-				return res.Tools
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not listed after 10 s", tool)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		tools = res.Tools
+		return slices.ContainsFunc(tools, func(x *mcp.Tool) bool { return x.Name == tool })
+	})
+	return tools
 }
 
 // call calls a tool with a 10 s bound.

@@ -7,12 +7,15 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 // yamlConfig is a YAML config with the named echo servers (those of
@@ -82,13 +85,7 @@ func (c *caller) finish(t *testing.T) {
 // waitLog polls the log until it holds want.
 func waitLog(t *testing.T, logs *lineLog, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s, no %q in the log:\n%s", want, logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, strconv.Quote(want)+" in the log", func() bool { return strings.Contains(logs.String(), want) })
 }
 
 // TestReloadHalfWrittenYAMLNotApplied: a writer that pauses 1 s (far

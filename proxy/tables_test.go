@@ -3,7 +3,6 @@ package proxy
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -41,11 +40,5 @@ func TestClosedSessionsLeaveNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for got := status(t, tp.admin).Tables; got != (dispatch.Tables{}); got = status(t, tp.admin).Tables {
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after every session closed: tables %+v, want all zero", got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitStatus(t, tp.admin, "every table empty once every session closed", func(st StatusReport) bool { return st.Tables == dispatch.Tables{} })
 }

@@ -10,65 +10,30 @@ import (
 	"testing"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"golang.org/x/tools/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// txtar is a minimal reader of the txtar format: a header, then sections
-// introduced by "-- name --" lines.
-type txtar struct {
-	header   string
-	sections map[string]string
-	order    []string
-}
-
-func readTxtar(t *testing.T, path string) *txtar {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &txtar{sections: map[string]string{}}
-	cur := ""
-	var buf strings.Builder
-	flush := func() {
-		if cur == "" {
-			a.header = buf.String()
-		} else {
-			a.sections[cur] = buf.String()
-			a.order = append(a.order, cur)
+// section is the content of file name in a, and whether it is there.
+func section(a *txtar.Archive, name string) (string, bool) {
+	for _, f := range a.Files {
+		if f.Name == name {
+			return string(f.Data), true
 		}
-		buf.Reset()
 	}
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		trim := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trim, "-- ") && strings.HasSuffix(trim, " --") && len(trim) > 6 {
-			flush()
-			cur = trim[3 : len(trim)-3]
-			continue
+	return "", false
+}
+
+// setSection replaces file name in a, or adds it at the end.
+func setSection(a *txtar.Archive, name, content string) {
+	for i, f := range a.Files {
+		if f.Name == name {
+			a.Files[i].Data = []byte(content)
+			return
 		}
-		buf.WriteString(line)
 	}
-	flush()
-	return a
-}
-
-// set replaces section name, or adds it at the end.
-func (a *txtar) set(name, content string) {
-	if _, ok := a.sections[name]; !ok {
-		a.order = append(a.order, name)
-	}
-	a.sections[name] = content
-}
-
-func (a *txtar) format() string {
-	var b strings.Builder
-	b.WriteString(a.header)
-	for _, name := range a.order {
-		b.WriteString("-- " + name + " --\n")
-		b.WriteString(a.sections[name])
-	}
-	return b.String()
+	a.Files = append(a.Files, txtar.File{Name: name, Data: []byte(content)})
 }
 
 // TestSnapshotGolden plans each testdata/config/*.txtar: a valid config in,
@@ -81,10 +46,13 @@ func TestSnapshotGolden(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txtar"), func(t *testing.T) {
-			a := readTxtar(t, f)
-			src, ok := a.sections["config.json"]
+			a, err := txtar.ParseFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, ok := section(a, "config.json")
 			if !ok {
-				src = a.sections["config.yaml"]
+				src, _ = section(a, "config.yaml")
 			}
 			c, err := config.Parse([]byte(src))
 			if err == nil {
@@ -95,13 +63,13 @@ func TestSnapshotGolden(t *testing.T) {
 			}
 			got := renderPlan(t, c)
 			if *update {
-				a.set("snapshot", got)
-				if err := os.WriteFile(f, []byte(a.format()), 0o644); err != nil {
+				setSection(a, "snapshot", got)
+				if err := os.WriteFile(f, txtar.Format(a), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if want := a.sections["snapshot"]; want != got {
+			if want, _ := section(a, "snapshot"); want != got {
 				t.Errorf("snapshot differs (run with -update to accept):\n--- got\n%s--- want\n%s", got, want)
 			}
 		})
