@@ -39,7 +39,7 @@ var configImports = []string{module + "/policy", module + "/router", module + "/
 // nothing of the HTTP edge, of multi-round-trip requests (a middleware it
 // is given) or of how the proxy is put together.
 var dispatchImports = []string{module + "/proxy/view", module + "/proxy/session", module + "/proxy/telemetry",
-	module + "/proxy/config", module + "/proxy/discovery"}
+	module + "/proxy/config", module + "/proxy/ranker"}
 
 // edgeImports are the module packages proxy/edge may import besides the
 // leaves and proxy/internal: it authenticates against a generation and
@@ -50,7 +50,7 @@ var edgeImports = []string{module + "/proxy/dispatch", module + "/proxy/session"
 // middleware on session handlers.
 var mrtrImports = []string{module + "/proxy/session"}
 
-var viewImports = []string{module + "/proxy/config", module + "/proxy/telemetry", module + "/proxy/discovery"}
+var viewImports = []string{module + "/proxy/config", module + "/proxy/telemetry", module + "/proxy/ranker"}
 
 // TestLayering enforces the import direction of DESIGN §1: leaves import no
 // other package of the module, only cmd/ and examples/ import proxy/,

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
-	"github.com/mcp-switchboard/switchboard/proxy/discovery"
+	"github.com/mcp-switchboard/switchboard/proxy/ranker"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,7 +18,7 @@ const (
 )
 
 // ownTools are switchboard's own tools in search mode, as listed.
-var ownTools = []*mcp.Tool{ownTool(discovery.FindToolsDefinition), ownTool(discovery.CallToolDefinition)}
+var ownTools = []*mcp.Tool{ownTool(ranker.FindToolsDefinition), ownTool(ranker.CallToolDefinition)}
 
 // ownTool decodes one of the definitions, its schema kept pre-encoded as
 // every listed tool's is.
@@ -35,7 +35,7 @@ func ownTool(def string) *mcp.Tool {
 
 // SearchIndex is what a view in search mode keeps besides its routes.
 type SearchIndex struct {
-	Index  *discovery.Index
+	Index  *ranker.Index
 	Routes []*Route             // by the index's Doc number
 	Shown  map[string]*mcp.Tool // every visible tool as a session's list shows it
 }
@@ -56,7 +56,7 @@ func (v *View) buildListing(spec *ViewSpec) {
 		return
 	}
 	sv := &SearchIndex{Shown: make(map[string]*mcp.Tool, len(v.List)), Routes: v.List}
-	docs := make([]discovery.Doc, len(v.List))
+	docs := make([]ranker.Doc, len(v.List))
 	listed := slices.Clone(ownTools)
 	for i, r := range v.List {
 		docs[i] = docOf(r)
@@ -66,7 +66,7 @@ func (v *View) buildListing(spec *ViewSpec) {
 		}
 	}
 	slices.SortFunc(listed, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
-	sv.Index = discovery.New(docs)
+	sv.Index = ranker.New(docs)
 	v.Search, v.Listed = sv, listed
 }
 
@@ -135,8 +135,8 @@ func withoutDescriptions(v any) any {
 
 // docOf is what the ranker reads of a route: its published (cleaned)
 // definition, description whole.
-func docOf(r *Route) discovery.Doc {
-	d := discovery.Doc{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description}
+func docOf(r *Route) ranker.Doc {
+	d := ranker.Doc{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description}
 	var schema struct {
 		Properties map[string]struct {
 			Description string `json:"description"`
@@ -144,7 +144,7 @@ func docOf(r *Route) discovery.Doc {
 	}
 	if raw, ok := r.Tool.InputSchema.(json.RawMessage); ok && json.Unmarshal(raw, &schema) == nil {
 		for _, name := range SortedKeys(schema.Properties) {
-			d.Params = append(d.Params, discovery.Param{Name: name, Description: schema.Properties[name].Description})
+			d.Params = append(d.Params, ranker.Param{Name: name, Description: schema.Properties[name].Description})
 		}
 	}
 	return d

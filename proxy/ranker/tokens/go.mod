@@ -1,4 +1,4 @@
-module github.com/mcp-switchboard/switchboard/proxy/discovery/tokens
+module github.com/mcp-switchboard/switchboard/proxy/ranker/tokens
 
 go 1.26.0
 

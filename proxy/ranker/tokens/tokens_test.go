@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-switchboard/switchboard/proxy/discovery"
+	"github.com/mcp-switchboard/switchboard/proxy/ranker"
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
@@ -66,7 +66,7 @@ func TestTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	search := []byte(`{"tools":[` + discovery.FindToolsDefinition + `,` + discovery.CallToolDefinition + `]}`)
+	search := []byte(`{"tools":[` + ranker.FindToolsDefinition + `,` + ranker.CallToolDefinition + `]}`)
 	if !json.Valid(search) {
 		t.Fatal("the search-mode tool definitions are not valid JSON")
 	}

@@ -1,7 +1,7 @@
 // Package tokens holds TestTokens, the token count of issue 22: what
 // tools/list costs a client in "search" mode against "all" mode, counted
 // with a real BPE tokenizer over the recorded catalog of
-// proxy/discovery/testdata/servers.
+// proxy/ranker/testdata/servers.
 //
 // It is a module of its own so that the tokenizer (tiktoken-go and the
 // tables tiktoken-go-loader embeds) stays out of switchboard's go.mod; a

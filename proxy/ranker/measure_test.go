@@ -1,4 +1,4 @@
-package discovery
+package ranker
 
 // The measurement of issue 22: recall of Search on the labelled requests
 // and Search's latency. Run with -v to see the figures

@@ -1,4 +1,4 @@
-package discovery
+package ranker
 
 // The definitions of switchboard's own two tools in search mode, exactly as
 // tools/list shows them: the proxy publishes these, and the token figures

@@ -1,4 +1,4 @@
-// Package discovery ranks a view's tools against a natural-language
+// Package ranker ranks a view's tools against a natural-language
 // request, for progressive tool discovery (switchboard_find_tools, issue
 // 22): a lexical BM25F ranker over each tool's name, title, description
 // and parameter names and descriptions, with case splitting of names,
@@ -12,4 +12,4 @@
 //
 // An Index is immutable once built and safe for concurrent use; Search
 // borrows its scratch space from a per-Index sync.Pool.
-package discovery
+package ranker
