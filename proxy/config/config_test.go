@@ -13,30 +13,10 @@ import (
 	"golang.org/x/tools/txtar"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// sections maps the names of ar's files to their bodies.
-func sections(ar *txtar.Archive) map[string]string {
-	m := make(map[string]string, len(ar.Files))
-	for _, f := range ar.Files {
-		m[f.Name] = string(f.Data)
-	}
-	return m
-}
-
-// setSection replaces the body of the file called name in ar, or adds the
-// file at the end.
-func setSection(ar *txtar.Archive, name, body string) {
-	for i := range ar.Files {
-		if ar.Files[i].Name == name {
-			ar.Files[i].Data = []byte(body)
-			return
-		}
-	}
-	ar.Files = append(ar.Files, txtar.File{Name: name, Data: []byte(body)})
-}
 
 // TestConfigGolden parses and validates each testdata/*.txtar. A file with
 // an "error" section expects every listed line to appear in the error (one
@@ -54,7 +34,7 @@ func TestConfigGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := sections(ar)
+			a := testutil.Sections(ar)
 			src, ok := a["config.json"]
 			if !ok {
 				src = a["config.yaml"]
@@ -87,7 +67,7 @@ func TestConfigGolden(t *testing.T) {
 			}
 			got := string(b) + "\n"
 			if *update {
-				setSection(ar, "canonical", got)
+				testutil.SetSection(ar, "canonical", got)
 				if err := os.WriteFile(f, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
 				}

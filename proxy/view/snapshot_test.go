@@ -10,31 +10,11 @@ import (
 	"testing"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"golang.org/x/tools/txtar"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
-
-// section is the content of file name in a, and whether it is there.
-func section(a *txtar.Archive, name string) (string, bool) {
-	for _, f := range a.Files {
-		if f.Name == name {
-			return string(f.Data), true
-		}
-	}
-	return "", false
-}
-
-// setSection replaces file name in a, or adds it at the end.
-func setSection(a *txtar.Archive, name, content string) {
-	for i, f := range a.Files {
-		if f.Name == name {
-			a.Files[i].Data = []byte(content)
-			return
-		}
-	}
-	a.Files = append(a.Files, txtar.File{Name: name, Data: []byte(content)})
-}
 
 // TestSnapshotGolden plans each testdata/config/*.txtar: a valid config in,
 // the servers of every view and the upstream spec of every handle out. The
@@ -50,9 +30,10 @@ func TestSnapshotGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src, ok := section(a, "config.json")
+			sec := testutil.Sections(a)
+			src, ok := sec["config.json"]
 			if !ok {
-				src, _ = section(a, "config.yaml")
+				src = sec["config.yaml"]
 			}
 			c, err := config.Parse([]byte(src))
 			if err == nil {
@@ -63,13 +44,13 @@ func TestSnapshotGolden(t *testing.T) {
 			}
 			got := renderPlan(t, c)
 			if *update {
-				setSection(a, "snapshot", got)
+				testutil.SetSection(a, "snapshot", got)
 				if err := os.WriteFile(f, txtar.Format(a), 0o644); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
-			if want, _ := section(a, "snapshot"); want != got {
+			if want := sec["snapshot"]; want != got {
 				t.Errorf("snapshot differs (run with -update to accept):\n--- got\n%s--- want\n%s", got, want)
 			}
 		})
