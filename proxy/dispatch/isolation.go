@@ -86,24 +86,20 @@ func (c *clientHandles) of(rec *record) []*upstream.Handle {
 
 // closeOf stops the per-client instances of rec's session.
 func (c *clientHandles) closeOf(rec *record) {
-	if c.n.Load() == 0 || rec == nil {
-		return
+	if rec != nil {
+		c.close(func(_ *upstream.Handle, r *record) bool { return r == rec })
 	}
-	c.mu.Lock()
-	hs := make([]*upstream.Handle, 0, len(rec.clients))
-	for shared, h := range rec.clients {
-		hs = append(hs, h)
-		delete(rec.clients, shared)
-		delete(c.owner, h)
-	}
-	c.n.Add(-int32(len(hs)))
-	c.mu.Unlock()
-	c.stop(hs)
 }
 
 // closeWhere stops the per-client instances of shared handle h (nil: of
 // every server), in every session.
 func (c *clientHandles) closeWhere(h *upstream.Handle) {
+	c.close(func(shared *upstream.Handle, _ *record) bool { return h == nil || shared == h })
+}
+
+// close stops the instances pick selects by their shared handle and their
+// session's record, and takes them out of the records.
+func (c *clientHandles) close(pick func(shared *upstream.Handle, rec *record) bool) {
 	if c.n.Load() == 0 {
 		return
 	}
@@ -112,7 +108,7 @@ func (c *clientHandles) closeWhere(h *upstream.Handle) {
 	for inst, ss := range c.owner {
 		rec := recordOf(ss)
 		for shared, x := range rec.clients {
-			if x == inst && (h == nil || shared == h) {
+			if x == inst && pick(shared, rec) {
 				hs = append(hs, inst)
 				delete(rec.clients, shared)
 				delete(c.owner, inst)
