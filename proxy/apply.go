@@ -68,7 +68,8 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 			p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
 		}
 	}
-	obs.commit(p)
+	prevObs := p.obs
+	p.obs = obs.next(prevObs)
 	p.gen++
 	snap := view.NewSnapshot(p.gen, c, hp.next, planned)
 	p.parked.UseKey(stateKey)
@@ -88,6 +89,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	if len(hp.retired) > 0 {
 		p.retire(hp.retired, inUse, c.DrainTimeout())
 	}
+	p.closeReplaced(prevObs, p.obs, inUse, c.DrainTimeout())
 	return nil
 }
 

@@ -58,7 +58,7 @@ func TestAuditFullDiskRefusesCalls(t *testing.T) {
 
 	// Room again: an injected writer stands for the audit file.
 	var w lineLog
-	tp.p.d.Audit.Load().SetOutput(&w)
+	tp.p.serving.Load().Audit.SetOutput(&w)
 	testutil.Eventually(t, 5*time.Second, "/readyz passing once records can be written again", func() bool {
 		code, _ := get(t, tp.admin, "/readyz")
 		return code == http.StatusOK

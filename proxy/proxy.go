@@ -97,9 +97,10 @@ type Proxy struct {
 	// set before anything serves.
 	listenAddr, adminAddr string
 
-	mu      sync.Mutex // guards gen and handles during apply
+	mu      sync.Mutex // guards gen, handles and obs during apply
 	gen     int64
 	handles map[string]*upstream.Handle
+	obs     dispatch.Observers // telemetry and audit of the generations published now
 
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
 	bg       sync.WaitGroup // background work (retiring handles, reload loop, start-up memory release)
@@ -226,7 +227,17 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	p.bgCtx, p.cutBackground = context.WithCancel(context.Background())
 	p.builder = &view.Builder{Redactor: redactor, Pins: p.pins, Log: log}
-	p.serving = dispatch.NewServing(dispatch.NewGen(nil, map[string]*view.View{}, dispatch.Access{}))
+	tel, err := p.newTelemetry(context.Background(), c)
+	if err != nil {
+		return nil, nil, err
+	}
+	audit, err := dispatch.NewAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
+	if err != nil {
+		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
+	}
+	p.obs = dispatch.Observers{Tel: tel, Audit: audit}
+	p.pins.onViolation = func() { p.serving.Load().Tel.PinViolation(context.Background()) }
+	p.serving = dispatch.NewServing(dispatch.NewGen(nil, map[string]*view.View{}, dispatch.Access{}, p.obs))
 	p.d = dispatch.New(dispatch.Options{
 		Log:        log,
 		ServerInfo: &mcp.Implementation{Name: "switchboard", Version: Version},
@@ -240,17 +251,6 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv}); err != nil {
 		return nil, nil, &ConfigError{err}
 	}
-	tel, err := p.newTelemetry(context.Background(), c)
-	if err != nil {
-		return nil, nil, err
-	}
-	p.d.Tel.Store(tel)
-	p.pins.onViolation = func() { p.d.Tel.Load().PinViolation(context.Background()) }
-	audit, err := dispatch.NewAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
-	if err != nil {
-		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
-	}
-	p.d.Audit.Store(audit)
 	return p, c, nil
 }
 
@@ -475,8 +475,8 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	_ = p.resolver.Close()
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
-	p.d.Tel.Load().Close(tctx)
-	p.d.Audit.Load().Close()
+	p.obs.Tel.Close(tctx)
+	p.obs.Audit.Close()
 	p.log.Info("stopped")
 }
 

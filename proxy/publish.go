@@ -17,7 +17,7 @@ func (p *Proxy) publish(snap *view.Snapshot, acc dispatch.Access) []*dispatch.Ge
 		views[id] = p.builder.Build(snap, id)
 	}
 	prev := p.serving.Load()
-	next := dispatch.NewGen(snap, views, acc)
+	next := dispatch.NewGen(snap, views, acc, p.obs)
 	p.notices.Report(p.log, next.Notes)
 	waits := p.serving.Swap(next)
 	p.d.Announce(prev.Views, views)
@@ -44,7 +44,7 @@ func (p *Proxy) rebuild(keep func(spec *view.ViewSpec) bool) {
 	if !changed {
 		return
 	}
-	next := dispatch.NewGen(cur.Snap, views, cur.Access)
+	next := dispatch.NewGen(cur.Snap, views, cur.Access, cur.Observers)
 	p.notices.Report(p.log, next.Notes)
 	p.serving.Swap(next)
 	p.d.Announce(cur.Views, views)

@@ -89,7 +89,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				if err := p.d.Audit.Load().Reopen(); err != nil {
+				if err := p.serving.Load().Audit.Reopen(); err != nil {
 					p.log.Warn("audit log reopen", "error", err)
 				}
 				p.triggerReload("sighup")
@@ -188,7 +188,7 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 		case !res.OK:
 			result = "failed"
 		}
-		p.d.Tel.Load().Reload(ctx, result)
+		p.serving.Load().Tel.Reload(ctx, result)
 	}()
 	var c *config.Config
 	var err error
@@ -307,17 +307,43 @@ func (p *Proxy) prepareObservers(ctx context.Context, old, c *config.Config) (*o
 	return o, nil
 }
 
-// commit puts the new observers in place and closes the ones they replace.
-func (o *observers) commit(p *Proxy) {
+// next is the observers that replace cur: the new ones where a reload
+// built them, cur's others.
+func (o *observers) next(cur dispatch.Observers) dispatch.Observers {
 	if o.newAudit {
-		p.d.Audit.Swap(o.audit).Close()
+		cur.Audit = o.audit
 	}
 	if o.tel != nil {
-		old := p.d.Tel.Swap(o.tel)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		old.Close(ctx)
+		cur.Tel = o.tel
 	}
+	return cur
+}
+
+// closeReplaced closes what of old next no longer uses, once every
+// generation in inUse drained (they report to old), or after drain, or
+// at the shutdown deadline.
+func (p *Proxy) closeReplaced(old, next dispatch.Observers, inUse []*dispatch.Gen, drain time.Duration) {
+	if old == next {
+		return
+	}
+	p.bg.Go(func() {
+		ctx, cancel := context.WithTimeout(p.bgCtx, drain)
+		defer cancel()
+		for _, g := range inUse {
+			select {
+			case <-g.Drained():
+			case <-ctx.Done():
+			}
+		}
+		if old.Audit != next.Audit {
+			old.Audit.Close()
+		}
+		if old.Tel != next.Tel {
+			tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer tcancel()
+			old.Tel.Close(tctx)
+		}
+	})
 }
 
 // discard closes observers a failed reload built.

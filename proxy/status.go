@@ -45,7 +45,7 @@ func (a adminBackend) Readiness() admin.Readiness {
 	stopping := a.p.stopping.Load()
 	// Not ready while audit records are lost; the probe also retries the
 	// write, as no call may come to find out that it works again.
-	audit := a.p.d.Audit.Load().Retry(time.Second)
+	audit := a.p.serving.Load().Audit.Retry(time.Second)
 	return admin.Readiness{Ready: snap != nil && len(waiting) == 0 && !stopping && !audit, Waiting: waiting, Stopping: stopping,
 		AuditFailing: audit}
 }
@@ -54,7 +54,7 @@ func (a adminBackend) Status() any { return a.p.statusReport() }
 func (a adminBackend) Restart(server string) int {
 	return a.p.restart(server)
 }
-func (a adminBackend) Metrics() http.Handler { return a.p.d.Tel.Load().MetricsHandler() }
+func (a adminBackend) Metrics() http.Handler { return a.p.serving.Load().Tel.MetricsHandler() }
 
 func (a adminBackend) ReloadToken() string {
 	if a.p.opts.ConfigPath == "" {
@@ -120,7 +120,7 @@ func (p *Proxy) statusReport() StatusReport {
 		return rep
 	}
 	rep.Gen, rep.Digest = snap.Gen, snap.Digest
-	if rep.Audit = p.d.Audit.Load().Status(); rep.Audit != nil {
+	if rep.Audit = cur.Audit.Status(); rep.Audit != nil {
 		rep.Audit.LastError = p.redact(rep.Audit.LastError)
 	}
 	if lr := p.lastReload.Load(); lr != nil {

@@ -17,7 +17,7 @@ func (d *Dispatcher) callSpan(ctx context.Context, r *view.Route, meta mcp.Meta)
 	// With tracing off there is no span of our own; an incoming trace
 	// context still travels on as the context's span.
 	span := trace.SpanFromContext(ctx)
-	tel := d.Tel.Load()
+	tel := d.serving.genOr(ctx).Tel
 	if tel.Tracing {
 		ctx, span = tel.Tracer.Start(ctx, "tools/call "+r.Original, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(telemetry.AttrMethod.String("tools/call"), telemetry.AttrTool.String(r.Original), telemetry.AttrServer.String(r.Entry.Key)))

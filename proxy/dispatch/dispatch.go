@@ -1,14 +1,12 @@
 package dispatch
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
-	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -44,10 +42,6 @@ type Dispatcher struct {
 	resumable  func(string, session.Handler) session.Handler
 	started    time.Time
 
-	// Tel and Audit are replaced when a reload changes them; Audit nil: off.
-	Tel   atomic.Pointer[telemetry.Telemetry]
-	Audit atomic.Pointer[AuditLog]
-
 	sessions *sessionTable
 	// sessionGone is signalled (never blocking) when a session closes.
 	sessionGone chan struct{}
@@ -73,7 +67,7 @@ func New(o Options) *Dispatcher {
 		started:     o.Started,
 		sessionGone: make(chan struct{}, 1),
 	}
-	d.trust = &trust{redactor: o.Redactor, log: o.Log, tel: &d.Tel}
+	d.trust = &trust{redactor: o.Redactor, log: o.Log, serving: o.Serving}
 	d.sessions = &sessionTable{}
 	d.clients = &clientHandles{log: o.Log, make: o.NewClient}
 	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{}}

@@ -42,7 +42,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		Token: pr.TokenID, Session: req.Session.ID()}
 	var raw []byte
 	// One audit log for the call: the one that refuses it records it.
-	audit := d.Audit.Load()
+	audit := d.serving.genOr(ctx).Audit
 	defer func() {
 		took := time.Since(start)
 		rec.DurationMS = float64(took.Microseconds()) / 1000
@@ -52,9 +52,9 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		if err != nil && rec.Outcome == "ok" {
 			rec.Outcome = "error"
 		}
-		d.Tel.Load().RecordCall(ctx, r.Metrics, rec.Outcome, took)
+		d.serving.genOr(ctx).Tel.RecordCall(ctx, r.Metrics, rec.Outcome, took)
 		if !audit.write(rec, raw) {
-			d.Tel.Load().AuditWriteFailure(ctx)
+			d.serving.genOr(ctx).Tel.AuditWriteFailure(ctx)
 		}
 		if d.log.IsDebug() {
 			d.log.Debug("tool call", "tool", r.Public, "upstream", r.Entry.Key, "outcome", rec.Outcome, "duration", took)
@@ -70,7 +70,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	if lim := snap.Limiters[viewID]; lim != nil {
 		if ok, retry := lim.Allow(callerKey(req.Session), start); !ok {
 			rec.Outcome = "rate_limited"
-			d.Tel.Load().RateLimited(ctx)
+			d.serving.genOr(ctx).Tel.RateLimited(ctx)
 			return rateLimited(retry), nil
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 )
 
@@ -21,6 +22,9 @@ type Gen struct {
 	// Access is who may use it: the downstream tokens and the admin
 	// reload token, resolved from Snap's config.
 	Access Access
+	// Observers are what its requests report to; a reload that changes
+	// them closes the old ones once their generations drained.
+	Observers
 
 	// refs counts the requests using this generation; once it is replaced
 	// (retired) and refs reaches zero, drained closes. Handles a reload
@@ -31,9 +35,15 @@ type Gen struct {
 	drained chan struct{}
 }
 
+// Observers are telemetry and the audit log (nil: off).
+type Observers struct {
+	Tel   *telemetry.Telemetry
+	Audit *AuditLog
+}
+
 // NewGen makes a generation of snap's views.
-func NewGen(snap *view.Snapshot, views map[string]*view.View, acc Access) *Gen {
-	return &Gen{Snap: snap, Views: views, Notes: view.GatherNotes(views), Access: acc, drained: make(chan struct{})}
+func NewGen(snap *view.Snapshot, views map[string]*view.View, acc Access, obs Observers) *Gen {
+	return &Gen{Snap: snap, Views: views, Notes: view.GatherNotes(views), Access: acc, Observers: obs, drained: make(chan struct{})}
 }
 
 // Drained is closed once the generation was replaced and its last request
@@ -123,6 +133,26 @@ func GenOf(ctx context.Context) *Gen {
 		return h.g
 	}
 	return nil
+}
+
+// carry puts g, which a handler acquired, in ctx for what serves the
+// request below it; the handler keeps the count (letGo ends nothing).
+func carry(ctx context.Context, g *Gen) context.Context {
+	if GenOf(ctx) == g {
+		return ctx
+	}
+	h := &genHold{g: g}
+	h.done.Store(true)
+	return context.WithValue(ctx, genKey{}, h)
+}
+
+// genOr is the generation ctx carries, or outside a request the one
+// served now.
+func (s *Serving) genOr(ctx context.Context) *Gen {
+	if g := GenOf(ctx); g != nil {
+		return g
+	}
+	return s.Load()
 }
 
 // letGo ends the hold of ctx's generation before its request ends.

@@ -19,13 +19,13 @@ func isClosed(ch <-chan struct{}) bool {
 // only when its last request released it, and swap hands back every
 // replaced generation still in use, older ones included.
 func TestGenDrain(t *testing.T) {
-	g1 := NewGen(nil, nil, Access{})
+	g1 := NewGen(nil, nil, Access{}, Observers{})
 	p := NewServing(g1)
 	r1 := p.Acquire()
 	if r1 != g1 {
 		t.Fatal("acquire did not return the current generation")
 	}
-	g2 := NewGen(nil, nil, Access{})
+	g2 := NewGen(nil, nil, Access{}, Observers{})
 	if waits := p.Swap(g2); len(waits) != 1 || waits[0] != g1 {
 		t.Fatalf("swap returned %v, want [g1]", waits)
 	}
@@ -33,7 +33,7 @@ func TestGenDrain(t *testing.T) {
 		t.Fatal("g1 drained with a request still using it")
 	}
 	r2 := p.Acquire()
-	g3 := NewGen(nil, nil, Access{})
+	g3 := NewGen(nil, nil, Access{}, Observers{})
 	if waits := p.Swap(g3); len(waits) != 2 {
 		t.Fatalf("swap returned %d generations, want g1 and g2", len(waits))
 	}
@@ -45,7 +45,7 @@ func TestGenDrain(t *testing.T) {
 	if !isClosed(g1.drained) {
 		t.Error("g1 not drained after its only request released it")
 	}
-	if waits := p.Swap(NewGen(nil, nil, Access{})); len(waits) != 0 {
+	if waits := p.Swap(NewGen(nil, nil, Access{}, Observers{})); len(waits) != 0 {
 		t.Errorf("swap returned %d generations no request uses", len(waits))
 	}
 	if !isClosed(g3.drained) {
@@ -56,7 +56,7 @@ func TestGenDrain(t *testing.T) {
 // TestGenNeverDrainedInUse races requests against swaps: no request
 // ever holds a generation that already drained.
 func TestGenNeverDrainedInUse(t *testing.T) {
-	p := NewServing(NewGen(nil, nil, Access{}))
+	p := NewServing(NewGen(nil, nil, Access{}, Observers{}))
 	var (
 		stop atomic.Bool
 		bad  atomic.Int64
@@ -74,14 +74,14 @@ func TestGenNeverDrainedInUse(t *testing.T) {
 		})
 	}
 	for range 20000 {
-		p.Swap(NewGen(nil, nil, Access{}))
+		p.Swap(NewGen(nil, nil, Access{}, Observers{}))
 	}
 	stop.Store(true)
 	wg.Wait()
 	if n := bad.Load(); n > 0 {
 		t.Errorf("%d requests held a drained generation", n)
 	}
-	waits := p.Swap(NewGen(nil, nil, Access{}))
+	waits := p.Swap(NewGen(nil, nil, Access{}, Observers{}))
 	if len(waits) != 0 {
 		t.Errorf("%d generations never drained after every request released them", len(waits))
 	}

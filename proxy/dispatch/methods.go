@@ -42,10 +42,7 @@ func (d *Dispatcher) table() session.Methods {
 	m := session.Methods{}
 	add := func(method string, h viewHandler) {
 		m[method] = d.traced(method, func(ctx context.Context, r *session.Request) (any, error) {
-			pr := PrincipalOf(r.Session)
-			s := d.serving.acquireFor(ctx)
-			defer s.Release()
-			v := s.Views[pr.View]
+			v := GenOf(ctx).Views[PrincipalOf(r.Session).View]
 			if v == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "this view no longer exists"}
 			}
@@ -70,7 +67,23 @@ func (d *Dispatcher) table() session.Methods {
 	for _, method := range []string{"tools/call", "prompts/get", "resources/read"} {
 		m[method] = d.resumable(method, m[method])
 	}
+	for method, h := range m {
+		if method != "subscriptions/listen" { // it holds its generation only while it acknowledges
+			m[method] = d.withGen(h)
+		}
+	}
 	return m
+}
+
+// withGen serves a request in one generation: the one it holds from the
+// HTTP edge, or (stdio) the current one, acquired for it. Everything below
+// finds it in the request's context.
+func (d *Dispatcher) withGen(next session.Handler) session.Handler {
+	return func(ctx context.Context, r *session.Request) (any, error) {
+		g := d.serving.acquireFor(ctx)
+		defer g.Release()
+		return next(carry(ctx, g), r)
+	}
 }
 
 // listTools answers tools/list. It starts the view's lazy servers that
@@ -123,7 +136,7 @@ func (d *Dispatcher) callTool(ctx context.Context, v *view.View, r *session.Requ
 	}
 	if !ok {
 		// Unknown or hidden by policy: the two are indistinguishable.
-		d.Tel.Load().Denial(ctx)
+		d.serving.genOr(ctx).Tel.Denial(ctx)
 		return nil, unknownTool(params.Name)
 	}
 	res, err := d.forward(ctx, v.ID, v.Snap, rt, r, &params)
@@ -247,7 +260,7 @@ func (d *Dispatcher) traced(method string, next session.Handler) session.Handler
 		if carrier := incomingTraceContext(r); carrier != nil {
 			ctx = otel.GetTextMapPropagator().Extract(ctx, carrier)
 		}
-		if !d.Tel.Load().Tracing {
+		if !d.serving.genOr(ctx).Tel.Tracing {
 			// Nothing is recorded; an incoming trace context still
 			// reaches the upstream through ctx (callSpan).
 			return next(ctx, r)
@@ -272,7 +285,7 @@ func (d *Dispatcher) traced(method string, next session.Handler) session.Handler
 			name += " " + tool
 			attrs = append(attrs, telemetry.AttrTool.String(tool))
 		}
-		ctx, span := d.Tel.Load().Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		ctx, span := d.serving.genOr(ctx).Tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 		defer span.End()
 		res, err := next(ctx, r)
 		switch {

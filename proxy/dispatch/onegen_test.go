@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -10,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -20,6 +23,18 @@ import (
 // (no handles).
 func genOf(t *testing.T, gen int64, cfg string) *Gen {
 	t.Helper()
+	return genWith(t, gen, cfg, nil, Observers{Tel: &telemetry.Telemetry{}})
+}
+
+// allowPins publishes every definition.
+type allowPins struct{}
+
+func (allowPins) Check(string, *mcp.Tool, string) bool { return true }
+
+// genWith builds the generation of cfg with handles (by key) and
+// observers.
+func genWith(t *testing.T, gen int64, cfg string, handles map[string]*upstream.Handle, obs Observers) *Gen {
+	t.Helper()
 	c, err := config.Load([]byte(cfg), config.Source{Getenv: func(string) string { return "" }})
 	if err == nil {
 		err = c.Validate()
@@ -28,13 +43,16 @@ func genOf(t *testing.T, gen int64, cfg string) *Gen {
 		t.Fatal(err)
 	}
 	planned, _ := view.Plan(c)
-	snap := view.NewSnapshot(gen, c, map[string]*upstream.Handle{}, planned)
-	b := &view.Builder{Log: hclog.NewNullLogger()}
+	if handles == nil {
+		handles = map[string]*upstream.Handle{}
+	}
+	snap := view.NewSnapshot(gen, c, handles, planned)
+	b := &view.Builder{Log: hclog.NewNullLogger(), Pins: allowPins{}}
 	views := map[string]*view.View{}
 	for id := range snap.Views {
 		views[id] = b.Build(snap, id)
 	}
-	return NewGen(snap, views, Access{})
+	return NewGen(snap, views, Access{}, obs)
 }
 
 // TestOneGenerationPerRequest: a request is served by the generation it
@@ -48,7 +66,6 @@ func TestOneGenerationPerRequest(t *testing.T) {
 	s := NewServing(withAgent)
 	d := New(Options{Log: hclog.NewNullLogger(), ServerInfo: &mcp.Implementation{Name: "switchboard"}, Serving: s,
 		Rebuild: func(func(*view.ViewSpec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
-	d.Tel.Store(&telemetry.Telemetry{})
 	ss, err := d.Open(Principal{View: "a"}, "s1", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -85,4 +102,66 @@ func errorAs(err error, target **jsonrpc.Error) bool {
 	e, ok := err.(*jsonrpc.Error)
 	*target = e
 	return ok
+}
+
+// TestCallAuditedInItsGeneration: a call is audited, and counted, by the
+// observers of the generation it holds, though a reload that replaced the
+// audit log came between its authentication and its dispatch.
+func TestCallAuditedInItsGeneration(t *testing.T) {
+	const cfg = `{"mcpServers": {"s": {"command": "true", "lazy": true}}}`
+	c, err := config.Load([]byte(cfg), config.Source{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, specs := view.Plan(c)
+	h := upstream.New(specs["s"], upstream.Options{Logger: hclog.NewNullLogger()})
+	h.Seed(&upstream.Catalog{Tools: []*mcp.Tool{{Name: "t", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"x":{"type":"string"}},"required":["x"]}`)}}}, "")
+	handles := map[string]*upstream.Handle{"s": h}
+	logOf := func() (*AuditLog, *testutil.Lines) {
+		var lines testutil.Lines
+		a, err := NewAuditLog(&config.Audit{}, &lines, func(s string) string { return s }, hclog.NewNullLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, &lines
+	}
+	firstLog, firstLines := logOf()
+	secondLog, secondLines := logOf()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{Version: "test", Log: hclog.NewNullLogger(),
+		Observe: func() telemetry.Observation { return telemetry.Observation{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Close(context.Background())
+	first := genWith(t, 1, cfg, handles, Observers{Tel: tel, Audit: firstLog})
+	second := genWith(t, 2, cfg, handles, Observers{Tel: tel, Audit: secondLog})
+	s := NewServing(first)
+	d := New(Options{Log: hclog.NewNullLogger(), ServerInfo: &mcp.Implementation{Name: "switchboard"}, Serving: s,
+		Rebuild: func(func(*view.ViewSpec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
+	ss, err := d.Open(Principal{}, "s1", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	call := func(ctx context.Context) {
+		// Invalid arguments: the call is refused, and audited, before any
+		// upstream is asked.
+		res, err := d.Methods()["tools/call"](ctx, &session.Request{Session: ss, Method: "tools/call", Params: json.RawMessage(`{"name":"mcp_s_t","arguments":{}}`)})
+		if err != nil || !strings.Contains(fmt.Sprintf("%s", res), "invalid arguments") {
+			t.Fatalf("tools/call: %v, %v; want invalid arguments", res, err)
+		}
+	}
+
+	held, release := s.Hold(context.Background()) // authenticated in generation 1
+	s.Swap(second)                                // the reload, before dispatch
+	call(held)
+	release()
+	call(context.Background()) // a request after the reload
+	if n := len(firstLines.Matching(`"outcome":"invalid_arguments"`)); n != 1 {
+		t.Errorf("generation 1's audit log has %d records, want the one of the request that held it:\n%s", n, firstLines.String())
+	}
+	if n := len(secondLines.Matching(`"outcome":"invalid_arguments"`)); n != 1 {
+		t.Errorf("generation 2's audit log has %d records, want the one of the request after the reload:\n%s", n, secondLines.String())
+	}
 }

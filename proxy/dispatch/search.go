@@ -146,7 +146,7 @@ func (d *Dispatcher) ownToolCall(ctx context.Context, v *view.View, req *session
 	rt, ok := v.Tools[name]
 	if !ok {
 		// Unknown, hidden by policy, or one of switchboard's own.
-		d.Tel.Load().Denial(ctx)
+		d.serving.genOr(ctx).Tel.Denial(ctx)
 		return nil, true, unknownTool(name)
 	}
 	inner, err := json.Marshal(args["arguments"])

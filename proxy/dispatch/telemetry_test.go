@@ -21,8 +21,7 @@ import (
 // still reaches the upstream call's _meta unchanged.
 func TestTraceContextCrossesWithTracingOff(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	p := &Dispatcher{}
-	p.Tel.Store(&telemetry.Telemetry{Tracer: noop.NewTracerProvider().Tracer("test")})
+	p := &Dispatcher{serving: NewServing(NewGen(nil, nil, Access{}, Observers{Tel: &telemetry.Telemetry{Tracer: noop.NewTracerProvider().Tracer("test")}}))}
 	r := &view.Route{Original: "echo", Entry: &view.ServerEntry{Key: "s"}}
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 

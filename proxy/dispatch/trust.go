@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -25,7 +23,7 @@ import (
 type trust struct {
 	redactor *secrets.Set
 	log      hclog.Logger
-	tel      *atomic.Pointer[telemetry.Telemetry]
+	serving  *Serving
 }
 
 // toResult maps an error to the MCP reply, in one place (STYLE §4.6): an
@@ -162,7 +160,7 @@ func (t *trust) noteFindings(ctx context.Context, server, name string, rep sanit
 	}
 	ids := view.FindingIDs(rep.Findings)
 	for _, id := range ids {
-		t.tel.Load().Suspicious(ctx, server, id)
+		t.serving.genOr(ctx).Tel.Suspicious(ctx, server, id)
 	}
 	t.log.Warn("suspicious content", "upstream", server, "tool", name, "reason", ids, "blocked", rep.Blocked)
 }

@@ -17,7 +17,7 @@ func genWithToken(token string) *dispatch.Gen {
 	tokens := &dispatch.Tokens{}
 	tokens.Add(token, "auth.tokens[0]", "", true)
 	snap := &view.Snapshot{Views: map[string]*view.ViewSpec{"": {}}}
-	return dispatch.NewGen(snap, nil, dispatch.Access{Tokens: tokens})
+	return dispatch.NewGen(snap, nil, dispatch.Access{Tokens: tokens}, dispatch.Observers{})
 }
 
 // TestAuthenticatedInTheGenerationThatServes: a POST is authenticated
