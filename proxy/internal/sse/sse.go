@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/httpio"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -125,7 +125,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session belongs to another principal", http.StatusForbidden)
 		return
 	}
-	body, err := reqbody.Read(w, r, MaxBodyBytes, time.Duration(h.bodyTimeout.Load()))
+	body, err := httpio.Read(w, r, MaxBodyBytes, time.Duration(h.bodyTimeout.Load()))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -166,7 +166,8 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The stream takes writes once its headers and endpoint are out.
-	st := &stream{rc: http.NewResponseController(w)}
+	st := &stream{}
+	st.hold.Use(w)
 	sess, err := h.open(r, id, st)
 	if errors.Is(err, session.ErrSessionLimit) {
 		h.log.Warn("downstream session refused", "error", err)
@@ -212,10 +213,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 type stream struct {
 	mu     sync.Mutex
 	w      http.ResponseWriter // nil once the GET is over or a write failed
-	rc     *http.ResponseController
+	hold   httpio.Hold
 	failed chan struct{} // closed when a write failed
 	once   sync.Once
-	ending atomic.Bool // release began: a write in progress gives up
 }
 
 var _ session.Stream = (*stream)(nil)
@@ -238,16 +238,7 @@ func (s *stream) event(name string, data []byte) error {
 	if s.w == nil {
 		return fmt.Errorf("%w: stream closed", session.ErrNoStream)
 	}
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if s.ending.Load() {
-		_ = s.rc.SetWriteDeadline(time.Now())
-	}
-	_, err := s.w.Write(buf)
-	if err == nil {
-		err = s.rc.Flush()
-	}
-	_ = s.rc.SetWriteDeadline(time.Time{})
-	if err != nil {
+	if err := s.hold.WriteFlush(s.w, buf, writeTimeout); err != nil {
 		s.w = nil
 		s.once.Do(func() { close(s.brokenCh()) })
 		return fmt.Errorf("stream write: %w", err)
@@ -274,11 +265,4 @@ func (s *stream) brokenCh() chan struct{} {
 // release ends the stream's hold on the response writer. A write blocked
 // on a client that does not read gives up at once instead of at its
 // deadline.
-func (s *stream) release() {
-	s.ending.Store(true)
-	_ = s.rc.SetWriteDeadline(time.Now())
-	s.mu.Lock()
-	_ = s.rc.SetWriteDeadline(time.Time{})
-	s.w = nil
-	s.mu.Unlock()
-}
+func (s *stream) release() { s.hold.Release(&s.mu, func() { s.w = nil }) }

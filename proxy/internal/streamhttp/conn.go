@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/httpio"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -58,12 +59,11 @@ func (c *conn) idleSince(cutoff int64) bool {
 type stream struct {
 	mu     sync.Mutex
 	w      http.ResponseWriter // nil once its request is over
-	rc     *http.ResponseController
+	hold   httpio.Hold         // ending: release began or nobody reads; a write in progress gives up
 	calls  map[jsonrpc.ID]bool // a POST stream's unanswered calls
 	done   chan struct{}       // a POST stream: closed with the last answer
 	wrote  bool                // an event was written: the headers are out
 	broken chan struct{}       // the GET stream: closed when a write failed
-	ending atomic.Bool         // release began: a write in progress gives up
 	modern bool                // answers a 2026-07-28 request (see errorStatus)
 	http1  bool                // its connection serves one request at a time
 
@@ -103,7 +103,8 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s := &stream{w: w, rc: http.NewResponseController(w), calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2}
+	s := &stream{w: w, calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2}
+	s.hold.Use(w)
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
 		s.id = strconv.FormatInt(c.streams.Add(1), 36)
 		s.paused = make(chan struct{})
@@ -186,16 +187,7 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // release ends the stream's hold on its response writer. A write blocked
 // on a client that does not read gives up at once instead of at its
 // deadline.
-func (s *stream) release() {
-	s.ending.Store(true)
-	_ = s.rc.SetWriteDeadline(time.Now())
-	s.mu.Lock()
-	// No write is in progress now: what net/http writes once the handler
-	// returns (a chunked ending) has its own time.
-	_ = s.rc.SetWriteDeadline(time.Time{})
-	s.w = nil
-	s.mu.Unlock()
-}
+func (s *stream) release() { s.hold.Release(&s.mu, func() { s.w = nil }) }
 
 // Linger implements session.Lingerer: the POST's request is answered
 // while it goes on, on the goroutine serving the POST (a 2026-07-28 call
@@ -221,7 +213,7 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		return err
 	}
 	if s.w == nil {
-		if s.id != "" && !wasFinished && (s.detached || s.ending.Load()) {
+		if s.id != "" && !wasFinished && (s.detached || s.hold.Ending()) {
 			s.keep(event, answer) // for a GET that takes the stream up (resume.go)
 			if last {
 				close(s.done)
@@ -248,18 +240,10 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		s.w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	}
 	s.wrote = true
-	_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if s.ending.Load() {
-		_ = s.rc.SetWriteDeadline(time.Now())
-	}
-	_, err = s.w.Write(out)
 	// Flushed even when it is the last: a shutdown that waits for POST
 	// handlers closes the connections once they return, which can be
 	// before net/http wrote what the handler left buffered.
-	if err == nil {
-		err = s.rc.Flush()
-	}
-	_ = s.rc.SetWriteDeadline(time.Time{})
+	err = s.hold.WriteFlush(s.w, out, writeTimeout)
 	if last {
 		s.w = nil
 		close(s.done)
@@ -372,7 +356,8 @@ func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer c.leave()
-	s := &stream{w: w, rc: http.NewResponseController(w), broken: make(chan struct{})}
+	s := &stream{w: w, broken: make(chan struct{})}
+	s.hold.Use(w)
 	c.standalone = s
 	// Headers and a comment go out at once: a standalone stream may stay
 	// silent for long, and proxies hold back headers without a body.
@@ -381,7 +366,7 @@ func (c *conn) get(w http.ResponseWriter, r *http.Request) {
 	sseHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.WriteString(w, ": ok\n\n")
-	_ = s.rc.Flush()
+	_ = s.hold.Flush()
 	s.mu.Unlock()
 
 	// A failed write ends the stream: the client sees it close and may

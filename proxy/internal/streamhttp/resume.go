@@ -89,11 +89,11 @@ func (s *stream) Pause(retry time.Duration) {
 	if retry > 0 {
 		_, _ = fmt.Fprintf(s.w, "retry: %d\n\n", retry.Milliseconds())
 	}
-	_ = s.rc.Flush()
+	_ = s.hold.Flush()
 	// From here what is written is kept: the POST's handler ends the
 	// response when it wakes.
 	s.w = nil
-	s.ending.Store(true)
+	s.hold.Detach()
 	close(s.paused)
 	s.paused = nil
 }
@@ -103,7 +103,7 @@ func (s *stream) Pause(retry time.Duration) {
 func (c *conn) lost(s *stream) {
 	s.mu.Lock()
 	s.w = nil
-	s.ending.Store(true)
+	s.hold.Detach()
 	s.mu.Unlock()
 	c.detach(s)
 }
@@ -169,15 +169,15 @@ func (c *conn) resume(w http.ResponseWriter, r *http.Request, last string) {
 	s.mu.Lock()
 	sseHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
-	s.w, s.rc, s.wrote, s.detached = w, http.NewResponseController(w), true, false
-	s.ending.Store(false)
+	s.w, s.wrote, s.detached = w, true, false
+	s.hold.Use(w)
 	for _, k := range s.kept {
 		if k.seq > n {
 			_, _ = w.Write(k.event)
 		}
 	}
 	s.kept = nil
-	_ = s.rc.Flush()
+	_ = s.hold.Flush()
 	if s.finished {
 		s.w = nil
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/httpio"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/reqbody"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
@@ -290,7 +290,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
 		return
 	}
-	body, err := reqbody.Read(w, r, MaxBodyBytes, time.Duration(h.bodyTimeout.Load()))
+	body, err := httpio.Read(w, r, MaxBodyBytes, time.Duration(h.bodyTimeout.Load()))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

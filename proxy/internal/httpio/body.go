@@ -1,4 +1,4 @@
-package reqbody
+package httpio
 
 import (
 	"io"
