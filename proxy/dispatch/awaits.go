@@ -85,7 +85,7 @@ func (d *Dispatcher) awaitFirstStarts(ctx context.Context, v *view.View) *view.V
 	}
 	// A server's catalog is published before its first attempt counts as
 	// finished, so the generation served now has it.
-	return d.latest(v)
+	return d.serving.latest(v)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -121,14 +121,14 @@ func (d *Dispatcher) awaitTool(ctx context.Context, v *view.View, name string) *
 	// The server's own change notification rebuilds the view too, but
 	// possibly after this call looks; rebuild now so its tools are in.
 	d.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
-	return d.latest(v)
+	return d.serving.latest(v)
 }
 
 // latest is view v as the generation served now has it (v itself if that
 // generation no longer has the view). Only lists use it: what they show
 // changes no upstream.
-func (d *Dispatcher) latest(v *view.View) *view.View {
-	if nv := d.serving.Load().Views[v.ID]; nv != nil {
+func (s *Serving) latest(v *view.View) *view.View {
+	if nv := s.Load().Views[v.ID]; nv != nil {
 		return nv
 	}
 	return v

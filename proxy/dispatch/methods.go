@@ -107,7 +107,7 @@ func (d *Dispatcher) listTools(ctx context.Context, v *view.View, r *session.Req
 	if warmed {
 		// A lazy server finished starting: list from the generation that
 		// has its tools.
-		v = d.latest(v)
+		v = d.serving.latest(v)
 	}
 	v = d.awaitFirstStarts(ctx, v)
 	return v.ListTools(&params)
