@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -112,6 +114,12 @@ func (t *trust) askClient(ctx context.Context, caps *mcp.ClientCapabilities, ask
 		var in mcp.ElicitParams
 		if err := json.Unmarshal(params, &in); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "elicitation/create: " + err.Error()}
+		}
+		if mode := session.ElicitMode(&in); !session.CanElicit(caps, mode) {
+			// A URL-mode elicitation goes only to a client that declared
+			// URL mode, and a form to one that takes forms.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+				Message: fmt.Sprintf("server '%s' asks for %s-mode elicitation, which the connected client did not declare", src.Server, mode)}
 		}
 		out, rep := sanitize.Elicit(&in, src, opts)
 		t.noteFindings(ctx, src.Server, src.Tool+src.Prompt, rep)

@@ -227,11 +227,14 @@ func inputsOf(res any) (mcp.InputRequestMap, string, bool) {
 func askInput(ctx context.Context, r *session.Request, in mcp.InputRequest) (json.RawMessage, error) {
 	caps := r.ClientCapabilities()
 	var method string
-	switch in.(type) {
+	switch p := in.(type) {
 	case *mcp.ElicitParams:
 		method = "elicitation/create"
 		if caps == nil || caps.Elicitation == nil {
 			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "the server asks for elicitation, which the client did not declare"}
+		}
+		if mode := session.ElicitMode(p); !session.CanElicit(caps, mode) {
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "the server asks for " + mode + "-mode elicitation, which the client did not declare"}
 		}
 	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 		method = "sampling/createMessage"

@@ -154,3 +154,30 @@ func LevelRank(l mcp.LoggingLevel) int {
 	}
 	return len(levels)
 }
+
+// ElicitMode is the mode of an elicitation: its own, else "url" when it
+// names a URL or an elicitation ID, else "form" (as the SDK infers it).
+func ElicitMode(p *mcp.ElicitParams) string {
+	switch {
+	case p.Mode != "":
+		return p.Mode
+	case p.URL != "" || p.ElicitationID != "":
+		return "url"
+	}
+	return "form"
+}
+
+// CanElicit reports whether a client that declared caps takes an
+// elicitation in mode. An elicitation capability that names no mode is
+// form mode only (the specification's compatibility rule); URL mode must
+// be declared.
+func CanElicit(caps *mcp.ClientCapabilities, mode string) bool {
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	e := caps.Elicitation
+	if mode == "url" {
+		return e.URL != nil
+	}
+	return e.Form != nil || e.URL == nil
+}
