@@ -35,7 +35,7 @@ type Gen struct {
 	drained chan struct{}
 }
 
-// Observers are telemetry and the audit log (nil: off).
+// Observers are telemetry and the audit log (Audit nil: off).
 type Observers struct {
 	Tel   *telemetry.Telemetry
 	Audit *AuditLog
