@@ -105,31 +105,49 @@ func (s *Serving) Acquire() *Gen {
 
 type genKey struct{}
 
-// genHold is a request's count in its generation.
-type genHold struct {
+// Held is a request's context that holds a generation: one allocation per
+// request for both the context and the count.
+type Held struct {
+	context.Context
 	g    *Gen
-	done atomic.Bool
+	done atomic.Bool // released (or never counted: carry)
+	// Principal is who the request is, once authenticated (package
+	// edge): it rides on the same context.
+	Principal Principal
 }
 
-func (h *genHold) release() {
+// HeldIn is the hold ctx carries, or nil.
+func HeldIn(ctx context.Context) *Held {
+	h, _ := ctx.Value(genKey{}).(*Held)
+	return h
+}
+
+// Value implements context.Context: the hold is found under genKey.
+func (h *Held) Value(key any) any {
+	if key == (genKey{}) {
+		return h
+	}
+	return h.Context.Value(key)
+}
+
+// Release ends the hold (once); a handler that outlasts its answer
+// (subscriptions/listen) ends it early (letGo).
+func (h *Held) Release() {
 	if h.done.CompareAndSwap(false, true) {
 		h.g.Release()
 	}
 }
 
-// Hold acquires the current generation for one request and carries it in
-// the returned context: everything that serves the request uses it
-// (acquireFor), from its authentication to its answer. release ends the
-// hold; a handler that outlasts its answer (subscriptions/listen) ends it
-// early (letGo).
-func (s *Serving) Hold(ctx context.Context) (_ context.Context, release func()) {
-	h := &genHold{g: s.Acquire()}
-	return context.WithValue(ctx, genKey{}, h), h.release
+// Hold acquires the current generation for one request and returns the
+// request's context, which carries it: everything that serves the request
+// uses it (acquireFor), from its authentication to its answer.
+func (s *Serving) Hold(ctx context.Context) *Held {
+	return &Held{Context: ctx, g: s.Acquire()}
 }
 
 // GenOf is the generation ctx carries (Hold), or nil.
 func GenOf(ctx context.Context) *Gen {
-	if h, ok := ctx.Value(genKey{}).(*genHold); ok {
+	if h := HeldIn(ctx); h != nil {
 		return h.g
 	}
 	return nil
@@ -141,9 +159,9 @@ func carry(ctx context.Context, g *Gen) context.Context {
 	if GenOf(ctx) == g {
 		return ctx
 	}
-	h := &genHold{g: g}
+	h := &Held{Context: ctx, g: g}
 	h.done.Store(true)
-	return context.WithValue(ctx, genKey{}, h)
+	return h
 }
 
 // genOr is the generation ctx carries, or outside a request the one
@@ -157,8 +175,8 @@ func (s *Serving) genOr(ctx context.Context) *Gen {
 
 // letGo ends the hold of ctx's generation before its request ends.
 func letGo(ctx context.Context) {
-	if h, ok := ctx.Value(genKey{}).(*genHold); ok {
-		h.release()
+	if h := HeldIn(ctx); h != nil {
+		h.Release()
 	}
 }
 

@@ -76,7 +76,7 @@ func TestOneGenerationPerRequest(t *testing.T) {
 		return err
 	}
 
-	held, release := s.Hold(context.Background()) // authenticated in generation 1
+	held := s.Hold(context.Background()) // authenticated in generation 1
 	s.Swap(without)                               // the reload, before dispatch
 	if err := list(held); err != nil {
 		t.Errorf("the request that holds generation 1: %v; want its view listed", err)
@@ -90,7 +90,7 @@ func TestOneGenerationPerRequest(t *testing.T) {
 		t.Fatal("generation 1 drained while a request holds it")
 	default:
 	}
-	release()
+	held.Release()
 	select {
 	case <-withAgent.Drained():
 	default:
@@ -153,10 +153,10 @@ func TestCallAuditedInItsGeneration(t *testing.T) {
 		}
 	}
 
-	held, release := s.Hold(context.Background()) // authenticated in generation 1
+	held := s.Hold(context.Background()) // authenticated in generation 1
 	s.Swap(second)                                // the reload, before dispatch
 	call(held)
-	release()
+	held.Release()
 	call(context.Background()) // a request after the reload
 	if n := len(firstLines.Matching(`"outcome":"invalid_arguments"`)); n != 1 {
 		t.Errorf("generation 1's audit log has %d records, want the one of the request that held it:\n%s", n, firstLines.String())

@@ -61,7 +61,13 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 			// authorize).
 			pr.TokenID = te.ID
 		}
-		r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
+		if held := dispatch.HeldIn(r.Context()); held != nil {
+			// A POST: the principal rides on the context that holds its
+			// generation.
+			held.Principal = pr
+		} else {
+			r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -75,6 +81,9 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 func principalOf(r *http.Request) dispatch.Principal {
+	if held := dispatch.HeldIn(r.Context()); held != nil {
+		return held.Principal
+	}
 	pr, _ := r.Context().Value(viewKey).(dispatch.Principal)
 	return pr
 }

@@ -52,9 +52,9 @@ func (e *Edge) track(h http.Handler) http.Handler {
 			// to its answer: it is acquired here and carried in the
 			// request's context. A GET stream lasts for hours and holds
 			// none (it must not keep a reload's retired servers running).
-			ctx, release := e.serving.Hold(r.Context())
-			defer release()
-			r = r.WithContext(ctx)
+			held := e.serving.Hold(r.Context())
+			defer held.Release()
+			r = r.WithContext(held)
 		}
 		h.ServeHTTP(w, r)
 	})
