@@ -77,7 +77,7 @@ func TestOneGenerationPerRequest(t *testing.T) {
 	}
 
 	held := s.Hold(context.Background()) // authenticated in generation 1
-	s.Swap(without)                               // the reload, before dispatch
+	s.Swap(without)                      // the reload, before dispatch
 	if err := list(held); err != nil {
 		t.Errorf("the request that holds generation 1: %v; want its view listed", err)
 	}
@@ -154,7 +154,7 @@ func TestCallAuditedInItsGeneration(t *testing.T) {
 	}
 
 	held := s.Hold(context.Background()) // authenticated in generation 1
-	s.Swap(second)                                // the reload, before dispatch
+	s.Swap(second)                       // the reload, before dispatch
 	call(held)
 	held.Release()
 	call(context.Background()) // a request after the reload
