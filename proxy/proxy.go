@@ -233,6 +233,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 	}
 	audit, err := dispatch.NewAuditLog(c.Audit, o.Stderr, p.redact, p.log.Named("audit"))
 	if err != nil {
+		tel.Close(context.Background())
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 	}
 	p.obs = dispatch.Observers{Tel: tel, Audit: audit}
@@ -249,6 +250,8 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		Started:    p.started,
 	})
 	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv}); err != nil {
+		tel.Close(context.Background())
+		audit.Close()
 		return nil, nil, &ConfigError{err}
 	}
 	return p, c, nil
