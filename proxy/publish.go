@@ -26,7 +26,7 @@ func (p *Proxy) publish(snap *view.Snapshot, acc dispatch.Access) []*dispatch.Ge
 
 // rebuild rebuilds the views that keep reports true for, from the current
 // snapshot and the upstreams' catalogs as they are now, and publishes them.
-func (p *Proxy) rebuild(keep func(spec *view.ViewSpec) bool) {
+func (p *Proxy) rebuild(keep func(spec *view.Spec) bool) {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
 	cur := p.serving.Load()
@@ -51,10 +51,10 @@ func (p *Proxy) rebuild(keep func(spec *view.ViewSpec) bool) {
 }
 
 // rebuildAll rebuilds every view.
-func (p *Proxy) rebuildAll() { p.rebuild(func(*view.ViewSpec) bool { return true }) }
+func (p *Proxy) rebuildAll() { p.rebuild(func(*view.Spec) bool { return true }) }
 
 // onUpstreamChange rebuilds every view that exposes h.
 func (p *Proxy) onUpstreamChange(h *upstream.Handle) {
-	p.rebuild(func(spec *view.ViewSpec) bool { return spec.Exposes(h) })
+	p.rebuild(func(spec *view.Spec) bool { return spec.Exposes(h) })
 	p.saveCatalog(h)
 }

@@ -38,7 +38,7 @@ func (d *Dispatcher) warmLazy(ctx context.Context, v *view.View) bool {
 	}
 	// The handle's own change notification rebuilds the view too, but
 	// possibly after this answer; rebuild now so it is in.
-	d.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
+	d.rebuild(func(vs *view.Spec) bool { return vs == spec })
 	return true
 }
 
@@ -120,7 +120,7 @@ func (d *Dispatcher) awaitTool(ctx context.Context, v *view.View, name string) *
 	}
 	// The server's own change notification rebuilds the view too, but
 	// possibly after this call looks; rebuild now so its tools are in.
-	d.rebuild(func(vs *view.ViewSpec) bool { return vs == spec })
+	d.rebuild(func(vs *view.Spec) bool { return vs == spec })
 	return d.serving.latest(v)
 }
 

@@ -20,7 +20,7 @@ type Options struct {
 	Serving    *Serving
 	// Rebuild rebuilds the views keep reports true for and publishes them
 	// (a lazy server that started, a server awaited for a call).
-	Rebuild func(keep func(*view.ViewSpec) bool)
+	Rebuild func(keep func(*view.Spec) bool)
 	// NewClient makes the handle of a per-client instance of spec, whose
 	// requests and notifications go to peer; not started.
 	NewClient func(spec upstream.Spec, peer upstream.Peer) *upstream.Handle
@@ -38,7 +38,7 @@ type Dispatcher struct {
 	redactor   *secrets.Set
 	trust      *trust
 	serving    *Serving
-	rebuild    func(keep func(*view.ViewSpec) bool)
+	rebuild    func(keep func(*view.Spec) bool)
 	resumable  func(string, session.Handler) session.Handler
 	started    time.Time
 

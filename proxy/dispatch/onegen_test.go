@@ -65,7 +65,7 @@ func TestOneGenerationPerRequest(t *testing.T) {
 	without := genOf(t, 2, `{"mcpServers": {"s": {"command": "true", "lazy": true}}}`)
 	s := NewServing(withAgent)
 	d := New(Options{Log: hclog.NewNullLogger(), ServerInfo: &mcp.Implementation{Name: "switchboard"}, Serving: s,
-		Rebuild: func(func(*view.ViewSpec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
+		Rebuild: func(func(*view.Spec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
 	ss, err := d.Open(Principal{View: "a"}, "s1", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestCallAuditedInItsGeneration(t *testing.T) {
 	second := genWith(t, 2, cfg, handles, Observers{Tel: tel, Audit: secondLog})
 	s := NewServing(first)
 	d := New(Options{Log: hclog.NewNullLogger(), ServerInfo: &mcp.Implementation{Name: "switchboard"}, Serving: s,
-		Rebuild: func(func(*view.ViewSpec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
+		Rebuild: func(func(*view.Spec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
 	ss, err := d.Open(Principal{}, "s1", nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 func genWithToken(token string) *dispatch.Gen {
 	tokens := &dispatch.Tokens{}
 	tokens.Add(token, "auth.tokens[0]", "", true)
-	snap := &view.Snapshot{Views: map[string]*view.ViewSpec{"": {}}}
+	snap := &view.Snapshot{Views: map[string]*view.Spec{"": {}}}
 	return dispatch.NewGen(snap, nil, dispatch.Access{Tokens: tokens}, dispatch.Observers{})
 }
 

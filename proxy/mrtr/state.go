@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -125,9 +126,13 @@ type Caller interface{ Caller() string }
 // bindingOf is what a call's state is bound to: the caller (view and
 // token) and the call (method and what it names).
 func bindingOf(r *session.Request, method string) string {
-	who := ""
+	var who string
 	if c, ok := r.Session.Principal().(Caller); ok {
 		who = c.Caller()
+	} else {
+		// A principal that cannot say who it is binds the state to its
+		// own session: never to every caller at once.
+		who = fmt.Sprintf("session %p", r.Session)
 	}
 	var named struct {
 		Name string `json:"name"`

@@ -49,7 +49,7 @@ func defHash(v any, extra string) string {
 
 // buildPrompts builds the view's prompt table: the same naming and policy
 // as tools.
-func (b *Builder) buildPrompts(snap *Snapshot, spec *ViewSpec, v *View) {
+func (b *Builder) buildPrompts(snap *Snapshot, spec *Spec, v *View) {
 	var items []router.Item
 	type src struct {
 		entry  *ServerEntry
@@ -88,7 +88,7 @@ func (b *Builder) buildPrompts(snap *Snapshot, spec *ViewSpec, v *View) {
 
 // buildResources builds the owner map: a URI served by two servers belongs
 // to the first in key order (noted as a collision).
-func (b *Builder) buildResources(snap *Snapshot, spec *ViewSpec, v *View) {
+func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 	maxDesc := maxDescriptionChars(snap.Config)
 	v.Resources = map[string]*ResourceRoute{}
 	v.Templates = nil

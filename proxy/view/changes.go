@@ -3,7 +3,7 @@ package view
 import "github.com/mcp-switchboard/switchboard/upstream"
 
 // Exposes reports whether the view serves handle h.
-func (vs *ViewSpec) Exposes(h *upstream.Handle) bool {
+func (vs *Spec) Exposes(h *upstream.Handle) bool {
 	for _, e := range vs.Servers {
 		if e.Handle == h {
 			return true

@@ -1,7 +1,7 @@
 // Package view compiles what switchboard serves. A Snapshot is one config
 // generation made immutable: its servers as the upstream package runs them
 // (Plan, NewSnapshot) and, per downstream view (the default view and each
-// agent), the servers it exposes under which policy (ViewSpec). A View is
+// agent), the servers it exposes under which policy (Spec). A View is
 // one such view as one generation serves it, built by a Builder from the
 // snapshot and the upstreams' catalogs as they are now: the tool routes
 // (public name, published definition, compiled argument schema), prompts,

@@ -45,7 +45,7 @@ type SearchIndex struct {
 // capped at discovery.maxDescriptionChars, and in search mode, with
 // dropSchemaDescriptions, input schemas lose their descriptions (find_tools
 // returns them whole).
-func (v *View) buildListing(spec *ViewSpec) {
+func (v *View) buildListing(spec *Spec) {
 	d := spec.Discovery
 	shown := make([]*mcp.Tool, len(v.List))
 	for i, r := range v.List {

@@ -23,7 +23,7 @@ type Snapshot struct {
 	// or key@agent for an agent's override of a default server).
 	Handles map[string]*upstream.Handle
 	// Views holds the default view under "" and each agent under its id.
-	Views map[string]*ViewSpec
+	Views map[string]*Spec
 
 	Sanitize sanitize.Options
 	PinMode  string
@@ -32,8 +32,8 @@ type Snapshot struct {
 	Limiters map[string]*policy.Limiter
 }
 
-// ViewSpec is what one downstream view exposes.
-type ViewSpec struct {
+// Spec is what one downstream view exposes.
+type Spec struct {
 	ID      string
 	Servers []*ServerEntry // sorted by key
 	Tools   policy.Chain   // global and agent layers for tools
@@ -201,7 +201,7 @@ func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handl
 		Digest:   c.Digest(),
 		Config:   c,
 		Handles:  handles,
-		Views:    map[string]*ViewSpec{},
+		Views:    map[string]*Spec{},
 		Sanitize: sanitizeOptions(c),
 		PinMode:  "warn",
 	}
@@ -240,7 +240,7 @@ func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handl
 		}
 	}
 	for id, planned := range views {
-		vs := &ViewSpec{ID: id, Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+		vs := &Spec{ID: id, Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
 		if id != "" {
 			vs.Tools = append(vs.Tools, agentTools[id])
 		}
@@ -264,14 +264,14 @@ func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handl
 		s.Views[id] = vs
 	}
 	if _, ok := s.Views[""]; !ok {
-		s.Views[""] = &ViewSpec{Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+		s.Views[""] = &Spec{Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
 		s.Views[""].setDiscovery(c.Discovery)
 	}
 	return s
 }
 
 // setDiscovery sets the view's discovery settings (validated).
-func (vs *ViewSpec) setDiscovery(d *config.Discovery) {
+func (vs *Spec) setDiscovery(d *config.Discovery) {
 	vs.Discovery = d
 	if d != nil && len(d.AlwaysVisible) > 0 {
 		vs.AlwaysVisible = mustCompile(&policy.Rules{Allow: d.AlwaysVisible})

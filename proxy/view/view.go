@@ -64,7 +64,7 @@ type Route struct {
 func (b *Builder) Build(snap *Snapshot, id string) *View {
 	spec, ok := snap.Views[id]
 	if !ok {
-		spec = &ViewSpec{ID: id}
+		spec = &Spec{ID: id}
 	}
 	v := b.buildTools(snap, spec)
 	v.ID = id
@@ -101,7 +101,7 @@ func (v *View) Fingerprint() Hashes {
 
 // buildTools builds the view's tool routes: public names, policy, pins
 // and the trust boundary's cleaning of each definition.
-func (b *Builder) buildTools(snap *Snapshot, spec *ViewSpec) *View {
+func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 	type src struct {
 		entry *ServerEntry
 		tool  *mcp.Tool
