@@ -3,12 +3,13 @@ package dispatch
 import (
 	"context"
 
-	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
-	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 )
 
 // callSpan starts the child span of one upstream call and returns the _meta

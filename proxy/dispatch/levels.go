@@ -4,8 +4,9 @@ import (
 	"context"
 	"sync"
 
-	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
 // setLevel gives every upstream of view id the most verbose level any of

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcp-switchboard/switchboard/proxy/session"
-	"github.com/mcp-switchboard/switchboard/upstream/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
 
 // decodeParams decodes a request's params; none decode as the zero value.

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Announce tells the sessions of each view which of its lists differ

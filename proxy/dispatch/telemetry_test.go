@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-switchboard/switchboard/proxy/session"
-	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
-	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 )
 
 // TestTraceContextCrossesWithTracingOff: with no exporter configured,

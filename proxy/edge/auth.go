@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gorilla/mux"
+
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 )
 

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 )
 
 // TestRequestStateSeal: a sealed state opens only as written, for the

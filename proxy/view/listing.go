@@ -6,9 +6,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/ranker"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // switchboard's own tools in search mode.
