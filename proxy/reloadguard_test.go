@@ -174,7 +174,11 @@ func TestReloadRemovingServersFromFileNeedsSIGHUP(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	applied := waitStatus(t, tp.admin, "SIGHUP applied", func(st StatusReport) bool { return st.Gen == before.Gen+2 })
+	// The generation is published before the reload's result is kept:
+	// wait for both.
+	applied := waitStatus(t, tp.admin, "SIGHUP applied", func(st StatusReport) bool {
+		return st.Gen == before.Gen+2 && st.LastReload != nil && st.LastReload.Reason == "sighup"
+	})
 	if len(applied.Servers) != 0 || !applied.LastReload.OK {
 		t.Errorf("after SIGHUP: servers %v, last reload %+v", slices.Collect(maps.Keys(serverPIDs(applied))), applied.LastReload)
 	}
