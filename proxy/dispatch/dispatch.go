@@ -35,7 +35,6 @@ type Dispatcher struct {
 	log        hclog.Logger
 	sessLog    hclog.Logger // every downstream session's, made once
 	serverInfo *mcp.Implementation
-	redactor   *secrets.Set
 	trust      *trust
 	serving    *Serving
 	rebuild    func(keep func(*view.Spec) bool)
@@ -60,7 +59,6 @@ func New(o Options) *Dispatcher {
 		log:         o.Log,
 		sessLog:     o.Log.Named("session"),
 		serverInfo:  o.ServerInfo,
-		redactor:    o.Redactor,
 		serving:     o.Serving,
 		rebuild:     o.Rebuild,
 		resumable:   o.Resumable,
