@@ -118,7 +118,7 @@ var (
 
 // healthyRunTime is how long a session that answered no call must have been
 // ready for its end to be the crash of a healthy run, not a failed start
-// (see supervisor.ended). Ten first backoff steps: a server that dies this
+// (see supervisor.ended). Ten default first delays: a server that dies this
 // soon after initialize without serving anything is in a crash loop as
 // surely as one that dies during it (a background connection it opens after
 // initialize that fails, a bad config it reads late), while one killed from
