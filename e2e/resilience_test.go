@@ -540,6 +540,50 @@ func TestKill9RecoversOnSchedule(t *testing.T) {
 	}
 }
 
+// TestKilledHealthyServerStaysUp: with maxRestarts 2, a server that
+// answers a call in each run and is then killed with SIGKILL, five times,
+// is restarted after the first backoff step (1 s) every time and stays up:
+// the crash of a run that served a call is not a failed start.
+func TestKilledHealthyServerStaysUp(t *testing.T) {
+	mark := newMark(t)
+	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{
+		"victim": with(markedServer("victim", mark), "maxRestarts", 2),
+	}})
+	cs := s.client(t, nil)
+	waitListed(t, cs, "mcp_victim_echo")
+	st := s.waitServer(t, "victim", 10*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
+	for kill := 1; kill <= 5; kill++ {
+		if res := mustCall(t, cs, "mcp_victim_echo", map[string]any{"text": "served"}); res.IsError || !strings.Contains(textOf(res), "served") {
+			t.Fatalf("run %d: call: %s", kill, js(res))
+		}
+		old := st.PID
+		start := time.Now()
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		down := s.waitServer(t, "victim", 5*time.Second, "down", func(st serverState) bool { return st.State != "ready" || st.PID != old })
+		if down.State == "failed" {
+			t.Fatalf("kill %d: failed: %+v", kill, down)
+		}
+		if down.State == "restarting" {
+			wantToolError(t, cs, "mcp_victim_echo", map[string]any{"text": "x"}, "server 'victim' is restarting, next attempt in ~1s")
+		}
+		st = s.waitServer(t, "victim", 10*time.Second, "back", func(st serverState) bool {
+			return st.State == "failed" || st.State == "ready" && st.PID != old
+		})
+		if st.State != "ready" {
+			t.Fatalf("kill %d: %+v, want ready", kill, st)
+		}
+		if d := time.Since(start); d > time.Second*11/10+backoffSlack {
+			t.Errorf("kill %d: back after %s, want the 1s backoff", kill, d)
+		}
+		if st.Restarts != kill || st.Failures != 0 {
+			t.Errorf("kill %d: restarts %d, consecutive failed starts %d; want %d and 0", kill, st.Restarts, st.Failures, kill)
+		}
+	}
+	noZombies(t, s.pid(), 3*time.Second)
+}
+
 // TestResilienceHTTPDownAtBoot: an HTTP upstream that is down at boot keeps
 // being retried; when it comes up its tools appear, when it goes away it is
 // reconnected once it is back.

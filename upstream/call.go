@@ -223,6 +223,9 @@ func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.
 	defer context.AfterFunc(cs.life.ctx, cancel)()
 	res, err := cs.brk.execute(func() (any, error) {
 		r, err := fn(cctx, s)
+		if _, ok := answer(err); err == nil || ok {
+			s.answered.Store(true)
+		}
 		if err != nil && (ctx.Err() != nil || cs.life.ctx.Err() != nil) {
 			return r, fmt.Errorf("%w: %w", errCallerGone, err)
 		}

@@ -4,10 +4,13 @@
 // stderr, and notices when the session ends.
 //
 // Supervision: a Handle moves through idle (lazy, not started) → starting →
-// ready → restarting → failed or stopped. A failed start or a lost session
-// (the child exited, wrote a line over 16 MiB, the HTTP session vanished) is retried after 1, 2, 4, 8, 16, then 30 s (±10 %), up to
-// maxRestarts consecutive failures; a session that stayed up five minutes
-// starts the count over. Each attempt initializes afresh and lists the
+// ready → restarting → failed or stopped. A failed start, or a lost session
+// (the child exited, wrote a line over 16 MiB, the HTTP session vanished)
+// that was ready less than 10 s and answered no call, counts as a failed
+// start: retried after 1, 2, 4, 8, 16, then 30 s (±10 %), the
+// maxRestarts+1st in a row is the last. The end of a healthy run (one that
+// answered a call or stayed ready 10 s) starts the count over and is
+// retried after 1 s (supervisor.ended). Each attempt initializes afresh and lists the
 // catalog again. While restarting, the last catalog stays listed and calls
 // fail fast with an UnavailableError; a failed stdio server withdraws its
 // catalog and stays down, a remote one withdraws it and is retried every

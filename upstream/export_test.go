@@ -17,14 +17,6 @@ func SetStopTimings(grace, term time.Duration) (reset func()) {
 	return func() { stopTimings = old }
 }
 
-// SetStableRunTime changes how long a session must stay up for the failure
-// count to start over.
-func SetStableRunTime(d time.Duration) (reset func()) {
-	old := stableRunTime
-	stableRunTime = d
-	return func() { stableRunTime = old }
-}
-
 // SetTestTransport makes every Handle connect through f instead of starting
 // a process or dialing a URL.
 func SetTestTransport(f func(Spec) (mcp.Transport, error)) (reset func()) {

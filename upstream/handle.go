@@ -71,7 +71,8 @@ type Status struct {
 	PID       int    `json:"pid,omitempty"`
 	Protocol  string `json:"protocol,omitempty"`
 	// Restarts counts every restart or reconnect attempt since the Handle
-	// was created; Failures counts the current run of consecutive ones.
+	// was created; Failures counts the current run of consecutive failed
+	// starts (zero after a healthy run; see supervisor.ended).
 	Restarts  int       `json:"restarts"`
 	Failures  int       `json:"consecutiveFailures"`
 	LastError string    `json:"lastError,omitempty"` // unredacted: the caller redacts
@@ -110,13 +111,20 @@ type Status struct {
 }
 
 // backoffBase is the first restart delay; it doubles up to backoffMax.
-// stableRunTime is how long a session must stay up for the failure count to
-// start over. Tests change them through export_test.go.
 var (
-	backoffBase   = time.Second
-	backoffMax    = 30 * time.Second
-	stableRunTime = 5 * time.Minute // a run this long resets the failure count
+	backoffBase = time.Second
+	backoffMax  = 30 * time.Second
 )
+
+// healthyRunTime is how long a session that answered no call must have been
+// ready for its end to be the crash of a healthy run, not a failed start
+// (see supervisor.ended). Ten default first delays: a server that dies this
+// soon after initialize without serving anything is in a crash loop as
+// surely as one that dies during it (a background connection it opens after
+// initialize that fails, a bad config it reads late), while one killed from
+// outside at most every 10 s (OOM, an operator, a chaos test) spends about
+// nine tenths of its time up and is worth restarting for ever.
+const healthyRunTime = 10 * time.Second
 
 // Handle supervises one upstream MCP server: it connects, lists, restarts
 // with backoff, and forwards calls through a circuit breaker. Handle is safe

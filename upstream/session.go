@@ -22,6 +22,7 @@ type session struct {
 	lostOnce     sync.Once
 	lostErr      error       // why, set before lost is closed
 	checking     atomic.Bool // a health check after a timeout runs (checkAfterTimeout)
+	answered     atomic.Bool // the server answered a call on this session: the run was healthy
 	unresponsive atomic.Bool // the health check got no answer: close kills at once
 }
 

@@ -62,7 +62,7 @@ type Spec struct {
 	CallTimeout    time.Duration // per tools/call; if zero, 60s
 
 	RestartOnCrash bool
-	MaxRestarts    int  // consecutive failed starts before failed; zero means no restart
+	MaxRestarts    int  // failed starts in a row retried (a healthy run's crash is none); zero means no restart
 	Lazy           bool // start on first use instead of at Start
 	// LazyList is LazyListStart or LazyListCached; "" means LazyListStart.
 	// It only matters when Lazy is set.
@@ -89,8 +89,8 @@ type Spec struct {
 	SkipResources bool `json:",omitempty"`
 	SkipPrompts   bool `json:",omitempty"`
 
-	// BackoffInitial is the first restart delay, doubled at each failed
-	// attempt up to BackoffMax; if zero, 1s and 30s.
+	// BackoffInitial is the first restart delay, doubled at each further
+	// failed start in a row up to BackoffMax; if zero, 1s and 30s.
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
 }

@@ -217,7 +217,7 @@ func (sv *supervisor) run() {
 				sv.earlyFailed(err)
 				continue
 			}
-			next, ok = sv.fail(err)
+			next, ok = sv.fail(err, true)
 			sv.finishFirst()
 			if !ok {
 				return
@@ -235,6 +235,13 @@ func (sv *supervisor) run() {
 // ended serves a published session until it ends, stops it, and returns
 // when to try again, or false when the loop must end: the Handle is
 // closing, the server gave up, or a lazy server went idle.
+//
+// A run that answered a call, or stayed ready for healthyRunTime, was
+// healthy: its end starts the failure count and the backoff over, and its
+// crash is restarted after the first backoff step without counting
+// towards maxRestarts. A run that ended sooner without answering anything
+// counts as a failed start, as a start that failed before initialize did:
+// a server that initializes and dies at once is a crash loop all the same.
 func (sv *supervisor) ended(s *session) (time.Time, bool) {
 	started := time.Now()
 	werr := sv.serve(s)
@@ -243,7 +250,8 @@ func (sv *supervisor) ended(s *session) (time.Time, bool) {
 		s.close()
 		return time.Time{}, false
 	}
-	if time.Since(started) >= stableRunTime {
+	healthy := s.answered.Load() || time.Since(started) >= healthyRunTime
+	if healthy {
 		sv.mu.Lock()
 		sv.failures = 0
 		sv.mu.Unlock()
@@ -262,26 +270,31 @@ func (sv *supervisor) ended(s *session) (time.Time, bool) {
 	}
 	// Calls fail fast with "restarting" while the old process is
 	// stopped; the backoff counts from the moment the session ended.
-	next, ok := sv.fail(fmt.Errorf("session ended: %w", werr))
+	next, ok := sv.fail(fmt.Errorf("session ended: %w", werr), !healthy)
 	s.close()
 	return next, ok
 }
 
-// fail records a failed start or a lost session, and decides what comes
-// next: it returns when to try again, or false when the server must give up
-// (a stdio server after maxRestarts consecutive failures, any server whose
-// start failed for good: ErrPermanent). A remote server is otherwise never
-// given up on; past maxRestarts its tools leave the list and it keeps being
-// retried at the longest backoff.
-func (sv *supervisor) fail(err error) (time.Time, bool) {
+// fail records a failed start (counted) or the end of a healthy run (not
+// counted: the count is zero), and decides what comes next: it returns
+// when to try again, or false when the server must give up (a stdio server
+// at its maxRestarts+1st failed start in a row, or any crash with
+// maxRestarts 0 or restartOnCrash off; any server whose start failed for
+// good: ErrPermanent). A remote server is otherwise never given up on;
+// past maxRestarts its tools leave the list and it keeps being retried at
+// the longest backoff. The delay is the first backoff step after a healthy
+// run and after one failed start, doubled at each further one.
+func (sv *supervisor) fail(err error, counted bool) (time.Time, bool) {
 	sv.conn.forgetEra()
 	sv.mu.Lock()
-	sv.failures++
+	if counted {
+		sv.failures++
+	}
 	n := sv.failures
 	sv.mu.Unlock()
 	remote := sv.sp().remote()
 	permanent := errors.Is(err, ErrPermanent)
-	giveUp := !sv.sp().RestartOnCrash || n > sv.sp().MaxRestarts
+	giveUp := !sv.sp().RestartOnCrash || sv.sp().MaxRestarts == 0 || n > sv.sp().MaxRestarts
 	if permanent || giveUp && !remote {
 		sv.cat.store(nil)
 		sv.mu.Lock()
@@ -297,7 +310,7 @@ func (sv *supervisor) fail(err error) (time.Time, bool) {
 		sv.setState(StateFailed, err.Error())
 		return time.Time{}, false
 	}
-	wait := sv.backoff(n)
+	wait := sv.backoff(max(n, 1))
 	if giveUp {
 		wait = sv.backoff(maxBackoffStep)
 	}
@@ -311,7 +324,11 @@ func (sv *supervisor) fail(err error) (time.Time, bool) {
 		sv.log.Warn("upstream unreachable", "error", err, "attempt", n, "duration", wait)
 		sv.setState(StateFailed, err.Error())
 	} else {
-		sv.log.Warn("upstream restart", "error", err, "attempt", n, "duration", wait)
+		if counted {
+			sv.log.Warn("upstream restart", "error", err, "attempt", n, "duration", wait)
+		} else {
+			sv.log.Warn("upstream restart", "error", err, "reason", "crash of a healthy run: not counted towards maxRestarts", "duration", wait)
+		}
 		sv.setState(StateRestarting, err.Error())
 	}
 	return next, true

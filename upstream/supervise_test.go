@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -297,6 +298,148 @@ func TestStableRunResetsFailures(t *testing.T) {
 		within(t, "third crash in a row", crash(), 4*time.Second)
 		time.Sleep(5 * time.Minute)
 		within(t, "crash after a five-minute run", crash(), time.Second)
+	})
+}
+
+// TestKilledEvery20sStaysUp: a server whose every start succeeds but that
+// is killed every 20 s, with nobody calling it, is restarted after the
+// first backoff step each time for 10 minutes (30 crashes against the
+// default maxRestarts of 5) and never goes failed: each run was healthy.
+func TestKilledEvery20sStaysUp(t *testing.T) {
+	bubble(t, func(t *testing.T, f *fakeUpstream) {
+		var failed atomic.Bool
+		log, _ := testLogger(t)
+		h := upstream.New(fakeSpec("target"), upstream.Options{Logger: log, OnChange: func(h *upstream.Handle) {
+			if h.Status().State == upstream.StateFailed {
+				failed.Store(true)
+			}
+		}})
+		h.Start()
+		defer h.Close(context.Background())
+		synctest.Wait()
+		start := time.Now()
+		for kill := 1; time.Since(start) < 10*time.Minute; kill++ {
+			time.Sleep(start.Add(time.Duration(kill) * 20 * time.Second).Sub(time.Now()))
+			f.cut()
+			synctest.Wait()
+			st := h.Status()
+			if st.State != upstream.StateRestarting || st.Failures != 0 || st.Restarts != kill {
+				t.Fatalf("kill %d at %s: %s, %d failed starts, %d restarts; want restarting, 0, %d",
+					kill, time.Since(start), st.State, st.Failures, st.Restarts, kill)
+			}
+			within(t, fmt.Sprintf("kill %d: backoff", kill), time.Until(st.NextAttempt), time.Second)
+			time.Sleep(2 * time.Second)
+			synctest.Wait()
+			if st := h.Status(); st.State != upstream.StateReady {
+				t.Fatalf("kill %d: not back after 2s: %+v", kill, st)
+			}
+		}
+		if failed.Load() {
+			t.Error("the server was failed at some point")
+		}
+		if n := len(f.attemptTimes()); n != 31 {
+			t.Errorf("%d starts in 10 minutes, want 31 (one and 30 restarts)", n)
+		}
+	})
+}
+
+// TestHealthyRunRule: a run that crashes within 10 s of being ready
+// without answering a call counts as a failed start (the backoff doubles,
+// and the 6th in a row makes the server failed); one that stayed up 10 s,
+// or answered a call however soon it crashed, does not.
+func TestHealthyRunRule(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		up      time.Duration // how long each run is up before it is killed
+		call    bool          // each run answers a call
+		healthy bool
+	}{
+		{name: "9s, no call", up: 9 * time.Second},
+		{name: "10s, no call", up: 10 * time.Second, healthy: true},
+		{name: "at once, one call", call: true, healthy: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T, f *fakeUpstream) {
+				h := newHandle(t, fakeSpec("short"))
+				h.Start()
+				defer h.Close(context.Background())
+				synctest.Wait()
+				var delays []time.Duration
+				for kill := 1; kill <= 8; kill++ {
+					if st := h.Status(); st.State != upstream.StateReady {
+						t.Fatalf("before kill %d: %+v", kill, st)
+					}
+					time.Sleep(tc.up)
+					if tc.call {
+						if _, err := call(h, context.Background(), "echo"); err != nil {
+							t.Fatalf("run %d: call: %v", kill, err)
+						}
+					}
+					f.cut()
+					synctest.Wait()
+					st := h.Status()
+					if st.State == upstream.StateFailed {
+						if tc.healthy || kill != 6 {
+							t.Fatalf("failed at kill %d", kill)
+						}
+						break
+					}
+					d := time.Until(st.NextAttempt)
+					delays = append(delays, d)
+					time.Sleep(d + time.Millisecond)
+					synctest.Wait()
+				}
+				want := []time.Duration{1, 1, 1, 1, 1, 1, 1, 1}
+				if !tc.healthy {
+					want = []time.Duration{1, 2, 4, 8, 16}
+				}
+				if len(delays) != len(want) {
+					t.Fatalf("%d restarts (%v), want %d", len(delays), delays, len(want))
+				}
+				for i, w := range want {
+					within(t, fmt.Sprintf("restart %d", i+1), delays[i], w*time.Second)
+				}
+				st := h.Status()
+				if tc.healthy && (st.State != upstream.StateReady || st.Failures != 0) {
+					t.Errorf("after 8 healthy runs: %+v", st)
+				}
+				if !tc.healthy && (st.State != upstream.StateFailed || st.Failures != 6) {
+					t.Errorf("after 6 short runs: %+v, want failed after 6 failed starts", st)
+				}
+			})
+		})
+	}
+}
+
+// TestFailedStartsAfterHealthyRun: a healthy run's crash is not counted,
+// but every failed start after it is: with maxRestarts 5 the server is
+// failed at the 6th failed start in a row, after waiting 1 s (the crash),
+// then 1, 2, 4, 8, 16 s (the failed starts).
+func TestFailedStartsAfterHealthyRun(t *testing.T) {
+	bubble(t, func(t *testing.T, f *fakeUpstream) {
+		h := newHandle(t, fakeSpec("gone"))
+		h.Start()
+		defer h.Close(context.Background())
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		f.mu.Lock()
+		f.refusing = true
+		f.mu.Unlock()
+		f.cut()
+		crashed := time.Now()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		at := append([]time.Time{crashed}, f.attemptTimes()[1:]...)
+		want := []time.Duration{1, 1, 2, 4, 8, 16}
+		if len(at) != len(want)+1 {
+			t.Fatalf("%d attempts after the crash, want %d", len(at)-1, len(want))
+		}
+		for i, w := range want {
+			within(t, fmt.Sprintf("delay before restart %d", i+1), at[i+1].Sub(at[i]), w*time.Second)
+		}
+		if st := h.Status(); st.State != upstream.StateFailed || st.Failures != 6 || st.Restarts != 6 {
+			t.Errorf("status %+v, want failed after 6 failed starts", st)
+		}
 	})
 }
 
