@@ -85,10 +85,17 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
+	h, err := d.clients.handleFor(ctx, r.Entry, req.Session)
+	if err != nil {
+		if errors.Is(err, session.ErrSessionLimit) {
+			rec.Outcome = "session_limit"
+			return errorResult(err.Error()), nil
+		}
+		return nil, err
+	}
 	cctx, span, meta := d.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.Original, Arguments: json.RawMessage(raw), Meta: meta,
 		InputResponses: in.InputResponses, RequestState: in.RequestState}
-	h := d.clients.handleFor(r.Entry, req.Session)
 	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)
 	if tok != nil {
