@@ -51,6 +51,27 @@ func (a adminBackend) Readiness() admin.Readiness {
 }
 
 func (a adminBackend) Status() any { return a.p.statusReport() }
+
+// PublicStatus is /status without the views of agents, whose IDs are
+// names behind the admin token: only their number and their sessions.
+func (a adminBackend) PublicStatus() any {
+	rep := a.p.statusReport()
+	views := map[string]ViewStatus{}
+	hidden := &HiddenViews{}
+	for name, v := range rep.Views {
+		if name == "default" {
+			views[name] = v
+			continue
+		}
+		hidden.Views++
+		hidden.Sessions += v.Sessions
+	}
+	rep.Views = views
+	if hidden.Views > 0 {
+		rep.AgentViews = hidden
+	}
+	return rep
+}
 func (a adminBackend) Restart(server string) int {
 	return a.p.restart(server)
 }
@@ -100,8 +121,17 @@ type StatusReport struct {
 	// view as served now. The log names each once, when it appears.
 	Collisions []view.CollisionStatus `json:"collisions,omitempty"`
 	Findings   []view.FindingStatus   `json:"findings,omitempty"`
+	// AgentViews counts the views of agents when Views leaves them out:
+	// for a request without the admin token (admin.reloadToken).
+	AgentViews *HiddenViews `json:"agentViews,omitempty"`
 	// Audit is the audit log's state; absent when it is off.
 	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
+}
+
+// HiddenViews counts the agent views /status does not name.
+type HiddenViews struct {
+	Views    int `json:"views"`
+	Sessions int `json:"sessions"`
 }
 
 // ViewStatus summarises one downstream view.

@@ -27,8 +27,11 @@ type Readiness struct {
 // called concurrently.
 type Backend interface {
 	Readiness() Readiness
-	// Status is the value /status encodes.
+	// Status is the value /status encodes; PublicStatus is what it
+	// encodes for a request without the admin token when there is one:
+	// nothing that names an agent.
 	Status() any
+	PublicStatus() any
 	// Metrics serves /metrics.
 	Metrics() http.Handler
 	// ReloadToken is the bearer token POST /admin/reload requires; with
@@ -57,11 +60,15 @@ func Handler(b Backend) http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(rd)
 	}).Methods(http.MethodGet, http.MethodHead)
-	r.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+	r.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		st := b.Status
+		if !named(r, b.ReloadToken()) {
+			st = b.PublicStatus
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(b.Status())
+		_ = enc.Encode(st())
 	}).Methods(http.MethodGet)
 	r.HandleFunc("/admin/reload", func(w http.ResponseWriter, r *http.Request) {
 		if !authorized(w, r, b.ReloadToken()) {
@@ -87,7 +94,11 @@ func Handler(b Backend) http.Handler {
 		_ = json.NewEncoder(w).Encode(map[string]any{"restarted": n, "server": name})
 	}).Methods(http.MethodPost)
 	r.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		b.Metrics().ServeHTTP(w, r)
+		if named(r, b.ReloadToken()) {
+			b.Metrics().ServeHTTP(w, r)
+			return
+		}
+		servePublicMetrics(w, r, b.Metrics())
 	}).Methods(http.MethodGet)
 	// On a loopback listener, a request naming another Host is a web page
 	// reaching in by DNS rebinding: refused, as on the MCP listener.
@@ -114,6 +125,17 @@ func authorized(w http.ResponseWriter, r *http.Request, want string) bool {
 		return false
 	}
 	return true
+}
+
+// named reports whether a request to /status or /metrics may see what
+// names agents: it carries the admin token, or none is configured (the
+// listener is then trusted as it is: loopback by default).
+func named(r *http.Request, want string) bool {
+	if want == "" {
+		return true
+	}
+	tok, ok := bearer(r)
+	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(want)) == 1
 }
 
 // bearer is the request's bearer token.

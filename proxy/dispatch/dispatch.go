@@ -67,7 +67,8 @@ func New(o Options) *Dispatcher {
 	}
 	d.trust = &trust{redactor: o.Redactor, log: o.Log, serving: o.Serving}
 	d.sessions = &sessionTable{}
-	d.clients = &clientHandles{log: o.Log, make: o.NewClient}
+	d.clients = &clientHandles{log: o.Log, make: o.NewClient, held: &d.held,
+		limit: func() int { return d.serving.Load().Snap.Config.SessionLimit() }}
 	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{}}
 	d.clients.peer = d.peer
 	d.methods = d.table()

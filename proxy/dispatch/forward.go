@@ -67,12 +67,9 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = "audit_unavailable"
 		return errorResult(auditRefusal), nil
 	}
-	if lim := snap.Limiters[viewID]; lim != nil {
-		if ok, retry := lim.Allow(callerKey(req.Session), start); !ok {
-			rec.Outcome = "rate_limited"
-			d.serving.genOr(ctx).Tel.RateLimited(ctx)
-			return rateLimited(retry), nil
-		}
+	if limited := d.overLimit(ctx, snap, viewID, req.Session, start); limited != nil {
+		rec.Outcome = "rate_limited"
+		return limited, nil
 	}
 	args, err := decodeArgs(in.Arguments)
 	if err == nil && r.Schema != nil {
@@ -88,10 +85,17 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
+	h, err := d.clients.handleFor(ctx, r.Entry, req.Session)
+	if err != nil {
+		if errors.Is(err, session.ErrSessionLimit) {
+			rec.Outcome = "session_limit"
+			return errorResult(err.Error()), nil
+		}
+		return nil, err
+	}
 	cctx, span, meta := d.callSpan(ctx, r, forwardableMeta(in.Meta))
 	params := &mcp.CallToolParams{Name: r.Original, Arguments: json.RawMessage(raw), Meta: meta,
 		InputResponses: in.InputResponses, RequestState: in.RequestState}
-	h := d.clients.handleFor(r.Entry, req.Session)
 	lowerLevel(cctx, h, req)
 	tok := progressToken(req.Params)
 	if tok != nil {
@@ -233,6 +237,22 @@ func callerKey(ss *session.Session) string {
 		return "session:" + id
 	}
 	return "anonymous"
+}
+
+// overLimit charges one call to the caller's budget in view viewID and
+// returns the tool error for a call over it; nil: within it (or the view
+// has no limits).
+func (d *Dispatcher) overLimit(ctx context.Context, snap *view.Snapshot, viewID string, ss *session.Session, now time.Time) *mcp.CallToolResult {
+	lim := snap.Limiters[viewID]
+	if lim == nil {
+		return nil
+	}
+	ok, retry := lim.Allow(callerKey(ss), now)
+	if ok {
+		return nil
+	}
+	d.serving.genOr(ctx).Tel.RateLimited(ctx)
+	return rateLimited(retry)
 }
 
 // rateLimited is the tool error for a call over the limit. It says when to

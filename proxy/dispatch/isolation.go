@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,9 @@ type clientHandles struct {
 	log  hclog.Logger
 	make func(upstream.Spec, upstream.Peer) *upstream.Handle
 	peer upstream.Peer
+	// held and limit hold 2026-07-28 requests' instances to maxSessions.
+	held  *sessionCounts
+	limit func() int
 
 	mu sync.Mutex // guards owner and every record's clients
 	// owner is the session each instance belongs to, for what the
@@ -32,18 +37,41 @@ type clientHandles struct {
 	n atomic.Int32
 }
 
+// clientWait is how long a 2026-07-28 request waits for a place under
+// maxSessions when it needs a per-client instance and its caller holds
+// every place: about as long as a short call takes to end.
+const clientWait = 5 * time.Second
+
 // handleFor returns the handle a request from ss uses for entry e: the
 // shared one, or with isolation: per-client the session's own instance
 // (its own process or upstream session), created on first use.
-func (c *clientHandles) handleFor(e *view.ServerEntry, ss *session.Session) *upstream.Handle {
+//
+// A 2026-07-28 request holds no place under maxSessions of its own, so
+// the instance it starts takes one, for its caller (token, agent, or the
+// endpoint), until the request ends: its instances are bounded as
+// sessions are. When every place is held it waits up to clientWait for
+// one, then fails with an error naming the cap.
+func (c *clientHandles) handleFor(ctx context.Context, e *view.ServerEntry, ss *session.Session) (*upstream.Handle, error) {
 	rec := recordOf(ss)
 	if !e.PerClient || rec == nil || e.Handle == nil {
-		return e.Handle
+		return e.Handle, nil
 	}
 	c.mu.Lock()
 	if h, ok := rec.clients[e.Handle]; ok {
 		c.mu.Unlock()
-		return h
+		return h, nil
+	}
+	place := !rec.counted && !rec.placed
+	c.mu.Unlock()
+	if place {
+		if err := c.takePlace(ctx, e, rec); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	if h, ok := rec.clients[e.Handle]; ok {
+		c.mu.Unlock()
+		return h, nil
 	}
 	spec := e.Handle.Spec()
 	spec.Name = e.HandleKey + "#" + shortID(ss.ID())
@@ -62,7 +90,34 @@ func (c *clientHandles) handleFor(e *view.ServerEntry, ss *session.Session) *ups
 	c.mu.Unlock()
 	h.Start()
 	c.log.Info("per-client upstream started", "upstream", spec.Name)
-	return h
+	return h, nil
+}
+
+// takePlace takes a place under maxSessions for the 2026-07-28 request of
+// rec (once: rec.placed), waiting up to clientWait for one.
+func (c *clientHandles) takePlace(ctx context.Context, e *view.ServerEntry, rec *record) error {
+	limit := c.limit()
+	held, err := c.held.takeWait(ctx, rec.pr, limit, clientWait)
+	if err != nil {
+		if errors.Is(err, session.ErrSessionLimit) {
+			who := "this token"
+			if rec.pr.TokenID == "" {
+				who = "this endpoint"
+			}
+			return fmt.Errorf("%w: server %q runs an instance per client (isolation: per-client), and %s holds %d of %d places (maxSessions) in sessions and requests running such an instance; none freed in %s: retry when a call ends, or raise maxSessions",
+				session.ErrSessionLimit, e.Key, who, held, limit, clientWait)
+		}
+		return err
+	}
+	c.mu.Lock()
+	if rec.placed {
+		c.mu.Unlock()
+		c.held.give(rec.pr) // another request of the session took one first
+		return nil
+	}
+	rec.placed = true
+	c.mu.Unlock()
+	return nil
 }
 
 // sessionOf returns the downstream session a per-client instance belongs
@@ -84,10 +139,19 @@ func (c *clientHandles) of(rec *record) []*upstream.Handle {
 	return hs
 }
 
-// closeOf stops the per-client instances of rec's session.
+// closeOf stops the per-client instances of rec's session, then gives
+// back the place a 2026-07-28 request took for them.
 func (c *clientHandles) closeOf(rec *record) {
-	if rec != nil {
-		c.close(func(_ *upstream.Handle, r *record) bool { return r == rec })
+	if rec == nil {
+		return
+	}
+	c.close(func(_ *upstream.Handle, r *record) bool { return r == rec })
+	c.mu.Lock()
+	placed := rec.placed
+	rec.placed = false
+	c.mu.Unlock()
+	if placed {
+		c.held.give(rec.pr)
 	}
 }
 

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,8 +30,11 @@ func (d *Dispatcher) getPrompt(ctx context.Context, v *view.View, req *session.R
 	src, opts := sanitize.Source{Server: r.Entry.Key, Prompt: r.Original}, d.trust.options(v.Snap, r.Entry)
 	up := &mcp.GetPromptParams{Name: r.Original, Arguments: params.Arguments, Meta: withProgress(&params),
 		InputResponses: params.InputResponses, RequestState: params.RequestState}
-	res, err := d.clients.handleFor(r.Entry, req.Session).GetPrompt(ctx, up,
-		newCallSink(d.trust, req, progressToken(req.Params), src, opts))
+	h, err := d.clients.handleFor(ctx, r.Entry, req.Session)
+	if err != nil {
+		return nil, clientError(err)
+	}
+	res, err := h.GetPrompt(ctx, up, newCallSink(d.trust, req, progressToken(req.Params), src, opts))
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
@@ -63,7 +67,11 @@ func (d *Dispatcher) readResource(ctx context.Context, v *view.View, req *sessio
 func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
 	uri := params.URI
 	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, d.trust.options(v.Snap, e)
-	res, err := d.clients.handleFor(e, req.Session).ReadResource(ctx, params, newCallSink(d.trust, req, nil, src, opts))
+	h, err := d.clients.handleFor(ctx, e, req.Session)
+	if err != nil {
+		return nil, clientError(err)
+	}
+	res, err := h.ReadResource(ctx, params, newCallSink(d.trust, req, nil, src, opts))
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
@@ -154,11 +162,24 @@ func (d *Dispatcher) complete(ctx context.Context, v *view.View, req *session.Re
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("completion: unknown ref type %q", ref.Type)}
 	}
 	src, opts := sanitize.Source{Server: e.Key}, d.trust.options(v.Snap, e)
-	res, err := d.clients.handleFor(e, req.Session).Complete(ctx, &params, newCallSink(d.trust, req, nil, src, opts))
+	h, err := d.clients.handleFor(ctx, e, req.Session)
+	if err != nil {
+		return nil, clientError(err)
+	}
+	res, err := h.Complete(ctx, &params, newCallSink(d.trust, req, nil, src, opts))
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
 	out, rep := sanitize.Completion(res, opts)
 	d.trust.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
+}
+
+// clientError is the protocol error for a request refused a per-client
+// instance (clientHandles.handleFor): over maxSessions, it says so.
+func clientError(err error) error {
+	if errors.Is(err, session.ErrSessionLimit) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	return err
 }

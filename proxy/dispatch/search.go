@@ -7,11 +7,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
 // Progressive tool discovery (discovery.mode "search"): a view lists only
@@ -27,6 +29,9 @@ const (
 	maxFound         = 64 // tools a session's list keeps beyond the view's own
 	defaultFindLimit = 8
 	maxFindLimit     = 50
+	// maxQueryBytes caps find_tools' query: a few words are what it is
+	// for, and the ranker's cost grows with the query's distinct words.
+	maxQueryBytes = 1024
 )
 
 // foundSet is the tools one session found, least recently found first.
@@ -95,10 +100,13 @@ type foundTool struct {
 // findTools answers switchboard_find_tools: the best visible tools for the
 // query (policy applied before: a hidden tool is not in the index), which
 // join the session's list.
-func (d *Dispatcher) findTools(v *view.View, req *session.Request, args map[string]any) *mcp.CallToolResult {
+func (d *Dispatcher) findTools(ctx context.Context, v *view.View, req *session.Request, args map[string]any) *mcp.CallToolResult {
 	query, _ := args["query"].(string)
 	if strings.TrimSpace(query) == "" {
 		return errorResult(view.FindToolsName + ": query is required: say in a few words what you want to do")
+	}
+	if len(query) > maxQueryBytes {
+		return errorResult(fmt.Sprintf("%s: query is %d bytes, over the limit of %d: say in a few words what you want to do", view.FindToolsName, len(query), maxQueryBytes))
 	}
 	limit := defaultFindLimit
 	if n, ok := args["limit"].(json.Number); ok {
@@ -110,23 +118,64 @@ func (d *Dispatcher) findTools(v *view.View, req *session.Request, args map[stri
 	hits := v.Search.Index.Search(query, limit, server)
 	found := make([]foundTool, 0, len(hits))
 	names := make([]string, 0, len(hits))
+	content := make([]mcp.Content, 0, len(hits))
 	for _, h := range hits {
 		r := v.Search.Routes[h.Doc]
-		found = append(found, foundTool{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema})
-		names = append(names, r.Public)
+		t, text := d.foundThroughBoundary(ctx, v, r)
+		content = append(content, &mcp.TextContent{Text: text})
+		if t != nil {
+			found = append(found, *t)
+			names = append(names, r.Public)
+		}
 	}
 	if rec := recordOf(req.Session); rec != nil && rec.found.add(names) {
 		// Clients that refresh can call them natively now.
 		_ = req.Session.Notify(context.Background(), "notifications/tools/list_changed", nil)
 	}
-	text, _ := json.Marshal(found)
-	if len(found) == 0 {
-		text = []byte("No tool matched. Try other words, or leave out the server.")
+	if len(content) == 0 {
+		content = []mcp.Content{&mcp.TextContent{Text: "No tool matched. Try other words, or leave out the server."}}
 	}
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(text)}},
-		StructuredContent: map[string]any{"tools": found},
+	return &mcp.CallToolResult{Content: content, StructuredContent: map[string]any{"tools": found}}
+}
+
+// foundThroughBoundary is one find_tools hit as its server's content: its
+// definition is upstream text, so it passes the trust boundary as the
+// server's results do, as text (wrapped as untrusted content when the
+// server's text is) and as structured content (scanned, neutralised). In
+// block mode a hit with findings is withheld: t is nil and text says why.
+func (d *Dispatcher) foundThroughBoundary(ctx context.Context, v *view.View, r *view.Route) (t *foundTool, text string) {
+	ft := foundTool{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema}
+	raw, err := json.Marshal(ft)
+	var structured map[string]any
+	if err == nil {
+		err = json.Unmarshal(raw, &structured)
 	}
+	if err != nil {
+		return nil, fmt.Sprintf("tool %q: its definition does not encode: %v", r.Public, err)
+	}
+	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(v.Snap, r.Entry)
+	out, rep, err := sanitize.ToolResult(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}, StructuredContent: structured}, src, opts)
+	if err != nil {
+		return nil, fmt.Sprintf("tool %q: %v", r.Public, err)
+	}
+	d.trust.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+	var b strings.Builder
+	for _, c := range out.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(tc.Text)
+		}
+	}
+	if rep.Blocked {
+		return nil, b.String()
+	}
+	cleaned, _ := json.Marshal(out.StructuredContent)
+	if err := json.Unmarshal(cleaned, &ft); err != nil {
+		return nil, fmt.Sprintf("tool %q: %v", r.Public, err)
+	}
+	return &ft, b.String()
 }
 
 // ownToolCall answers a call of one of switchboard's own tools in a search
@@ -140,7 +189,11 @@ func (d *Dispatcher) ownToolCall(ctx context.Context, v *view.View, req *session
 		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", params.Name, err)), true, nil
 	}
 	if params.Name == view.FindToolsName {
-		return d.findTools(v, req, args), true, nil
+		// Charged like any call; call_tool is charged once, by forward.
+		if limited := d.overLimit(ctx, v.Snap, v.ID, req.Session, time.Now()); limited != nil {
+			return limited, true, nil
+		}
+		return d.findTools(ctx, v, req, args), true, nil
 	}
 	name, _ := args["name"].(string)
 	rt, ok := v.Tools[name]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -49,6 +50,10 @@ type record struct {
 	// table, holding a place under maxSessions; a 2026-07-28 request's
 	// session is neither.
 	counted bool
+	// placed: a 2026-07-28 request's session took a place under
+	// maxSessions for its per-client instances (clientHandles.handleFor);
+	// guarded by clientHandles.mu.
+	placed  bool
 	found   foundSet
 	clients map[*upstream.Handle]*upstream.Handle // per-client instances by shared handle; guarded by clientHandles.mu
 }
@@ -158,11 +163,46 @@ func (d *Dispatcher) closeSession(ss *session.Session) {
 	d.clients.closeOf(rec)
 }
 
-// sessionCounts counts the open sessions of each principal, to hold each
-// to maxSessions.
+// sessionCounts counts the open sessions of each principal, and the
+// 2026-07-28 requests running per-client instances, to hold each to
+// maxSessions.
 type sessionCounts struct {
 	mu sync.Mutex
 	n  map[Principal]int
+	// freed is closed (and replaced) when a place is given back, for
+	// takeWait.
+	freed chan struct{}
+}
+
+// takeWait is take, waiting up to wait (and while ctx lasts) for a place
+// when pr holds limit; on refusal held is how many pr holds.
+func (c *sessionCounts) takeWait(ctx context.Context, pr Principal, limit int, wait time.Duration) (held int, err error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		if c.n[pr] < limit {
+			if c.n == nil {
+				c.n = map[Principal]int{}
+			}
+			c.n[pr]++
+			c.mu.Unlock()
+			return 0, nil
+		}
+		held = c.n[pr]
+		if c.freed == nil {
+			c.freed = make(chan struct{})
+		}
+		freed := c.freed
+		c.mu.Unlock()
+		select {
+		case <-freed:
+		case <-timer.C:
+			return held, session.ErrSessionLimit
+		case <-ctx.Done():
+			return held, ctx.Err()
+		}
+	}
 }
 
 // take counts one more session for pr, or refuses it at limit.
@@ -189,6 +229,10 @@ func (c *sessionCounts) give(pr Principal) {
 	defer c.mu.Unlock()
 	if c.n[pr]--; c.n[pr] <= 0 {
 		delete(c.n, pr)
+	}
+	if c.freed != nil {
+		close(c.freed)
+		c.freed = nil
 	}
 }
 
