@@ -215,8 +215,8 @@ func TestSSESessionBoundToToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("ping with token B on token A's session: status %d, want 403", resp.StatusCode)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("ping with token B on token A's session: status %d, want 404 (as an unknown session)", resp.StatusCode)
 		}
 		a.mustCall(t, ctx, "ping", nil)
 	})

@@ -79,7 +79,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	} else {
 		p.log.SetLevel(hclog.Info)
 	}
-	p.edge.Apply(sessionKey, c.SessionIdleTimeout())
+	p.edge.Apply(sessionKey, c.SessionIdleTimeout(), c.SessionMaxAge())
 	inUse := p.publish(snap, dispatch.Access{Tokens: at, ReloadToken: reloadToken})
 	for _, h := range hp.started {
 		// Servers that listed before the snapshot was published (their

@@ -175,7 +175,7 @@ func rawPost(t testing.TB, addr, token, sessionID, body string) (*http.Response,
 // TestPipelineAuth pins downstream bearer tokens on /mcp: no token and a
 // wrong token get 401 with WWW-Authenticate, and a session opened with one
 // token cannot be used (POST), listened to (GET) or ended (DELETE) with
-// another (403), though both are valid.
+// another (404, as an unknown session), though both are valid.
 func TestPipelineAuth(t *testing.T) {
 	const tokenA, tokenB = "token-a-8c1d52e0", "token-b-0a9f37d4"
 	t.Setenv("SWITCHBOARD_TEST_TOKEN_B", tokenB)
@@ -201,8 +201,8 @@ func TestPipelineAuth(t *testing.T) {
 	if resp, body := rawPost(t, tp.addr, tokenA, id, initialized); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("initialized with token A: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := rawPost(t, tp.addr, tokenB, id, list); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("token A's session with token B: %d %s, want 403", resp.StatusCode, body)
+	if resp, body := rawPost(t, tp.addr, tokenB, id, list); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("token A's session with token B: %d %s, want 404", resp.StatusCode, body)
 	}
 	if resp, body := rawPost(t, tp.addr, "", id, list); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("token A's session with no token: %d %s, want 401", resp.StatusCode, body)
@@ -220,8 +220,8 @@ func TestPipelineAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("%s of token A's session with token B: %d, want 403", method, resp.StatusCode)
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s of token A's session with token B: %d, want 404", method, resp.StatusCode)
 		}
 	}
 	// Still token A's, and still open.

@@ -36,6 +36,7 @@ const (
 	DefaultBackoffInitialMS = 1000
 	DefaultBackoffMaxMS     = 30000
 	DefaultSessionIdleMS    = 1800000
+	DefaultSessionMaxAgeMS  = 86400000
 	DefaultMaxSessions      = 1000
 	DefaultReadTimeoutMS    = 30000
 )
@@ -67,6 +68,9 @@ type Config struct {
 	// SessionIdleTimeoutMS ends a streamable-HTTP session that had no
 	// request and no open stream for this long (0: never).
 	SessionIdleTimeoutMS *int `json:"sessionIdleTimeout,omitempty"`
+	// SessionMaxAgeMS is how long a session ID lasts after it was issued,
+	// wherever it is resumed (0: for ever).
+	SessionMaxAgeMS *int `json:"sessionMaxAge,omitempty"`
 	// MaxSessions caps the open downstream sessions per token (per view
 	// without tokens).
 	MaxSessions *int `json:"maxSessions,omitempty"`
@@ -492,6 +496,9 @@ func (c *Config) ShutdownTimeout() time.Duration { return ms(c.ShutdownTimeoutMS
 func (c *Config) SessionIdleTimeout() time.Duration {
 	return ms(c.SessionIdleTimeoutMS, DefaultSessionIdleMS)
 }
+
+// SessionMaxAge is sessionMaxAge; 0: IDs never expire.
+func (c *Config) SessionMaxAge() time.Duration { return ms(c.SessionMaxAgeMS, DefaultSessionMaxAgeMS) }
 
 // ReadTimeout is readTimeout: how long a downstream request's headers,
 // and then its body, may take to arrive.

@@ -77,6 +77,9 @@ func (v *validator) settings(c *Config) {
 	if ms := c.SessionIdleTimeoutMS; ms != nil && *ms < 0 {
 		v.add("sessionIdleTimeout", "must be 0 (sessions never expire) or a positive number of milliseconds")
 	}
+	if ms := c.SessionMaxAgeMS; ms != nil && *ms < 0 {
+		v.add("sessionMaxAge", "must be 0 (session IDs never expire) or a positive number of milliseconds")
+	}
 	if n := c.MaxSessions; n != nil && *n <= 0 {
 		v.add("maxSessions", "must be a positive number of sessions")
 	}

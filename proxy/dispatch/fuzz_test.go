@@ -96,10 +96,15 @@ func dupOrCaseKeys(raw []byte) bool {
 	}
 }
 
-// FuzzDecodeCallParams: tools/call params decode as encoding/json decodes
-// them: the same acceptance, and the same name, arguments and _meta (less
-// the io.modelcontextprotocol/* keys, which decodeCallParams leaves out).
+// FuzzDecodeCallParams: tools/call params decode as every other method's
+// (decodeParams): the same acceptance, and the same name, arguments and
+// _meta (less the io.modelcontextprotocol/* keys, which decodeCallParams
+// leaves out). Both match keys exactly: "NAME" is not the name. Params
+// with no key that matches a field only in another case decode as
+// encoding/json decodes them too.
 func FuzzDecodeCallParams(f *testing.F) {
+	f.Add([]byte(`{"name":"mcp_f_echo","NAME":"mcp_f_elicit","Name":"x"}`))
+	f.Add([]byte(`{"NAME":"x"}`))
 	f.Add([]byte(`{"name":"mcp_echo_echo","arguments":{"text":"hi"}}`))
 	f.Add([]byte(`{"NAME":"x","Arguments":[1,2],"_meta":{"progressToken":7}}`))
 	f.Add([]byte(`{"name":"a\u0000b","arguments":null}`))
@@ -129,7 +134,55 @@ func FuzzDecodeCallParams(f *testing.F) {
 		g, _ := json.Marshal(&got)
 		w, _ := json.Marshal(&want)
 		if string(g) != string(w) {
-			t.Fatalf("%q decodes to %s, encoding/json to %s", raw, g, w)
+			t.Fatalf("%q decodes to %s, decodeParams to %s", raw, g, w)
+		}
+		if name, ok := exactName(raw); ok && got.Name != name {
+			t.Fatalf("%q: name %q, want the value of its exact key \"name\", %q", raw, got.Name, name)
+		}
+		if !foldedKey(raw) {
+			var std mcp.CallToolParamsRaw
+			if err := json.Unmarshal(raw, &std); err == nil {
+				for k := range std.Meta {
+					if strings.HasPrefix(k, metaPrefix) {
+						delete(std.Meta, k)
+					}
+				}
+				if s, _ := json.Marshal(&std); string(s) != string(g) {
+					t.Fatalf("%q decodes to %s, encoding/json to %s", raw, g, s)
+				}
+			}
 		}
 	})
+}
+
+// callFields are the keys of tools/call params.
+var callFields = []string{"name", "arguments", "_meta", "inputResponses", "requestState"}
+
+// foldedKey reports whether raw, a JSON object, has a key that matches a
+// field of tools/call params only in another letter case (which
+// encoding/json would take for it).
+func foldedKey(raw []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	for k := range m {
+		for _, f := range callFields {
+			if strings.EqualFold(k, f) && k != f {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// exactName is the last value of raw's exact key "name", if it is a
+// string.
+func exactName(raw []byte) (string, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m["name"] == nil {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(m["name"], &s) == nil
 }

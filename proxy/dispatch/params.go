@@ -14,12 +14,21 @@ import (
 	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
 
+// strict is how params are decoded: keys match exactly, as the go-sdk and
+// the session's own reading of them (session.PeekParams) match them, so
+// that no two readers of one request see two names ("name" and "NAME").
+const strict = sjson.DontMatchCaseInsensitiveStructFields
+
 // decodeParams decodes a request's params; none decode as the zero value.
 func decodeParams(r *session.Request, dst any) error {
 	if len(r.Params) == 0 || string(r.Params) == "null" {
 		return nil
 	}
-	if err := json.Unmarshal(r.Params, dst); err != nil {
+	rest, err := sjson.Parse(r.Params, dst, strict)
+	if err == nil && wire.Trailing(rest) {
+		err = errors.New("invalid character after top-level value")
+	}
+	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: invalid params: %v", r.Method, err)}
 	}
 	return nil
@@ -28,8 +37,8 @@ func decodeParams(r *session.Request, dst any) error {
 // decodeCallParams is decodeParams for tools/call, on every forwarded
 // call's path: the segmentio decoder reads the params in one pass, without
 // encoding/json's reflection (about 3 µs of a forwarded call at c = 8;
-// 7565e0a decoded them so too). Strings and raw values are copied and
-// field names match as json.Unmarshal copies and matches them. _meta's
+// 7565e0a decoded them so too). Strings and raw values are copied as
+// json.Unmarshal copies them; field names match exactly (strict). _meta's
 // io.modelcontextprotocol/* keys are left out undecoded: the session read
 // them (a 2026-07-28 client's version, capabilities and info), and no
 // upstream gets them (forwardableMeta).
@@ -38,7 +47,7 @@ func decodeCallParams(r *session.Request, dst *mcp.CallToolParamsRaw) error {
 		return nil
 	}
 	var p callParams
-	rest, err := sjson.Parse(r.Params, &p, 0)
+	rest, err := sjson.Parse(r.Params, &p, strict)
 	if err == nil && wire.Trailing(rest) {
 		err = errors.New("invalid character after top-level value")
 	}

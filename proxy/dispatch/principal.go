@@ -6,16 +6,34 @@ import (
 )
 
 // Principal is who a downstream request is, once authenticated: the view
-// it is served in and the config path of the token it showed ("" without
-// one).
+// it is served in, the config path of the token it showed ("" without
+// one) and whom that token names.
 type Principal struct {
-	View    string
+	View string
+	// TokenID is the token's config path, for logs and the audit trail
+	// only: it moves when a reload adds or removes a token before it.
 	TokenID string
+	// Holder is what sessions and requestStates are bound to: a digest of
+	// the token's value (zero without a token).
+	Holder Holder
 }
 
+// Holder names whoever holds a token: the SHA-256 digest of its value,
+// never its position in the config, so that a reload that removes a token
+// hands its sessions to no other. It never leaves the process as it is: a
+// session ID carries a keyed digest of it (package edge), a requestState
+// an HMAC over it (package mrtr).
+type Holder [sha256.Size]byte
+
+// Same reports whether pr and o are the same caller: the same view and
+// the same token value (a session is served only to the caller that
+// opened it).
+func (pr Principal) Same(o Principal) bool { return pr.View == o.View && pr.Holder == o.Holder }
+
 // Caller is what a call's requestState is bound to (mrtr.Caller): the
-// view and the token.
-func (pr Principal) Caller() string { return pr.View + "\x00" + pr.TokenID }
+// view and the token's digest (fixed length, so no two callers share the
+// string).
+func (pr Principal) Caller() string { return string(pr.Holder[:]) + pr.View }
 
 // Access is who may use one generation: the downstream tokens and the
 // admin reload token, resolved from its config.
@@ -32,7 +50,7 @@ type Tokens struct {
 
 // TokenEntry is one downstream token.
 type TokenEntry struct {
-	digest [sha256.Size]byte
+	digest Holder
 	ID     string // config path of the token, logged and audited instead of the token
 	View   string // "" with Any: a global token; else the agent's view
 	Any    bool
@@ -57,6 +75,9 @@ func (t *Tokens) Match(token string) (TokenEntry, bool) {
 	}
 	return found, ok
 }
+
+// Holder is whom the token names (Principal.Holder).
+func (e TokenEntry) Holder() Holder { return e.digest }
 
 // Enabled reports whether any token is required.
 func (t *Tokens) Enabled() bool { return t != nil && len(t.entries) > 0 }

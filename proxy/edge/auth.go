@@ -58,9 +58,9 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 			case !byPath:
 				pr.View = te.View
 			}
-			// Sessions are bound to the token that opened them (see
-			// authorize).
-			pr.TokenID = te.ID
+			// Sessions are bound to the value of the token that opened
+			// them, not to its place in the config (see authorize).
+			pr.TokenID, pr.Holder = te.ID, te.Holder()
 		}
 		if held := dispatch.HeldIn(r.Context()); held != nil {
 			// A POST: the principal rides on the context that holds its

@@ -42,7 +42,7 @@ func New(o Options) (*Edge, error) {
 	}
 	e := &Edge{log: o.Log, serving: o.Serving, d: o.Sessions, ids: ids}
 	e.streamable = streamhttp.New(e.openHTTP, e.authorize, e.log)
-	e.streamable.SetContinuity(streamhttp.Continuity{Mint: e.mintSessionID, Resume: e.resumeSession})
+	e.streamable.SetContinuity(streamhttp.Continuity{Mint: e.mintSessionID, Resume: e.resumeSession, Issued: e.issued})
 	return e, nil
 }
 
@@ -50,10 +50,13 @@ func New(o Options) (*Edge, error) {
 func (e *Edge) Handler() http.Handler { return e.routes() }
 
 // Apply takes a generation's settings: the session key (resolved; "":
-// the process's own) and the idle timeout of sessions.
-func (e *Edge) Apply(sessionKey string, idle time.Duration) {
+// the process's own), the idle timeout of sessions and how long a session
+// ID lasts after its issue (0: for ever).
+func (e *Edge) Apply(sessionKey string, idle, maxAge time.Duration) {
 	e.ids.useKey(sessionKey)
+	e.ids.maxAge.Store(int64(max(maxAge, 0)))
 	e.streamable.SetIdleTimeout(idle)
+	e.streamable.SetMaxAge(maxAge)
 }
 
 // Drain refuses new POSTs and waits for those in flight until ctx is done.

@@ -17,10 +17,11 @@ func (e *Edge) openHTTP(r *http.Request, id string) (*session.Session, error) {
 }
 
 // authorize reports whether an HTTP request may use a session: the same
-// token (or, without tokens, the same view) that opened it.
+// view and the same token value (without tokens, the same view) that
+// opened it. A token's place in the config does not count: after a reload
+// that removed the token before it, another token is at that place.
 func (e *Edge) authorize(ss *session.Session, r *http.Request) bool {
-	pr := dispatch.PrincipalOf(ss)
-	return principalOf(r) == pr
+	return principalOf(r).Same(dispatch.PrincipalOf(ss))
 }
 
 // openHTTPStream opens a session for an HTTP request whose own stream is

@@ -116,3 +116,29 @@ func TestRetryParamsPeeked(t *testing.T) {
 		}
 	}
 }
+
+// caller is a principal that names its caller (Caller).
+type caller string
+
+func (c caller) Caller() string { return string(c) }
+
+// TestBindingExactKeys: what a state is bound to reads the call's name
+// with exact key case, as the call itself is decoded: "NAME" and "Name"
+// are not the name, and cannot bind a state to another call.
+func TestBindingExactKeys(t *testing.T) {
+	ss := session.New(session.Options{Principal: caller("c")}, nil)
+	defer ss.Close()
+	bind := func(params string) string {
+		return bindingOf(&session.Request{Session: ss, Params: json.RawMessage(params)}, "tools/call")
+	}
+	if a, b := bind(`{"name":"mcp_f_echo"}`), bind(`{"name":"mcp_f_echo","NAME":"mcp_f_elicit","Name":"x"}`); a != b {
+		t.Errorf("keys in another case changed the binding: %q, %q", a, b)
+	}
+	if bind(`{"name":"mcp_f_echo"}`) == bind(`{"name":"mcp_f_elicit"}`) || bind(`{"uri":"a"}`) == bind(`{"URI":"b","uri":"c"}`) {
+		t.Error("two calls share a binding")
+	}
+	rt, err := retryParams(json.RawMessage(`{"requestState":"p.x","REQUESTSTATE":"p.y"}`), nil)
+	if err != nil || rt.State != "p.x" {
+		t.Errorf("retry fields: %+v, %v; want the exact key's state", rt, err)
+	}
+}

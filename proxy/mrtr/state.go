@@ -98,7 +98,7 @@ func retryParams(params json.RawMessage, pk *session.Peek) (retry, error) {
 		!bytes.Contains(params, []byte(`"requestState"`)) && !bytes.Contains(params, []byte(`"inputResponses"`)) {
 		return rt, nil
 	}
-	if err := json.Unmarshal(params, &rt); err != nil {
+	if _, err := sjson.Parse(params, &rt, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return rt, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState or inputResponses: " + err.Error()}
 	}
 	return rt, nil
@@ -138,7 +138,11 @@ func bindingOf(r *session.Request, method string) string {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
 	}
-	_, _ = sjson.Parse(r.Params, &named, 0) // one pass; a call's arguments are skipped
+	// One pass; a call's arguments are skipped. Keys match exactly, as
+	// the call's own decoding matches them (dispatch): "NAME" is not the
+	// name, and cannot bind a state to another call than the one that
+	// runs.
+	_, _ = sjson.Parse(r.Params, &named, sjson.DontMatchCaseInsensitiveStructFields)
 	return strings.Join([]string{who, method, named.Name, named.URI}, "\x00")
 }
 

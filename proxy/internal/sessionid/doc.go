@@ -1,6 +1,7 @@
 // Package sessionid mints and opens self-describing session IDs: what a
 // streamable-HTTP session was opened with (its protocol version, the
-// client's capabilities and name, the view and the token it is bound to),
+// client's capabilities and name, the view, a keyed digest of the token
+// it is bound to, and when it was opened),
 // sealed with AES-256-GCM under a deployment key, behind the name of the
 // replica that holds the session's streams:
 //

@@ -4,6 +4,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -20,7 +21,8 @@ type State struct {
 	Client  string          `json:"n,omitempty"`  // clientInfo.name
 	ClientV string          `json:"cv,omitempty"` // clientInfo.version
 	View    string          `json:"a,omitempty"`  // the agent ("": the default view)
-	Token   string          `json:"t,omitempty"`  // the token's config path ("": none)
+	Holder  []byte          `json:"h,omitempty"`  // a keyed digest of the token's value (Sealer.Holder; nil: none)
+	Issued  int64           `json:"i,omitempty"`  // when the session was opened, in Unix seconds
 }
 
 // ErrInvalid is an ID that does not open: malformed, altered, or sealed
@@ -34,12 +36,20 @@ const MaxLen = 4096
 // b64 is the ID's encoding, strict: one encoding per token.
 var b64 = base64.RawURLEncoding.Strict()
 
-// info separates this key from every other use of the same secret.
-const info = "switchboard streamable-HTTP session ID v1"
+// info separates this key from every other use of the same secret;
+// holderInfo the key of holder digests.
+const (
+	info       = "switchboard streamable-HTTP session ID v1"
+	holderInfo = "switchboard session holder digest v1"
+)
+
+// holderLen is the length of a holder digest: 128 bits of HMAC-SHA256.
+const holderLen = 16
 
 // Sealer mints and opens IDs under one key, as one replica.
 type Sealer struct {
 	aead    cipher.AEAD
+	holder  []byte // keys Holder
 	replica string
 }
 
@@ -71,7 +81,21 @@ func newSealer(secret []byte, replica string) *Sealer {
 	if err != nil {
 		panic(err)
 	}
-	return &Sealer{aead: aead, replica: replica}
+	holder, err := hkdf.Key(sha256.New, secret, nil, holderInfo, 32)
+	if err != nil {
+		panic(err)
+	}
+	return &Sealer{aead: aead, holder: holder, replica: replica}
+}
+
+// Holder is the digest of a credential (a token's value, or a digest of
+// it) that an ID carries as State.Holder: an HMAC under this Sealer's key,
+// so the same credential gives the same digest on every replica and after
+// a restart, and nothing without the key can tell whose it is.
+func (s *Sealer) Holder(credential []byte) []byte {
+	m := hmac.New(sha256.New, s.holder)
+	m.Write(credential)
+	return m.Sum(nil)[:holderLen]
 }
 
 // NewRandom returns a Sealer under a key made for this process alone: its
@@ -121,7 +145,7 @@ func (s *Sealer) Seal(st State) string {
 		case st.Caps != nil:
 			st.Caps = nil
 		default:
-			return id // the view and token names alone: config paths, short
+			return id // the view's name and a digest alone: short
 		}
 	}
 }

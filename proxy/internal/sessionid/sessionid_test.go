@@ -1,6 +1,7 @@
 package sessionid
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -24,7 +25,8 @@ var state = State{
 	Client:  "secret-client-name",
 	ClientV: "9.9.9",
 	View:    "billing-agent",
-	Token:   "auth.tokens[1]",
+	Holder:  []byte("0123456789abcdef"),
+	Issued:  1764300000,
 }
 
 func TestRoundTripAcrossReplicas(t *testing.T) {
@@ -39,7 +41,7 @@ func TestRoundTripAcrossReplicas(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if string(got.Caps) != string(state.Caps) || got.Version != state.Version || got.View != state.View ||
-			got.Token != state.Token || got.Client != state.Client || got.ClientV != state.ClientV {
+			!bytes.Equal(got.Holder, state.Holder) || got.Issued != state.Issued || got.Client != state.Client || got.ClientV != state.ClientV {
 			t.Fatalf("%s: opened %+v, want %+v", name, got, state)
 		}
 	}
@@ -99,7 +101,7 @@ func TestRevealsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, secret := range []string{state.Version, state.Client, state.View, state.Token, "roots", "listChanged"} {
+	for _, secret := range []string{state.Version, state.Client, state.View, string(state.Holder), "roots", "listChanged"} {
 		if strings.Contains(id, secret) || strings.Contains(string(raw), secret) {
 			t.Errorf("ID %q reveals %q", id, secret)
 		}
@@ -119,6 +121,20 @@ func TestLargeStateCut(t *testing.T) {
 	id = s.Seal(big)
 	if got, err = s.Open(id); err != nil || len(id) > MaxLen || got.Caps != nil || got.View != state.View {
 		t.Fatalf("large caps: ID of %d bytes, opened %+v, %v; want the caps cut, the view kept", len(id), got, err)
+	}
+}
+
+// TestHolderDigest: a credential's digest is the same on every replica of
+// a deployment, and another under another key; two credentials never share
+// one.
+func TestHolderDigest(t *testing.T) {
+	r1, r2, other := sealer(t, key, "r1"), sealer(t, key, "r2"), sealer(t, key+"-other", "r1")
+	a, b := []byte("token-a"), []byte("token-b")
+	if d := r1.Holder(a); len(d) != holderLen || !bytes.Equal(d, r2.Holder(a)) || !bytes.Equal(d, r1.Rekey([]byte(key)).Holder(a)) {
+		t.Errorf("one credential under one key: %x and %x, want the same %d bytes", d, r2.Holder(a), holderLen)
+	}
+	if bytes.Equal(r1.Holder(a), r1.Holder(b)) || bytes.Equal(r1.Holder(a), other.Holder(a)) || bytes.Contains(r1.Holder(a), a) {
+		t.Error("digests of two credentials, or of one under two keys, are equal (or show the credential)")
 	}
 }
 
@@ -153,7 +169,7 @@ func FuzzOpen(f *testing.F) {
 		}
 		// What opens is what was sealed: it seals and opens again alike.
 		again, err := s.Open(s.Seal(st))
-		if err != nil || again.Version != st.Version || again.View != st.View || again.Token != st.Token {
+		if err != nil || again.Version != st.Version || again.View != st.View || !bytes.Equal(again.Holder, st.Holder) || again.Issued != st.Issued {
 			t.Fatalf("opened %+v; resealed opens as %+v, %v", st, again, err)
 		}
 	})

@@ -28,6 +28,7 @@ type conn struct {
 	h    *Handler
 	id   string
 	sess *session.Session
+	born int64 // when its ID was issued (unix ns; see Continuity.Issued)
 
 	mu         sync.Mutex
 	standalone session.Stream // a *rawStream or a GET's *stream; nil: none

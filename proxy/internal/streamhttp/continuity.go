@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -15,7 +16,9 @@ import (
 // initialize (Continuity.Mint), and a request naming a session this
 // process does not hold opens it again from the ID (Continuity.Resume),
 // unless it ended here (DELETE, idle expiry, a client too slow for its
-// stream): the spec has an ended session's ID answered 404.
+// stream): the spec has an ended session's ID answered 404. A session ID
+// lasts at most its max age (SetMaxAge) from its issue, wherever it is
+// held; then the session ends, and its ID is 404.
 
 // Continuity is how sessions outlive the process that opened them (see
 // SetContinuity).
@@ -24,9 +27,14 @@ type Continuity struct {
 	Mint func(r *http.Request, init *jsonrpc.Request) string
 	// Resume opens the session an ID names that this process does not
 	// hold, as its client initialized it elsewhere. It fails with an error
-	// wrapping ErrNoSession (answered 404) or ErrNotYours (403), or
-	// session.ErrSessionLimit (429).
+	// wrapping ErrNoSession or ErrNotYours (both answered 404: a session
+	// that is not the caller's is as unknown to it as one that never
+	// was), or session.ErrSessionLimit (429).
 	Resume func(r *http.Request, id string) (*session.Session, error)
+	// Issued is when the ID of a session this process holds (minted here
+	// or resumed) was first issued; zero: now. Nil: when it was opened
+	// here.
+	Issued func(id string) time.Time
 }
 
 // Errors of Continuity.Resume.
@@ -49,11 +57,9 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *con
 	sess, err := h.cont.Resume(r, id)
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrNoSession):
+	case errors.Is(err, ErrNoSession), errors.Is(err, ErrNotYours):
+		h.log.Debug("downstream session not resumed", "error", err)
 		http.Error(w, "session not found", http.StatusNotFound)
-		return nil
-	case errors.Is(err, ErrNotYours):
-		http.Error(w, "session belongs to another principal", http.StatusForbidden)
 		return nil
 	case errors.Is(err, session.ErrSessionLimit):
 		h.log.Warn("downstream session not resumed", "error", err)
@@ -72,6 +78,29 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, id string) *con
 	h.resumed.Add(1)
 	h.log.Info("downstream session resumed", "session_id", id, "version", sess.ProtocolVersion())
 	return c
+}
+
+// SetMaxAge makes a session end once its ID was issued longer than d ago
+// (0: never), wherever it is held: a request naming it then gets 404, and
+// the client initializes anew. It may change at any time.
+func (h *Handler) SetMaxAge(d time.Duration) { h.maxAge.Store(int64(max(d, 0))) }
+
+// setBorn notes when c's ID was issued.
+func (h *Handler) setBorn(c *conn) {
+	var at time.Time
+	if h.cont.Issued != nil {
+		at = h.cont.Issued(c.id)
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	c.born = at.UnixNano()
+}
+
+// tooOld reports whether c's ID is past the max age at now (unix ns).
+func (h *Handler) tooOld(c *conn, now int64) bool {
+	age := h.maxAge.Load()
+	return age > 0 && now-c.born > age
 }
 
 // maxEnded bounds the ended sessions a Handler remembers; past it, the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -75,7 +76,7 @@ func TestContinuity(t *testing.T) {
 		t.Errorf("%d sessions held, want 2 (minted and resumed)", f.h.Sessions())
 	}
 
-	for id, want := range map[string]int{"gone-1": http.StatusNotFound, "theirs-1": http.StatusForbidden, "full-1": http.StatusTooManyRequests, "broken-1": http.StatusInternalServerError} {
+	for id, want := range map[string]int{"gone-1": http.StatusNotFound, "theirs-1": http.StatusNotFound, "full-1": http.StatusTooManyRequests, "broken-1": http.StatusInternalServerError} {
 		status(t, post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), want)
 	}
 
@@ -114,4 +115,44 @@ func TestEndedIDsForgetOldest(t *testing.T) {
 			t.Errorf("has(%d) = %v, want %v", i, !want, want)
 		}
 	}
+}
+
+// TestMaxAge: a session whose ID was issued longer ago than the max age
+// ends at its next request, which gets 404, and is not resumed after; one
+// within it is served, and so is every session once the max age is 0.
+func TestMaxAge(t *testing.T) {
+	f := newFixture(t, nil)
+	issued := map[string]time.Time{"minted-old": time.Now().Add(-2 * time.Hour), "minted-new": time.Now()}
+	var resumes atomic.Int32
+	f.h.SetContinuity(Continuity{
+		Mint: func(r *http.Request, _ *jsonrpc.Request) string { return "minted-" + principal(r) },
+		Resume: func(*http.Request, string) (*session.Session, error) {
+			resumes.Add(1)
+			return nil, ErrNoSession
+		},
+		Issued: func(id string) time.Time { return issued[id] },
+	})
+	f.h.SetMaxAge(time.Hour)
+	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
+	// The initialize is answered (the ID is new here); the next request
+	// is not.
+	resp := post(t, f, "", initBody, map[string]string{"Authorization": "old"})
+	old := resp.Header.Get(sessionIDHeader)
+	if resp.StatusCode != http.StatusOK || old != "minted-old" {
+		t.Fatalf("initialize: %s, ID %q", resp.Status, old)
+	}
+	recent := initialize(t, f, map[string]string{"Authorization": "new"})
+	status(t, post(t, f, recent, ping, map[string]string{"Authorization": "new", protocolVersionHeader: "2025-11-25"}), http.StatusOK)
+	status(t, post(t, f, old, ping, map[string]string{"Authorization": "old", protocolVersionHeader: "2025-11-25"}), http.StatusNotFound)
+	if !closed(f.session(t, old)) {
+		t.Error("the session past its max age is still open")
+	}
+	status(t, post(t, f, old, ping, map[string]string{"Authorization": "old", protocolVersionHeader: "2025-11-25"}), http.StatusNotFound)
+	if resumes.Load() != 0 {
+		t.Error("a session that ended at its max age was resumed")
+	}
+	f.h.SetMaxAge(0)
+	issued["minted-again"] = issued["minted-old"]
+	again := initialize(t, f, map[string]string{"Authorization": "again"})
+	status(t, post(t, f, again, ping, map[string]string{"Authorization": "again", protocolVersionHeader: "2025-11-25"}), http.StatusOK)
 }

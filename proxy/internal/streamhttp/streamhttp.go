@@ -66,6 +66,7 @@ type Handler struct {
 	wg       sync.WaitGroup
 
 	idle        atomic.Int64  // idle timeout in ns; 0: sessions never expire
+	maxAge      atomic.Int64  // how long a session ID lasts from its issue, in ns; 0: for ever
 	bodyTimeout atomic.Int64  // ns a POST body may take to arrive; 0: no limit
 	sweeper     sync.Once     // starts the idle sweep with the first session
 	stop        chan struct{} // closed by Close: ends the sweep
@@ -125,9 +126,10 @@ func (h *Handler) Close() {
 // their memory to the operating system at once.
 const massExpiry = 256
 
-// sweep ends the sessions idle for longer than the idle timeout, until
-// Close. It looks every tenth of the timeout (at least every 100 ms, at
-// most every 30 s).
+// sweep ends the sessions idle for longer than the idle timeout, and
+// those past the max age (lookup refuses them at once; the sweep frees
+// what they hold), until Close. It looks every tenth of the idle timeout
+// (at least every 100 ms, at most every 30 s).
 func (h *Handler) sweep() {
 	t := time.NewTimer(time.Second)
 	defer t.Stop()
@@ -139,20 +141,26 @@ func (h *Handler) sweep() {
 			return
 		case <-t.C:
 		}
-		if idle = time.Duration(h.idle.Load()); idle == 0 {
+		idle, age := time.Duration(h.idle.Load()), time.Duration(h.maxAge.Load())
+		if idle == 0 && age == 0 {
 			continue
 		}
-		cutoff := time.Now().Add(-idle).UnixNano()
+		now := time.Now()
+		cutoff := now.Add(-idle).UnixNano()
 		var expired []*conn
+		var reasons []string
 		h.mu.Lock()
 		for _, c := range h.sessions {
-			if c.idleSince(cutoff) {
-				expired = append(expired, c)
+			switch {
+			case idle > 0 && c.idleSince(cutoff):
+				expired, reasons = append(expired, c), append(reasons, "idle for "+idle.String())
+			case h.tooOld(c, now.UnixNano()):
+				expired, reasons = append(expired, c), append(reasons, "older than sessionMaxAge "+age.String())
 			}
 		}
 		h.mu.Unlock()
-		for _, c := range expired {
-			h.log.Info("downstream session expired", "session_id", c.id, "reason", "idle for "+idle.String())
+		for i, c := range expired {
+			h.log.Info("downstream session expired", "session_id", c.id, "reason", reasons[i])
 			c.sess.Close()
 		}
 		// Forgotten now, not when their AfterClose runs: what they held
@@ -207,7 +215,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // lookup finds the request's session; it writes the error response when
-// there is none or it belongs to another token.
+// there is none. A session of another caller is one there is none of
+// (404), and so is one past its max age, which ends.
 func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *conn {
 	h.mu.Lock()
 	c := h.sessions[id]
@@ -215,12 +224,14 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) *con
 	if c == nil && h.cont.Resume != nil && !h.ended.has(id) {
 		return h.resume(w, r, id)
 	}
-	if c == nil {
+	if c == nil || h.authorize != nil && !h.authorize(c.sess, r) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
 	}
-	if h.authorize != nil && !h.authorize(c.sess, r) {
-		http.Error(w, "session belongs to another principal", http.StatusForbidden)
+	if h.tooOld(c, time.Now().UnixNano()) {
+		h.log.Info("downstream session expired", "session_id", c.id, "reason", "older than sessionMaxAge "+time.Duration(h.maxAge.Load()).String())
+		c.sess.Close()
+		http.Error(w, "session not found", http.StatusNotFound)
 		return nil
 	}
 	return c
@@ -458,6 +469,7 @@ func (h *Handler) open(w http.ResponseWriter, r *http.Request, in incoming) *con
 // and c is not held.
 func (h *Handler) register(c *conn) *conn {
 	c.touch()
+	h.setBorn(c)
 	// What has no request stream goes to the standalone GET stream.
 	c.sess.SetStream(c)
 	h.mu.Lock()

@@ -979,20 +979,20 @@ func TestFirstPostWithoutInitialize(t *testing.T) {
 }
 
 // TestSessionBoundToToken: a session opened with a token answers only
-// that token, on POST, GET and DELETE.
+// that token, on POST, GET and DELETE; to another it is unknown (404).
 func TestSessionBoundToToken(t *testing.T) {
 	f := serve(t)
 	alice := map[string]string{"Authorization": "Bearer alice", protocolVersionHeader: "2025-11-25"}
 	mallory := map[string]string{"Authorization": "Bearer mallory", protocolVersionHeader: "2025-11-25"}
 	id := initialize(t, f, map[string]string{"Authorization": "Bearer alice"})
 	const ping = `{"jsonrpc":"2.0","id":2,"method":"ping"}`
-	status(t, post(t, f, id, ping, mallory), http.StatusForbidden)
-	status(t, post(t, f, id, ping, v25), http.StatusForbidden)
-	status(t, get(t, f, id, mallory), http.StatusForbidden)
+	status(t, post(t, f, id, ping, mallory), http.StatusNotFound)
+	status(t, post(t, f, id, ping, v25), http.StatusNotFound)
+	status(t, get(t, f, id, mallory), http.StatusNotFound)
 	if got := events(t, post(t, f, id, ping, alice)); len(got) != 1 || !strings.Contains(got[0], `"result":{}`) {
 		t.Fatalf("ping by the owner: %q", got)
 	}
-	status(t, send(t, f, http.MethodDelete, id, "", mallory), http.StatusForbidden)
+	status(t, send(t, f, http.MethodDelete, id, "", mallory), http.StatusNotFound)
 	if closed(f.session(t, id)) {
 		t.Fatal("another token's DELETE closed the session")
 	}
