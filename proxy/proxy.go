@@ -476,6 +476,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	// upstreams, or now.
 	p.parked.Close()
 	_ = p.resolver.Close()
+	p.pins.flush() // pins learned in the last pinFlushDelay
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
 	p.obs.Tel.Close(tctx)
