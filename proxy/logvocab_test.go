@@ -26,6 +26,8 @@ var logKeys = map[string]bool{
 	"line": true, "truncated": true, "pid": true, "code": true, "signal": true,
 	// Refused downstream input: its size, never its content.
 	"bytes": true,
+	// Files switchboard watches or writes besides the config (the pin file).
+	"path": true,
 }
 
 // logMethods are hclog's leveled methods.

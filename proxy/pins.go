@@ -1,14 +1,17 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,17 +29,37 @@ type PinFile struct {
 	Pending map[string]map[string]string `json:"pending,omitempty"`
 }
 
-func readPinFile(path string) (*PinFile, error) {
-	pf := &PinFile{Version: 1, Pins: map[string]map[string]string{}, Pending: map[string]map[string]string{}}
+// errPinFileEmpty is a pin file with nothing in it: what a write cut short
+// by a crash leaves (an older switchboard renamed it into place without
+// fsync; a file system can also leave its blocks zeroed).
+var errPinFileEmpty = errors.New("pin file empty")
+
+// readPinFile reads the pin file at path: a missing one is an empty set of
+// pins; an empty one (errPinFileEmpty, with an empty set) is what a crash
+// leaves; one that does not parse is refused with what to do about it.
+func readPinFile(path string) (*PinFile, []byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return pf, nil
+		return emptyPinFile(), nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pin file: %w", err)
+		return nil, nil, fmt.Errorf("pin file: %w", err)
+	}
+	pf, err := parsePinFile(path, b)
+	return pf, b, err
+}
+
+func emptyPinFile() *PinFile {
+	return &PinFile{Version: 1, Pins: map[string]map[string]string{}, Pending: map[string]map[string]string{}}
+}
+
+func parsePinFile(path string, b []byte) (*PinFile, error) {
+	pf := emptyPinFile()
+	if len(bytes.Trim(b, " \t\r\n\x00")) == 0 {
+		return pf, errPinFileEmpty
 	}
 	if err := json.Unmarshal(b, pf); err != nil {
-		return nil, fmt.Errorf("pin file %s: %w", path, err)
+		return nil, fmt.Errorf("pin file %s is corrupt (%v): it holds the approved tool definitions, so switchboard will not start without it; restore it from a backup, or move it aside to start with no pins (every tool is then pinned afresh as it is listed, and changes pending approval are lost)", path, err)
 	}
 	if pf.Pins == nil {
 		pf.Pins = map[string]map[string]string{}
@@ -47,12 +70,59 @@ func readPinFile(path string) (*PinFile, error) {
 	return pf, nil
 }
 
-func (pf *PinFile) write(path string) error {
-	b, err := json.MarshalIndent(pf, "", "  ")
+// CheckPinFile reads the pin file at path as serve would: an error for
+// one serve refuses, a note for one it starts with anyway.
+func CheckPinFile(path string) (note string, err error) {
+	_, _, err = readPinFile(path)
+	if errors.Is(err, errPinFileEmpty) {
+		return fmt.Sprintf("pin file %s is empty (a write cut short by a crash): serve starts with no pins and pins every tool afresh as it is listed", path), nil
+	}
+	return "", err
+}
+
+func (pf *PinFile) marshal() []byte {
+	b, _ := json.MarshalIndent(pf, "", "  ") // maps of strings: cannot fail
+	return append(b, '\n')
+}
+
+func (pf *PinFile) write(path string) error { return writeFileDurable(path, pf.marshal()) }
+
+// syncFile flushes a file or directory to stable storage (a test counts
+// the calls).
+var syncFile = (*os.File).Sync
+
+// writeFileDurable replaces path with data so that after a crash path
+// holds either its old or its new content: a temporary file beside it,
+// synced, renamed over it, and the directory synced.
+func writeFileDurable(path string, data []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, string(b)+"\n")
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = syncFile(tmp)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return syncFile(d)
 }
 
 func setPin(m map[string]map[string]string, server, tool, hash string) {
@@ -62,9 +132,22 @@ func setPin(m map[string]map[string]string, server, tool, hash string) {
 	m[server][tool] = hash
 }
 
+// pinFlushDelay is how long a pin file write waits for more changes: the
+// first listing of many servers pins their tools one after another, and
+// they go to disk in one write.
+var pinFlushDelay = 200 * time.Millisecond
+
+// pinRetryDelay is how long a failed pin file write waits to be tried
+// again (a full disk).
+var pinRetryDelay = 10 * time.Second
+
 // pinStore remembers the definition hash of every tool the first time it is
 // seen. A later different definition (a rug pull) is reported once; in block
 // mode the tool is withheld until approved. Safe for concurrent use.
+//
+// Changes go to the file in batches (pinFlushDelay), one writer at a time;
+// the store knows the bytes it last wrote or read, so the file watch can
+// tell its own writes from an approval.
 type pinStore struct {
 	log hclog.Logger
 
@@ -74,44 +157,161 @@ type pinStore struct {
 	reported map[string]bool // server\x00tool\x00hash already logged
 	// onViolation is called once per changed definition seen.
 	onViolation func()
+	dirty       bool        // file holds changes not written yet
+	timer       *time.Timer // the flush to come, if any
+	last        []byte      // the file's content as last written or read
+	failing     bool        // the last write failed (logged once per streak)
+
+	writeMu sync.Mutex // one flush at a time
+	// write replaces the file (writeFileDurable; a test counts writes).
+	write func(path string, data []byte) error
 }
 
 func newPinStore(log hclog.Logger) *pinStore {
-	return &pinStore{log: log, file: &PinFile{Version: 1, Pins: map[string]map[string]string{}, Pending: map[string]map[string]string{}}, reported: map[string]bool{}}
+	return &pinStore{log: log, file: emptyPinFile(), reported: map[string]bool{}, write: writeFileDurable}
 }
 
-// use switches to path (or memory for ""), loading its pins.
+// use switches to path (or memory for ""), loading its pins after writing
+// what the previous file still lacks. An empty file (a write a crash cut
+// short) starts with no pins, loudly; a corrupt one is refused.
 func (s *pinStore) use(path string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if path == s.path {
+	same := path == s.path
+	s.mu.Unlock()
+	if same {
 		return nil
 	}
+	s.flush()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if path == "" {
 		s.path = ""
 		return nil
 	}
-	pf, err := readPinFile(path)
+	pf, b, err := readPinFile(path)
+	if errors.Is(err, errPinFileEmpty) {
+		s.log.Warn("pin file empty, every tool is pinned afresh", "path", path, "reason", "interrupted write")
+		s.path, s.file, s.last = path, pf, b
+		s.markDirtyLocked()
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	s.path, s.file = path, pf
+	s.path, s.file, s.last = path, pf, b
 	return nil
 }
 
-// reloadFile picks up approvals written by `switchboard pins approve`.
-func (s *pinStore) reloadFile() error {
+// reloadFile picks up approvals written by `switchboard pins approve`. It
+// reports whether the pins changed: a file that holds what the store last
+// wrote (its own write, seen by the watch) changes nothing, and an empty
+// one is written again from memory.
+func (s *pinStore) reloadFile() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.path == "" {
-		return nil
+		return false, nil
 	}
-	pf, err := readPinFile(s.path)
+	b, err := os.ReadFile(s.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("pin file: %w", err)
+	}
+	if bytes.Equal(b, s.last) {
+		return false, nil
+	}
+	pf, err := parsePinFile(s.path, b)
+	if errors.Is(err, errPinFileEmpty) || errors.Is(err, fs.ErrNotExist) || b == nil {
+		s.markDirtyLocked()
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	s.file = pf
-	return nil
+	s.file, s.last = pf, b
+	return true, nil
+}
+
+// markDirtyLocked schedules a write of the file (s.mu held).
+func (s *pinStore) markDirtyLocked() {
+	if s.path == "" {
+		return
+	}
+	s.dirty = true
+	if s.timer == nil {
+		s.timer = time.AfterFunc(pinFlushDelay, s.flush)
+	}
+}
+
+// flush writes the pins if they changed since the last write. Someone
+// else's write since (an approval) is merged first so it is not lost. A
+// failed write is logged once until one succeeds, and tried again after
+// pinRetryDelay.
+func (s *pinStore) flush() {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if !s.dirty || s.path == "" {
+		s.mu.Unlock()
+		return
+	}
+	path := s.path
+	if b, err := os.ReadFile(path); err == nil && !bytes.Equal(b, s.last) {
+		if pf, err := parsePinFile(path, b); err == nil {
+			s.file = mergePins(pf, s.file)
+		}
+	}
+	data := s.file.marshal()
+	prev := s.last
+	s.dirty, s.last = false, data
+	s.mu.Unlock()
+
+	err := s.write(path, data)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if bytes.Equal(s.last, data) {
+			s.last = prev
+		}
+		s.dirty = true
+		if !s.failing {
+			s.failing = true
+			s.log.Warn("pin file not written, retrying", "path", path, "error", err, "duration", pinRetryDelay)
+		}
+		if s.timer == nil {
+			s.timer = time.AfterFunc(pinRetryDelay, s.flush)
+		}
+		return
+	}
+	if s.failing {
+		s.failing = false
+		s.log.Info("pin file written again", "path", path)
+	}
+}
+
+// mergePins is disk, someone else's write, with what mem learned that
+// disk does not know: pins of tools disk has none for, and changed
+// definitions disk neither approved nor holds pending.
+func mergePins(disk, mem *PinFile) *PinFile {
+	for server, tools := range mem.Pins {
+		for tool, h := range tools {
+			if _, ok := disk.Pins[server][tool]; !ok {
+				setPin(disk.Pins, server, tool, h)
+			}
+		}
+	}
+	for server, tools := range mem.Pending {
+		for tool, h := range tools {
+			if _, ok := disk.Pending[server][tool]; !ok && disk.Pins[server][tool] != h {
+				setPin(disk.Pending, server, tool, h)
+			}
+		}
+	}
+	return disk
 }
 
 // approve accepts the pending definitions of the servers a reload changed:
@@ -133,17 +333,7 @@ func (s *pinStore) approve(servers map[string]bool) {
 		changed = true
 	}
 	if changed {
-		s.saveLocked()
-	}
-}
-
-// saveLocked requires s.mu.
-func (s *pinStore) saveLocked() {
-	if s.path == "" {
-		return
-	}
-	if err := s.file.write(s.path); err != nil {
-		s.log.Warn("pin file not written", "error", err)
+		s.markDirtyLocked()
 	}
 }
 
@@ -161,13 +351,13 @@ func (s *pinStore) Check(server string, t *mcp.Tool, mode string) bool {
 		// First sight, or a pin of the older form the definition still
 		// matches: pinned in full now.
 		setPin(s.file.Pins, server, t.Name, h)
-		s.saveLocked()
+		s.markDirtyLocked()
 		return true
 	}
 	if pinned == h {
 		if _, pending := s.file.Pending[server][t.Name]; pending {
 			delete(s.file.Pending[server], t.Name) // changed back
-			s.saveLocked()
+			s.markDirtyLocked()
 		}
 		return true
 	}
@@ -180,7 +370,7 @@ func (s *pinStore) Check(server string, t *mcp.Tool, mode string) bool {
 		s.log.Warn("tool definition changed since pinned", "upstream", server, "tool", t.Name, "reason", "rug-pull", "state", mode)
 		if s.file.Pending[server][t.Name] != h {
 			setPin(s.file.Pending, server, t.Name, h)
-			s.saveLocked()
+			s.markDirtyLocked()
 		}
 	}
 	return mode != "block"
@@ -207,8 +397,8 @@ func (s *pinStore) approved(server string, t *mcp.Tool, mode string) bool {
 
 // runPins is `switchboard pins list|approve`.
 func runPins(path string, args []string, server, tool string, out func(string)) error {
-	pf, err := readPinFile(path)
-	if err != nil {
+	pf, _, err := readPinFile(path)
+	if err != nil && !errors.Is(err, errPinFileEmpty) {
 		return err
 	}
 	switch args[0] {

@@ -1,7 +1,16 @@
 package proxy
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,5 +67,239 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 	withTitle.Title = "changed after the upgrade"
 	if s.Check("srv", withTitle, "block") {
 		t.Error("a title change after the upgrade was not withheld")
+	}
+}
+
+// pinTools are n distinct tools, as a first listing of many servers
+// brings them.
+func pinTools(n int) []*mcp.Tool {
+	var ts []*mcp.Tool
+	for i := range n {
+		ts = append(ts, &mcp.Tool{Name: fmt.Sprintf("t%d", i), Description: "d", InputSchema: map[string]any{"type": "object"}})
+	}
+	return ts
+}
+
+// countWrites makes s count (and do) its file writes.
+func countWrites(s *pinStore) *atomic.Int32 {
+	var n atomic.Int32
+	s.write = func(path string, data []byte) error {
+		n.Add(1)
+		return writeFileDurable(path, data)
+	}
+	return &n
+}
+
+// TestPinFileWritesBatched: 60 servers' first-seen tools go to the file
+// in one write, which holds them all; the watch's own-write check sees no
+// change in it, and an approval written by someone else is one.
+func TestPinFileWritesBatched(t *testing.T) {
+	defer func(d time.Duration) { pinFlushDelay = d }(pinFlushDelay)
+	pinFlushDelay = 100 * time.Millisecond
+	path := filepath.Join(t.TempDir(), "pins.json")
+	s := newPinStore(hclog.NewNullLogger())
+	writes := countWrites(s)
+	if err := s.use(path); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		for _, tool := range pinTools(3) {
+			s.Check(fmt.Sprintf("srv%d", i), tool, "block")
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for writes.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.flush()
+	if n := writes.Load(); n != 1 {
+		t.Errorf("180 first-seen tools of 60 servers: %d pin file writes, want 1", n)
+	}
+	pf, _, err := readPinFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pf.Pins) != 60 || len(pf.Pins["srv59"]) != 3 {
+		t.Errorf("pin file holds %d servers, want 60 with 3 tools each", len(pf.Pins))
+	}
+	if changed, err := s.reloadFile(); err != nil || changed {
+		t.Errorf("the store's own write seen by the watch: changed %v, error %v; want no change (no view rebuild)", changed, err)
+	}
+
+	// A changed definition, then its approval by `switchboard pins approve`.
+	changed := pinTools(1)[0]
+	changed.Description = "new"
+	if s.Check("srv0", changed, "block") {
+		t.Fatal("changed definition not withheld")
+	}
+	s.flush()
+	if err := runPins(path, []string{"approve"}, "", "", func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	if ch, err := s.reloadFile(); err != nil || !ch {
+		t.Errorf("an approval written by the CLI: changed %v, error %v; want a change", ch, err)
+	}
+	if !s.Check("srv0", changed, "block") {
+		t.Error("approved definition still withheld")
+	}
+}
+
+// TestPinFileApprovalNotLostToBatchedWrite: pins learned before an
+// approval is written by the CLI, flushed after it, keep the approval.
+func TestPinFileApprovalNotLostToBatchedWrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.json")
+	s := newPinStore(hclog.NewNullLogger())
+	if err := s.use(path); err != nil {
+		t.Fatal(err)
+	}
+	tool := pinTools(1)[0]
+	s.Check("srv", tool, "block")
+	s.flush()
+	changed := pinTools(1)[0]
+	changed.Description = "new"
+	s.Check("srv", changed, "block")
+	s.flush()
+	if err := runPins(path, []string{"approve"}, "", "", func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	s.Check("other", tool, "block") // first sight, not written yet
+	s.flush()
+	pf, _, err := readPinFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.Pins["srv"]["t0"] != sanitize.DefinitionHash(changed) || len(pf.Pending["srv"]) != 0 {
+		t.Errorf("approval lost to the proxy's write: pins %v, pending %v", pf.Pins["srv"], pf.Pending["srv"])
+	}
+	if pf.Pins["other"]["t0"] == "" {
+		t.Error("the new pin was not written")
+	}
+}
+
+// TestPinFileWriteDurable: the pin file is written through a synced
+// temporary file and a synced directory; a failed sync leaves the old
+// content and no temporary file.
+func TestPinFileWriteDurable(t *testing.T) {
+	defer func(f func(*os.File) error) { syncFile = f }(syncFile)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pins.json")
+	var synced []string
+	syncFile = func(f *os.File) error {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		kind := "file"
+		if fi.IsDir() {
+			kind = "dir"
+		}
+		synced = append(synced, kind)
+		return f.Sync()
+	}
+	s := newPinStore(hclog.NewNullLogger())
+	if err := s.use(path); err != nil {
+		t.Fatal(err)
+	}
+	s.Check("srv", pinTools(1)[0], "block")
+	s.flush()
+	if strings.Join(synced, ",") != "file,dir" {
+		t.Errorf("syncs %v, want the file then its directory", synced)
+	}
+	if pf, _, err := readPinFile(path); err != nil || pf.Pins["srv"]["t0"] == "" {
+		t.Fatalf("pin file after the write: %v, %v", pf, err)
+	}
+	before, _ := os.ReadFile(path)
+
+	syncFile = func(*os.File) error { return syscall.EIO }
+	if err := writeFileDurable(path, []byte(`{"version":1}`)); !errors.Is(err, syscall.EIO) {
+		t.Errorf("a failed sync: error %v, want EIO", err)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+		t.Errorf("a failed sync replaced the file: %s", after)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("directory holds %d entries after a failed write, want the pin file only", len(ents))
+	}
+}
+
+// TestPinFileWriteFailureWarnsOnce: on a full disk the pins of 30
+// servers, learned in several batches, give one WARN; the write that
+// succeeds again says so.
+func TestPinFileWriteFailureWarnsOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pins.json")
+	var logs bytes.Buffer
+	s := newPinStore(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	if err := s.use(path); err != nil {
+		t.Fatal(err)
+	}
+	var full atomic.Bool
+	full.Store(true)
+	s.write = func(path string, data []byte) error {
+		if full.Load() {
+			return syscall.ENOSPC
+		}
+		return writeFileDurable(path, data)
+	}
+	for i := range 30 {
+		for _, tool := range pinTools(2) {
+			s.Check(fmt.Sprintf("srv%d", i), tool, "block")
+		}
+		if i%3 == 0 {
+			s.flush()
+		}
+	}
+	s.flush()
+	if n := strings.Count(logs.String(), "pin file not written"); n != 1 {
+		t.Errorf("%d warnings for one failure streak, want 1:\n%s", n, logs.String())
+	}
+	full.Store(false)
+	s.flush()
+	if !strings.Contains(logs.String(), "pin file written again") {
+		t.Errorf("no word when the write succeeded again:\n%s", logs.String())
+	}
+	if pf, _, err := readPinFile(path); err != nil || len(pf.Pins) != 30 {
+		t.Errorf("pin file after the disk has room: %d servers (error %v), want 30", len(pf.Pins), err)
+	}
+}
+
+// TestPinFileCorruptOrEmpty: a corrupt pin file is refused with its path
+// and what to do; an empty one (a write a crash cut short) starts with no
+// pins, says so, and is written again.
+func TestPinFileCorruptOrEmpty(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.json")
+	if err := os.WriteFile(corrupt, []byte(`{"version":1,"pins":{"srv":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := newPinStore(hclog.NewNullLogger()).use(corrupt)
+	if err == nil || !strings.Contains(err.Error(), corrupt) || !strings.Contains(err.Error(), "move it aside") {
+		t.Errorf("corrupt pin file: error %v, want its path and what to do", err)
+	}
+	if _, err := CheckPinFile(corrupt); err == nil {
+		t.Error("CheckPinFile passed a corrupt pin file")
+	}
+
+	for name, content := range map[string][]byte{"empty": nil, "zeroed": make([]byte, 512)} {
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		s := newPinStore(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+		if err := s.use(path); err != nil {
+			t.Errorf("%s pin file refused: %v", name, err)
+			continue
+		}
+		if !strings.Contains(logs.String(), "pin file empty") {
+			t.Errorf("%s pin file: no warning", name)
+		}
+		if note, err := CheckPinFile(path); err != nil || !strings.Contains(note, "empty") {
+			t.Errorf("%s pin file: CheckPinFile note %q, error %v", name, note, err)
+		}
+		s.Check("srv", pinTools(1)[0], "block")
+		s.flush()
+		if pf, _, err := readPinFile(path); err != nil || pf.Pins["srv"]["t0"] == "" {
+			t.Errorf("%s pin file not written again: %v", name, err)
+		}
 	}
 }

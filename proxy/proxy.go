@@ -336,8 +336,9 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 //  4. The listeners close and the instance file goes.
 //  5. Upstreams stop, per-client ones first, their calls cut at the
 //     deadline.
-//  6. What is left closes: parked calls, the secret resolvers, telemetry
-//     (flushed within 5 s) and the audit log.
+//  6. What is left closes: parked calls, the secret resolvers, the pin
+//     file (its last changes written), telemetry (flushed within 5 s)
+//     and the audit log.
 func (p *Proxy) shutdown(srv, adminSrv *http.Server, stopReload, unregister func()) {
 	p.log.Info("shutting down")
 	stopBy := time.Now().Add(p.serving.Load().Snap.Config.ShutdownTimeout())
@@ -476,6 +477,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	// upstreams, or now.
 	p.parked.Close()
 	_ = p.resolver.Close()
+	p.pins.flush() // pins learned in the last pinFlushDelay
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
 	p.obs.Tel.Close(tctx)

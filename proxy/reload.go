@@ -46,33 +46,30 @@ func (p *Proxy) triggerReload(reason string) {
 }
 
 // startReloading starts the reload loop and its triggers: fsnotify on the
-// config file's directory (editors and Kubernetes ConfigMaps replace the
-// file through renames and a ..data symlink swap, which a watch on the file
-// itself would lose) and SIGHUP. With the embedded config there is nothing
-// to reload.
+// directories the config path resolves through (configWatch: editors and
+// Kubernetes ConfigMaps replace the file through renames and a ..data
+// symlink swap, which a watch on the file itself would lose) and SIGHUP.
+// With the embedded config there is nothing to reload.
 func (p *Proxy) startReloading(ctx context.Context) {
 	if p.opts.ConfigPath == "" {
 		return
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	var cw *configWatch
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		p.log.Warn("config watch off", "error", err)
-	} else if err := w.Add(filepath.Dir(p.opts.ConfigPath)); err != nil {
-		p.log.Warn("config watch off", "error", err)
-		_ = w.Close()
-		w = nil
-	}
-	base := filepath.Base(p.opts.ConfigPath)
-	pinPath := view.PinFilePath(p.serving.Load().Snap.Config)
-	if pinPath != "" {
-		pinPath, _ = filepath.Abs(pinPath)
-		if w != nil && filepath.Dir(pinPath) != filepath.Dir(p.opts.ConfigPath) {
-			if err := w.Add(filepath.Dir(pinPath)); err != nil {
-				p.log.Warn("pin file watch off", "error", err)
+	} else {
+		pinPath := func() string {
+			path := view.PinFilePath(p.serving.Load().Snap.Config)
+			if path == "" {
+				return ""
 			}
+			abs, _ := filepath.Abs(path)
+			return abs
 		}
+		cw = newConfigWatch(w, p.opts.ConfigPath, pinPath, p.log)
 	}
 	p.bg.Add(1)
 	go func() {
@@ -98,17 +95,17 @@ func (p *Proxy) startReloading(ctx context.Context) {
 					events = nil
 					continue
 				}
-				if abs, _ := filepath.Abs(ev.Name); pinPath != "" && abs == pinPath {
-					// An approval from `switchboard pins approve`.
-					if err := p.pins.reloadFile(); err != nil {
+				config, pin := cw.event(ev)
+				if pin {
+					// An approval from `switchboard pins approve`, or the
+					// proxy's own write, which changes nothing.
+					if changed, err := p.pins.reloadFile(); err != nil {
 						p.log.Warn("pin file", "error", err)
-					} else {
+					} else if changed {
 						p.rebuildAll()
 					}
-					continue
 				}
-				name := filepath.Base(ev.Name)
-				if name == base || strings.HasPrefix(name, "..") {
+				if config {
 					p.triggerReload("file")
 				}
 			case err, ok := <-errs:

@@ -174,6 +174,17 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	for _, w := range c.Warnings() {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
+	if pins := proxy.PinFilePath(c); pins != "" {
+		// serve reads it at start and refuses a corrupt one.
+		note, err := proxy.CheckPinFile(pins)
+		if err != nil {
+			fmt.Fprintln(stderr, "switchboard validate:", err)
+			return exitConfig
+		}
+		if note != "" {
+			fmt.Fprintln(stderr, "warning:", note)
+		}
+	}
 	fmt.Fprintf(stdout, "%s: ok (%d servers, digest %s)\n", path, len(c.ServerNames()), c.Digest())
 	return exitOK
 }

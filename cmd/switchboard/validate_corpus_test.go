@@ -116,3 +116,32 @@ func TestValidateReportsEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateReadsPinFile: validate reads the pin file serve would: a
+// corrupt one fails with its path and what to do, an empty one (a write a
+// crash cut short) is a warning.
+func TestValidateReadsPinFile(t *testing.T) {
+	dir := t.TempDir()
+	pins := filepath.Join(dir, "pins.json")
+	cfg := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers":{"a":{"command":"true"}},"sanitize":{"pinTools":"block","pinFile":`+strconv.Quote(pins)+`}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	validate := func() (int, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"validate", "--config", cfg}, nil, &out, &errb)
+		return code, errb.String()
+	}
+	if err := os.WriteFile(pins, []byte(`{"version":1,"pins":{`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := validate(); code != exitConfig || !strings.Contains(stderr, pins) || !strings.Contains(stderr, "move it aside") {
+		t.Errorf("corrupt pin file: exit %d, stderr %q; want %d naming the file and the fix", code, stderr, exitConfig)
+	}
+	if err := os.WriteFile(pins, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := validate(); code != exitOK || !strings.Contains(stderr, "warning: pin file "+pins+" is empty") {
+		t.Errorf("empty pin file: exit %d, stderr %q; want ok with a warning", code, stderr)
+	}
+}
