@@ -57,6 +57,9 @@ type clientHooks struct {
 	// request answers a server→client request no call can take (roots/list,
 	// or sampling and elicitation with no single call to route to).
 	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// stray counts answers to no call in flight (the Handle's, across
+	// its connections); nil counts none.
+	stray *strayAnswers
 }
 
 // client is switchboard's side of one MCP session with a server, over any
@@ -82,6 +85,7 @@ type client struct {
 	calls    map[jsonrpc.ID]*pending
 	progress map[string]*pending
 	serving  map[jsonrpc.ID]context.CancelFunc // server→client requests being answered
+	gaveUp   abandoned                         // calls given up on: their late answers are no fault
 
 	ctx     context.Context // the client's lifetime
 	cancel  context.CancelFunc
@@ -201,20 +205,28 @@ func (c *client) failAll() {
 	}
 }
 
-// deliver hands a response to its call. A response nobody waits for (its
-// call was cancelled) is dropped.
+// deliver hands a response to its call. A response nobody waits for is
+// dropped: a late one to a call given up on quietly, any other (an ID
+// never sent, a second answer) counted as the server's fault.
 func (c *client) deliver(r *jsonrpc.Response) {
 	c.mu.Lock()
 	p := c.calls[r.ID]
+	late := false
 	if p != nil {
 		delete(c.calls, r.ID)
 		if p.token != "" {
 			delete(c.progress, p.token)
 		}
+	} else {
+		late = c.gaveUp.takeLocked(r.ID)
 	}
 	c.mu.Unlock()
 	if p == nil {
-		c.log.Debug("answer to no call in flight dropped", "request_id", r.ID.Raw())
+		if late || c.hooks.stray == nil {
+			c.log.Debug("answer to no call in flight dropped", "request_id", r.ID.Raw())
+		} else {
+			c.hooks.stray.note(r.ID)
+		}
 		return
 	}
 	p.mu.Lock()
@@ -525,10 +537,14 @@ func (c *client) handOn(ctx context.Context, p *pending, r *jsonrpc.Request) {
 	c.reply(ctx, r.ID, res, err)
 }
 
-// forget unregisters a call that will not read its response.
+// forget unregisters a call that will not read its response; an answer
+// that still comes is late, not stray.
 func (c *client) forget(p *pending) {
 	c.mu.Lock()
-	delete(c.calls, p.id)
+	if _, ok := c.calls[p.id]; ok {
+		delete(c.calls, p.id)
+		c.gaveUp.addLocked(p.id)
+	}
 	if p.token != "" {
 		delete(c.progress, p.token)
 	}
