@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -102,6 +103,10 @@ type StatusReport struct {
 	Findings   []view.FindingStatus   `json:"findings,omitempty"`
 	// Audit is the audit log's state; absent when it is off.
 	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
+	// Connections is the downstream connections open now and their cap
+	// (the descriptor limit less a reserve, package connlimit); absent
+	// with --stdio.
+	Connections *connlimit.Status `json:"connections,omitempty"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -116,6 +121,10 @@ func (p *Proxy) statusReport() StatusReport {
 	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
 		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine(),
 		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed(), Tables: p.d.Tables()}
+	if p.conns != nil {
+		st := p.conns.Status()
+		rep.Connections = &st
+	}
 	if snap == nil {
 		return rep
 	}
