@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -106,7 +105,14 @@ type StatusReport struct {
 	// Connections is the downstream connections open now and their cap
 	// (the descriptor limit less a reserve, package connlimit); absent
 	// with --stdio.
-	Connections *connlimit.Status `json:"connections,omitempty"`
+	Connections *ConnectionsStatus `json:"connections,omitempty"`
+}
+
+// ConnectionsStatus is the downstream connections open now and the most
+// that may be (package connlimit).
+type ConnectionsStatus struct {
+	Open int `json:"open"`
+	Max  int `json:"max"`
 }
 
 // ViewStatus summarises one downstream view.
@@ -123,7 +129,7 @@ func (p *Proxy) statusReport() StatusReport {
 		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed(), Tables: p.d.Tables()}
 	if p.conns != nil {
 		st := p.conns.Status()
-		rep.Connections = &st
+		rep.Connections = &ConnectionsStatus{Open: st.Open, Max: st.Max}
 	}
 	if snap == nil {
 		return rep
