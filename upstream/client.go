@@ -205,36 +205,6 @@ func (c *client) failAll() {
 	}
 }
 
-// deliver hands a response to its call. A response nobody waits for is
-// dropped: a late one to a call given up on quietly, any other (an ID
-// never sent, a second answer) counted as the server's fault.
-func (c *client) deliver(r *jsonrpc.Response) {
-	c.mu.Lock()
-	p := c.calls[r.ID]
-	late := false
-	if p != nil {
-		delete(c.calls, r.ID)
-		if p.token != "" {
-			delete(c.progress, p.token)
-		}
-	} else {
-		late = c.gaveUp.takeLocked(r.ID)
-	}
-	c.mu.Unlock()
-	if p == nil {
-		if late || c.hooks.stray == nil {
-			c.log.Debug("answer to no call in flight dropped", "request_id", r.ID.Raw())
-		} else {
-			c.hooks.stray.note(r.ID)
-		}
-		return
-	}
-	p.mu.Lock()
-	p.resp = r
-	p.mu.Unlock()
-	p.wake()
-}
-
 // push queues a notification or server request for a call; false when the
 // queue is full.
 func (p *pending) push(r *jsonrpc.Request) bool {
@@ -535,20 +505,6 @@ func (c *client) handOn(ctx context.Context, p *pending, r *jsonrpc.Request) {
 	}
 	res, err := p.sink.Request(ctx, r.Method, r.Params)
 	c.reply(ctx, r.ID, res, err)
-}
-
-// forget unregisters a call that will not read its response; an answer
-// that still comes is late, not stray.
-func (c *client) forget(p *pending) {
-	c.mu.Lock()
-	if _, ok := c.calls[p.id]; ok {
-		delete(c.calls, p.id)
-		c.gaveUp.addLocked(p.id)
-	}
-	if p.token != "" {
-		delete(c.progress, p.token)
-	}
-	c.mu.Unlock()
 }
 
 // cancelled tells the server that a call gave up. Best effort, off the

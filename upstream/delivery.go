@@ -9,10 +9,54 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
+// deliver hands a response to its call. A response nobody waits for is
+// dropped: a late one to a call given up on quietly, any other (an ID
+// never sent, a second answer) counted as the server's fault.
+func (c *client) deliver(r *jsonrpc.Response) {
+	c.mu.Lock()
+	p := c.calls[r.ID]
+	late := false
+	if p != nil {
+		delete(c.calls, r.ID)
+		if p.token != "" {
+			delete(c.progress, p.token)
+		}
+	} else {
+		late = c.gaveUp.takeLocked(r.ID)
+	}
+	c.mu.Unlock()
+	if p == nil {
+		if late || c.hooks.stray == nil {
+			c.log.Debug("answer to no call in flight dropped", "request_id", r.ID.Raw())
+		} else {
+			c.hooks.stray.note(r.ID)
+		}
+		return
+	}
+	p.mu.Lock()
+	p.resp = r
+	p.mu.Unlock()
+	p.wake()
+}
+
+// forget unregisters a call that will not read its response; an answer
+// that still comes is late, not stray.
+func (c *client) forget(p *pending) {
+	c.mu.Lock()
+	if _, ok := c.calls[p.id]; ok {
+		delete(c.calls, p.id)
+		c.gaveUp.addLocked(p.id)
+	}
+	if p.token != "" {
+		delete(c.progress, p.token)
+	}
+	c.mu.Unlock()
+}
+
 // strayWarnEvery is how often a server that keeps answering calls nobody
 // made is named again at WARN; in between, its answers are only counted
-// (and logged at DEBUG). A variable: tests shorten it.
-var strayWarnEvery = time.Minute
+// (and logged at DEBUG).
+const strayWarnEvery = time.Minute
 
 // maxAbandoned is how many given-up calls a connection remembers, so
 // their late answers are not taken for a fault.
