@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/edge"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
@@ -96,6 +97,9 @@ type Proxy struct {
 	// listenAddr and adminAddr are the bound addresses ("stdio", "none"),
 	// set before anything serves.
 	listenAddr, adminAddr string
+	// conns caps the downstream connections below the descriptor limit
+	// (package connlimit); nil with --stdio or no known limit.
+	conns *connlimit.Listener
 
 	mu      sync.Mutex // guards gen, handles and obs during apply
 	gen     int64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/instance"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
 )
 
 // stdioAdminListen is the admin address of `serve --stdio` when none is
@@ -39,6 +40,13 @@ func (p *Proxy) listen(c *config.Config) (ln, adm net.Listener, err error) {
 	if err != nil {
 		ln.Close()
 		return nil, nil, fmt.Errorf("admin listen: %w", err)
+	}
+	if nofile := connlimit.FileLimit(); nofile > 0 {
+		// Clients get the descriptors less a reserve, so the admin
+		// listener (/healthz) and the servers still get theirs when
+		// clients open more connections than the process can hold.
+		p.conns = connlimit.New(ln, connlimit.Cap(nofile), p.log)
+		ln = p.conns
 	}
 	return ln, adm, nil
 }

@@ -126,6 +126,17 @@ type StatusReport struct {
 	AgentViews *HiddenViews `json:"agentViews,omitempty"`
 	// Audit is the audit log's state; absent when it is off.
 	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
+	// Connections is the downstream connections open now and their cap
+	// (the descriptor limit less a reserve, package connlimit); absent
+	// with --stdio.
+	Connections *ConnectionsStatus `json:"connections,omitempty"`
+}
+
+// ConnectionsStatus is the downstream connections open now and the most
+// that may be (package connlimit).
+type ConnectionsStatus struct {
+	Open int `json:"open"`
+	Max  int `json:"max"`
 }
 
 // HiddenViews counts the agent views /status does not name.
@@ -146,6 +157,10 @@ func (p *Proxy) statusReport() StatusReport {
 	rep := StatusReport{Version: Version, Config: p.configName(), PID: os.Getpid(), Listen: p.listenAddr, Admin: p.adminAddr,
 		Time: time.Now().UTC(), Views: map[string]ViewStatus{}, Goroutines: runtime.NumGoroutine(),
 		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed(), Tables: p.d.Tables()}
+	if p.conns != nil {
+		st := p.conns.Status()
+		rep.Connections = &ConnectionsStatus{Open: st.Open, Max: st.Max}
+	}
 	if snap == nil {
 		return rep
 	}

@@ -57,6 +57,9 @@ type clientHooks struct {
 	// request answers a server→client request no call can take (roots/list,
 	// or sampling and elicitation with no single call to route to).
 	request func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// stray counts answers to no call in flight (the Handle's, across
+	// its connections); nil counts none.
+	stray *strayAnswers
 }
 
 // client is switchboard's side of one MCP session with a server, over any
@@ -82,6 +85,7 @@ type client struct {
 	calls    map[jsonrpc.ID]*pending
 	progress map[string]*pending
 	serving  map[jsonrpc.ID]context.CancelFunc // server→client requests being answered
+	gaveUp   abandoned                         // calls given up on: their late answers are no fault
 
 	ctx     context.Context // the client's lifetime
 	cancel  context.CancelFunc
@@ -199,28 +203,6 @@ func (c *client) failAll() {
 	for _, p := range calls {
 		p.wake()
 	}
-}
-
-// deliver hands a response to its call. A response nobody waits for (its
-// call was cancelled) is dropped.
-func (c *client) deliver(r *jsonrpc.Response) {
-	c.mu.Lock()
-	p := c.calls[r.ID]
-	if p != nil {
-		delete(c.calls, r.ID)
-		if p.token != "" {
-			delete(c.progress, p.token)
-		}
-	}
-	c.mu.Unlock()
-	if p == nil {
-		c.log.Debug("answer to no call in flight dropped", "request_id", r.ID.Raw())
-		return
-	}
-	p.mu.Lock()
-	p.resp = r
-	p.mu.Unlock()
-	p.wake()
 }
 
 // push queues a notification or server request for a call; false when the
@@ -523,16 +505,6 @@ func (c *client) handOn(ctx context.Context, p *pending, r *jsonrpc.Request) {
 	}
 	res, err := p.sink.Request(ctx, r.Method, r.Params)
 	c.reply(ctx, r.ID, res, err)
-}
-
-// forget unregisters a call that will not read its response.
-func (c *client) forget(p *pending) {
-	c.mu.Lock()
-	delete(c.calls, p.id)
-	if p.token != "" {
-		delete(c.progress, p.token)
-	}
-	c.mu.Unlock()
 }
 
 // cancelled tells the server that a call gave up. Best effort, off the

@@ -108,6 +108,10 @@ type Status struct {
 	// servers; at most 20, across restarts), oldest first. Unredacted: the
 	// caller redacts.
 	StderrTail []string `json:"stderrTail,omitempty"`
+	// StrayAnswers counts the answers the server sent to no call in
+	// flight (an ID switchboard never sent, or a second answer to one
+	// call) since the Handle was created; each was dropped.
+	StrayAnswers int64 `json:"strayAnswers,omitempty"`
 }
 
 // backoffBase is the first restart delay; it doubles up to backoffMax.
@@ -144,6 +148,9 @@ type Handle struct {
 	cat   catalogStore
 	sess  sessionSlot // the live session, and what a new one is told again
 	calls calls
+	// strays counts the server's answers to no call in flight, across
+	// its connections.
+	strays strayAnswers
 }
 
 // lifetime is a Handle's: Close cancels ctx, which ends the supervisor
@@ -173,6 +180,7 @@ func New(spec Spec, opt Options) *Handle {
 		sess: sessionSlot{log: log},
 	}
 	h.life.ctx, h.life.cancel = context.WithCancel(context.Background())
+	h.strays.log = log
 	h.spec.Store(&spec)
 	h.calls = calls{spec: &h.spec, log: log, life: &h.life, sess: &h.sess, sup: &h.sup, brk: breaker{log: log}}
 	h.calls.brk.reset(&spec)
@@ -321,6 +329,7 @@ func (h *Handle) Status() Status {
 	st.InFlight = h.calls.gate.inFlight()
 	st.StderrTail = h.conn.tail.get()
 	h.cat.status(&st)
+	st.StrayAnswers = h.strays.count()
 	return st
 }
 

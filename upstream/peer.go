@@ -30,6 +30,7 @@ type Peer interface {
 func (h *Handle) hooks() clientHooks {
 	return clientHooks{
 		listChanged: h.cat.requestResync,
+		stray:       &h.strays,
 		notify: func(method string, params json.RawMessage) {
 			if h.opt.Peer != nil {
 				h.opt.Peer.Notify(h, method, params)

@@ -301,6 +301,14 @@ func printStatus(w io.Writer, rep proxy.StatusReport) {
 			fmt.Fprintf(w, "%s: %s failed: %s%s\n", s.Name, m, oneLine(s.CatalogErrors[m], 100), retry)
 		}
 	}
+	for _, s := range rep.Servers {
+		if s.StrayAnswers > 0 {
+			fmt.Fprintf(w, "%s: %d answers to no call in flight dropped (IDs never sent, or second answers)\n", s.Name, s.StrayAnswers)
+		}
+	}
+	if c := rep.Connections; c != nil && c.Open >= c.Max {
+		fmt.Fprintf(w, "downstream connections at the cap: %d of %d open, new ones wait (raise the descriptor limit)\n", c.Open, c.Max)
+	}
 	// What a failed or restarting server said last: the cause the last error
 	// only summarises ("process exited before initialize finished").
 	for _, s := range rep.Servers {
