@@ -108,6 +108,15 @@ func NewLimiter(l Limit) *Limiter {
 	return lim
 }
 
+// SameRate reports whether l and o limit alike (the same rate and burst);
+// nil limiters (unlimited) are alike only to each other.
+func (l *Limiter) SameRate(o *Limiter) bool {
+	if l == nil || o == nil {
+		return l == o
+	}
+	return l.interval == o.interval && l.tolerance == o.tolerance
+}
+
 // Allow takes one token from key's bucket at time now. If none is left it
 // reports false and how long until one will be. It is safe for concurrent use
 // and nil-safe.

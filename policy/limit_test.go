@@ -277,3 +277,25 @@ func BenchmarkLimiterAllow(b *testing.B) {
 		}
 	})
 }
+
+func TestLimiterSameRate(t *testing.T) {
+	a := policy.NewLimiter(policy.Limit{CallsPerMinute: 2})
+	for _, c := range []struct {
+		o    *policy.Limiter
+		want bool
+	}{
+		{policy.NewLimiter(policy.Limit{CallsPerMinute: 2}), true},
+		{policy.NewLimiter(policy.Limit{CallsPerMinute: 2, Burst: 2}), true},
+		{policy.NewLimiter(policy.Limit{CallsPerMinute: 2, Burst: 3}), false},
+		{policy.NewLimiter(policy.Limit{CallsPerMinute: 3}), false},
+		{nil, false},
+	} {
+		if got := a.SameRate(c.o); got != c.want {
+			t.Errorf("SameRate(%+v) = %v, want %v", c.o, got, c.want)
+		}
+	}
+	var none *policy.Limiter
+	if !none.SameRate(nil) {
+		t.Error("two nil limiters (unlimited) are not alike")
+	}
+}

@@ -72,6 +72,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 	p.obs = obs.next(prevObs)
 	p.gen++
 	snap := view.NewSnapshot(p.gen, c, hp.next, planned)
+	snap.KeepLimiters(p.serving.Load().Snap)
 	p.parked.UseKey(stateKey)
 	p.handles = hp.next
 	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {

@@ -227,16 +227,15 @@ func withProgress(params mcp.Params) mcp.Meta {
 	return m
 }
 
-// callerKey identifies the caller for rate limiting: its token when the
-// view requires one, else its session.
+// callerKey identifies the caller for rate limiting within a view (each
+// view has its limiter): the value of its token (never the token's place
+// in auth.tokens, which a reload moves), else the view's endpoint itself.
+// Never the session: a new initialize must not start a fresh budget.
 func callerKey(ss *session.Session) string {
-	if pr := PrincipalOf(ss); pr.TokenID != "" {
-		return "token:" + pr.TokenID
+	if pr := PrincipalOf(ss); pr.Holder != (Holder{}) {
+		return "token:" + string(pr.Holder[:])
 	}
-	if id := ss.ID(); id != "" {
-		return "session:" + id
-	}
-	return "anonymous"
+	return "endpoint"
 }
 
 // overLimit charges one call to the caller's budget in view viewID and

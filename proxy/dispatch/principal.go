@@ -30,6 +30,16 @@ type Holder [sha256.Size]byte
 // opened it).
 func (pr Principal) Same(o Principal) bool { return pr.View == o.View && pr.Holder == o.Holder }
 
+// callerID is what counts and limits are keyed by: the view and the
+// token's value, never its config path, so that a reload that moves a
+// token in auth.tokens neither resets nor hands over what it holds.
+type callerID struct {
+	view   string
+	holder Holder
+}
+
+func (pr Principal) id() callerID { return callerID{pr.View, pr.Holder} }
+
 // Caller is what a call's requestState is bound to (mrtr.Caller): the
 // view and the token's digest (fixed length, so no two callers share the
 // string).

@@ -168,7 +168,7 @@ func (d *Dispatcher) closeSession(ss *session.Session) {
 // maxSessions.
 type sessionCounts struct {
 	mu sync.Mutex
-	n  map[Principal]int
+	n  map[callerID]int
 	// freed is closed (and replaced) when a place is given back, for
 	// takeWait.
 	freed chan struct{}
@@ -181,15 +181,15 @@ func (c *sessionCounts) takeWait(ctx context.Context, pr Principal, limit int, w
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		if c.n[pr] < limit {
+		if c.n[pr.id()] < limit {
 			if c.n == nil {
-				c.n = map[Principal]int{}
+				c.n = map[callerID]int{}
 			}
-			c.n[pr]++
+			c.n[pr.id()]++
 			c.mu.Unlock()
 			return 0, nil
 		}
-		held = c.n[pr]
+		held = c.n[pr.id()]
 		if c.freed == nil {
 			c.freed = make(chan struct{})
 		}
@@ -209,17 +209,17 @@ func (c *sessionCounts) takeWait(ctx context.Context, pr Principal, limit int, w
 func (c *sessionCounts) take(pr Principal, limit int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[pr] >= limit {
+	if c.n[pr.id()] >= limit {
 		who := "this token"
 		if pr.TokenID == "" {
 			who = "this endpoint"
 		}
-		return fmt.Errorf("%w: %s holds %d (maxSessions); end one with DELETE or let idle ones expire (sessionIdleTimeout)", session.ErrSessionLimit, who, c.n[pr])
+		return fmt.Errorf("%w: %s holds %d (maxSessions); end one with DELETE or let idle ones expire (sessionIdleTimeout)", session.ErrSessionLimit, who, c.n[pr.id()])
 	}
 	if c.n == nil {
-		c.n = map[Principal]int{}
+		c.n = map[callerID]int{}
 	}
-	c.n[pr]++
+	c.n[pr.id()]++
 	return nil
 }
 
@@ -227,8 +227,8 @@ func (c *sessionCounts) take(pr Principal, limit int) error {
 func (c *sessionCounts) give(pr Principal) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[pr]--; c.n[pr] <= 0 {
-		delete(c.n, pr)
+	if c.n[pr.id()]--; c.n[pr.id()] <= 0 {
+		delete(c.n, pr.id())
 	}
 	if c.freed != nil {
 		close(c.freed)

@@ -193,6 +193,20 @@ func Plan(c *config.Config) (map[string][]PlannedServer, map[string]upstream.Spe
 	return views, specs
 }
 
+// KeepLimiters takes over prev's limiter for every view whose rate limit
+// a reload left as it was, so that a reload never refills a budget (nor
+// forgets one spent): buckets belong to callers, not to generations.
+func (s *Snapshot) KeepLimiters(prev *Snapshot) {
+	if prev == nil {
+		return
+	}
+	for id, lim := range s.Limiters {
+		if old := prev.Limiters[id]; old.SameRate(lim) {
+			s.Limiters[id] = old
+		}
+	}
+}
+
 // NewSnapshot assembles a snapshot from a validated config and handles
 // that already exist for every planned spec.
 func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handle, views map[string][]PlannedServer) *Snapshot {
