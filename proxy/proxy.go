@@ -97,10 +97,10 @@ type Proxy struct {
 	// set before anything serves.
 	listenAddr, adminAddr string
 
-	mu      sync.Mutex // guards gen, handles and obs during apply
-	gen     int64
-	handles map[string]*upstream.Handle
-	obs     dispatch.Observers // telemetry and audit of the generations published now
+	mu  sync.Mutex // guards gen, hs and obs
+	gen int64
+	hs  handleSet          // the shared upstream handles, served and pending (pending.go)
+	obs dispatch.Observers // telemetry and audit of the generations published now
 
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
 	bg       sync.WaitGroup // background work (retiring handles, reload loop, start-up memory release)
@@ -218,7 +218,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor:  redactor,
 		resolver:  secrets.NewResolver(resolverOptions(redactor)),
-		handles:   map[string]*upstream.Handle{},
+		hs:        handleSet{served: map[string]*upstream.Handle{}, pending: map[string]*pendingStart{}},
 		reloadReq: make(chan string, 1),
 		pins:      newPinStore(log.Named("pins")),
 		catalogs:  newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
@@ -278,7 +278,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.log.Info("starting", "version", Version, "config", p.configName(), "addr", p.listenAddr, "admin", p.adminAddr,
 		"servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
 	logNotes(p.log, c)
-	if err := p.apply(ctx, c, false); err != nil {
+	if err := p.apply(ctx, c, nil); err != nil {
 		for _, l := range []net.Listener{ln, adm} {
 			if l != nil {
 				l.Close()
@@ -437,15 +437,12 @@ func (p *Proxy) serveStdio(ctx context.Context) error {
 	return nil
 }
 
-// handleList returns the shared handles of the current config.
+// handleList returns the shared handles: those served, and those a reload
+// started that do not serve yet.
 func (p *Proxy) handleList() []*upstream.Handle {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	hs := make([]*upstream.Handle, 0, len(p.handles))
-	for _, h := range p.handles {
-		hs = append(hs, h)
-	}
-	return hs
+	return p.hs.all()
 }
 
 // closeAll stops every upstream in parallel, letting calls in flight finish
