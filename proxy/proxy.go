@@ -457,6 +457,13 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	}
 	p.bg.Wait()
 	p.d.CloseClients(nil)
+	p.mu.Lock()
+	if j := p.hs.next; j != nil {
+		// A reload still waiting for its starts: what it built goes.
+		p.hs.next = nil
+		j.obs.discard()
+	}
+	p.mu.Unlock()
 	hs := p.handleList()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
