@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"reflect"
 	"sync"
 	"time"
 
@@ -15,12 +14,18 @@ import (
 )
 
 // apply makes c the current config. It resolves the downstream tokens
-// (a failure rejects c), starts handles for new or changed specs and keeps
-// unchanged ones (same process, same session). With wait, it lets the new
-// handles finish their first start attempt before the swap, so a changed
-// server's tools never disappear. Then it publishes the snapshot, brings
-// every view in line, and drains the handles that are no longer used.
-func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
+// (a failure rejects c), keeps the running handles whose spec has the same
+// fingerprint (same process, same session) and starts new ones for the
+// rest. Then it publishes the snapshot, brings every view in line, and
+// drains the handles that are no longer used.
+//
+// A reload (rec not nil) swaps a changed server's new process in only once
+// it finished its first start attempt, so that the server's tools never
+// disappear (handleSet): a reload that started servers publishes when they
+// finished starting (startFinished) and records its outcome then; one that
+// started none publishes now, servers a superseded reload started being
+// swapped in as they come up. apply itself never waits for a start.
+func (p *Proxy) apply(ctx context.Context, c *config.Config, rec *reloadRecord) error {
 	// Token references may be remote lookups: resolved before the lock.
 	at, reloadToken, err := p.resolveAuth(ctx, c)
 	if err != nil {
@@ -47,94 +52,106 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, wait bool) error {
 		return &ConfigError{err}
 	}
 	planned, specs := view.Plan(c)
-	if wait {
+	if rec != nil {
 		// Editing a server is its operator's approval of its changed
 		// tool definitions; a reload for another reason approves nothing.
-		p.pins.approve(p.changedServers(specs))
+		p.pins.approve(p.hs.changed(specs))
 	}
-	hp := p.planHandles(specs)
+	if old := p.hs.next; old != nil {
+		// A newer config supersedes a reload still waiting for its
+		// starts: what it built is not used.
+		p.hs.next = nil
+		old.obs.discard()
+		old.rec.superseded()
+	}
+	starts, dropped := p.hs.plan(specs, func(spec upstream.Spec) *upstream.Handle {
+		o := p.handleOptions(p.d.Peer())
+		o.OnChange = p.onUpstreamChange
+		return upstream.New(spec, o)
+	})
+	if len(dropped) > 0 {
+		for _, h := range dropped {
+			p.log.Info("pending upstream start dropped", "upstream", h.Name(), "reason", "superseded by a newer config")
+		}
+		p.retire(dropped, nil, c.DrainTimeout())
+	}
 	p.catalogs.use(catalogDir(c.CatalogCache, p.opts.CatalogDir))
-	for _, h := range hp.started {
-		p.catalogs.seed(h)
-		h.Start()
-	}
-	if wait {
-		waitFirstAttempts(ctx, hp.started)
-	}
-	// Settings that need no new process apply in place (timeouts, restart
-	// policy, breaker, laziness).
-	for key, h := range hp.kept {
-		if err := h.Update(specs[key]); err != nil {
-			p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
+	for _, ps := range starts {
+		p.catalogs.seed(ps.h)
+		ps.h.Start()
+		if rec != nil {
+			p.bg.Go(func() { awaitStart(ctx, ps, p.startFinished) })
 		}
 	}
-	prevObs := p.obs
-	p.obs = obs.next(prevObs)
-	p.gen++
-	snap := view.NewSnapshot(p.gen, c, hp.next, planned)
-	snap.KeepLimiters(p.serving.Load().Snap)
-	p.parked.UseKey(stateKey)
-	p.handles = hp.next
-	if lvl := hclog.LevelFromString(c.LogLevel); lvl != hclog.NoLevel {
-		p.log.SetLevel(lvl)
-	} else {
-		p.log.SetLevel(hclog.Info)
+	j := &reloadJob{c: c, specs: specs, planned: planned, acc: dispatch.Access{Tokens: at, ReloadToken: reloadToken},
+		stateKey: stateKey, sessionKey: sessionKey, obs: obs, starts: starts, rec: rec}
+	if rec != nil && len(starts) > 0 {
+		p.hs.next = j
+		return nil
 	}
-	p.edge.Apply(sessionKey, c.SessionIdleTimeout(), c.SessionMaxAge())
-	inUse := p.publish(snap, dispatch.Access{Tokens: at, ReloadToken: reloadToken})
-	for _, h := range hp.started {
-		// Servers that listed before the snapshot was published (their
-		// change had no view to rebuild) are kept now.
-		p.saveCatalog(h)
-	}
-	if len(hp.retired) > 0 {
-		p.retire(hp.retired, inUse, c.DrainTimeout())
-	}
-	p.closeReplaced(prevObs, p.obs, inUse, c.DrainTimeout())
+	p.commit(j)
 	return nil
 }
 
-// handlePlan is what a config does to the running handles.
-type handlePlan struct {
-	next    map[string]*upstream.Handle // every handle of the config, by key
-	kept    map[string]*upstream.Handle // running ones it keeps (same fingerprint)
-	started []*upstream.Handle          // new ones, not started yet
-	retired []*upstream.Handle          // running ones it no longer uses
+// startFinished is called once a pending start finished its first
+// attempt: it publishes the reload that waited for it, if that was its last
+// start, or else swaps the server in where the published config runs it;
+// p.mu not held.
+func (p *Proxy) startFinished(ps *pendingStart) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ps.done = true
+	if p.hs.pending[ps.key] != ps {
+		return // dropped, or already swapped in
+	}
+	if j := p.hs.next; j != nil && j.ready() {
+		p.hs.next = nil
+		p.commit(j)
+		return
+	}
+	if cur := p.hs.cur; cur != nil {
+		if spec, ok := cur.specs[ps.key]; ok && spec.Fingerprint() == ps.h.Spec().Fingerprint() {
+			p.commit(cur.again())
+		}
+	}
 }
 
-// changedServers are the handle keys whose spec differs from the running
-// one's, or that are new; p.mu held.
-func (p *Proxy) changedServers(specs map[string]upstream.Spec) map[string]bool {
-	changed := map[string]bool{}
-	for key, spec := range specs {
-		if h, ok := p.handles[key]; !ok || !reflect.DeepEqual(h.Spec(), spec) {
-			changed[key] = true
+// commit publishes j as a new generation: the handles swap (handleSet),
+// the settings apply, and the handles no longer served drain; p.mu held.
+func (p *Proxy) commit(j *reloadJob) {
+	next, in, out := p.hs.swap(j.specs, func(h *upstream.Handle, err error) {
+		p.log.Error("upstream settings not applied", "upstream", h.Name(), "error", err)
+	})
+	prevObs := p.obs
+	if j.obs != nil {
+		p.obs = j.obs.next(prevObs)
+		p.parked.UseKey(j.stateKey)
+		if lvl := hclog.LevelFromString(j.c.LogLevel); lvl != hclog.NoLevel {
+			p.log.SetLevel(lvl)
+		} else {
+			p.log.SetLevel(hclog.Info)
 		}
+		p.edge.Apply(j.sessionKey, j.c.SessionIdleTimeout(), j.c.SessionMaxAge())
 	}
-	return changed
-}
-
-// planHandles keeps a running handle for each spec with its fingerprint
-// and makes new ones for the rest; p.mu held.
-func (p *Proxy) planHandles(specs map[string]upstream.Spec) handlePlan {
-	hp := handlePlan{next: make(map[string]*upstream.Handle, len(specs)), kept: map[string]*upstream.Handle{}}
-	for key, spec := range specs {
-		if h, ok := p.handles[key]; ok && h.Spec().Fingerprint() == spec.Fingerprint() {
-			hp.next[key], hp.kept[key] = h, h
-			continue
-		}
-		o := p.handleOptions(p.d.Peer())
-		o.OnChange = p.onUpstreamChange
-		h := upstream.New(spec, o)
-		hp.next[key] = h
-		hp.started = append(hp.started, h)
+	p.gen++
+	snap := view.NewSnapshot(p.gen, j.c, next, j.planned)
+	snap.KeepLimiters(p.serving.Load().Snap)
+	inUse := p.publish(snap, j.acc)
+	p.hs.cur = j
+	for _, h := range in {
+		// Servers that listed before they were published (their start
+		// had no view to rebuild) are kept now.
+		p.saveCatalog(h)
 	}
-	for key, h := range p.handles {
-		if hp.next[key] != h {
-			hp.retired = append(hp.retired, h)
-		}
+	if len(out) > 0 {
+		p.retire(out, inUse, j.c.DrainTimeout())
 	}
-	return hp
+	p.closeReplaced(prevObs, p.obs, inUse, j.c.DrainTimeout())
+	if j.rec != nil {
+		j.rec.applied(p.hs.pendingKeys())
+	} else {
+		stillPending(&p.lastReload, p.hs.pending)
+	}
 }
 
 // handleOptions are what every upstream handle runs with; what it sends

@@ -17,13 +17,14 @@ import (
 
 // startGateEnv makes the echo child wait, before it serves, until the file
 // it names exists: a server that is still starting for as long as a test
-// wants.
+// wants. While it waits, the file named with ".waiting" added exists.
 const startGateEnv = "SWITCHBOARD_TEST_START_GATE"
 
 func awaitStartGate(path string) {
 	if path == "" {
 		return
 	}
+	_ = os.WriteFile(path+".waiting", nil, 0o600)
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(path); err == nil {
 			return

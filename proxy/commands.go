@@ -50,7 +50,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	// The table is what the servers list now: a catalog from an earlier
 	// run is not shown (what they list is kept for serve).
 	p.catalogs.seedOff = true
-	if err := p.apply(ctx, c, false); err != nil {
+	if err := p.apply(ctx, c, nil); err != nil {
 		return nil, nil, err
 	}
 	defer p.closeAll()

@@ -101,10 +101,10 @@ type Proxy struct {
 	// (package connlimit); nil with --stdio or no known limit.
 	conns *connlimit.Listener
 
-	mu      sync.Mutex // guards gen, handles and obs during apply
-	gen     int64
-	handles map[string]*upstream.Handle
-	obs     dispatch.Observers // telemetry and audit of the generations published now
+	mu  sync.Mutex // guards gen, hs and obs
+	gen int64
+	hs  handleSet          // the shared upstream handles, served and pending (pending.go)
+	obs dispatch.Observers // telemetry and audit of the generations published now
 
 	stopping atomic.Bool    // set when shutdown begins; /readyz turns 503
 	bg       sync.WaitGroup // background work (retiring handles, reload loop, start-up memory release)
@@ -222,7 +222,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor:  redactor,
 		resolver:  secrets.NewResolver(resolverOptions(redactor)),
-		handles:   map[string]*upstream.Handle{},
+		hs:        handleSet{served: map[string]*upstream.Handle{}, pending: map[string]*pendingStart{}},
 		reloadReq: make(chan string, 1),
 		pins:      newPinStore(log.Named("pins")),
 		catalogs:  newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
@@ -282,7 +282,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.log.Info("starting", "version", Version, "config", p.configName(), "addr", p.listenAddr, "admin", p.adminAddr,
 		"servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
 	logNotes(p.log, c)
-	if err := p.apply(ctx, c, false); err != nil {
+	if err := p.apply(ctx, c, nil); err != nil {
 		for _, l := range []net.Listener{ln, adm} {
 			if l != nil {
 				l.Close()
@@ -442,15 +442,12 @@ func (p *Proxy) serveStdio(ctx context.Context) error {
 	return nil
 }
 
-// handleList returns the shared handles of the current config.
+// handleList returns the shared handles: those served, and those a reload
+// started that do not serve yet.
 func (p *Proxy) handleList() []*upstream.Handle {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	hs := make([]*upstream.Handle, 0, len(p.handles))
-	for _, h := range p.handles {
-		hs = append(hs, h)
-	}
-	return hs
+	return p.hs.all()
 }
 
 // closeAll stops every upstream in parallel, letting calls in flight finish
@@ -465,6 +462,13 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	}
 	p.bg.Wait()
 	p.d.CloseClients(nil)
+	p.mu.Lock()
+	if j := p.hs.next; j != nil {
+		// A reload still waiting for its starts: what it built goes.
+		p.hs.next = nil
+		j.obs.discard()
+	}
+	p.mu.Unlock()
 	hs := p.handleList()
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()

@@ -34,6 +34,10 @@ type ReloadResult struct {
 	Gen    int64     `json:"gen"`
 	Digest string    `json:"digest,omitempty"`
 	Noop   bool      `json:"unchanged,omitempty"`
+	// Pending names the servers the reload changed whose new process
+	// was still starting when it was published: the old one serves until
+	// the new one is up.
+	Pending []string `json:"pending,omitempty"`
 }
 
 // triggerReload asks the reload loop to run; it never blocks. Every trigger
@@ -166,27 +170,13 @@ func (p *Proxy) reloadLoop(ctx context.Context) {
 }
 
 // reload loads the config file again (or data, the bytes settle read from
-// it) and applies it. An invalid config changes nothing; an unchanged
-// digest skips the work; a file change that would remove most servers is
-// refused (removalGuard).
+// it) and applies it. An invalid config changes nothing; a config the same
+// as the latest one applied, or still waiting for its starts, skips the
+// work; a file change that would remove most servers is refused
+// (removalGuard). A reload that starts servers records its outcome once
+// they finished starting (apply).
 func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
-	res := &ReloadResult{At: time.Now().UTC(), Reason: reason}
-	defer func() {
-		if res.OK {
-			p.retryFailed()
-		}
-		snap := p.serving.Load().Snap
-		res.Gen, res.Digest = snap.Gen, snap.Digest
-		p.lastReload.Store(res)
-		result := "ok"
-		switch {
-		case res.Noop:
-			result = "unchanged"
-		case !res.OK:
-			result = "failed"
-		}
-		p.serving.Load().Tel.Reload(ctx, result)
-	}()
+	rec := &reloadRecord{p: p, ctx: ctx, res: &ReloadResult{At: time.Now().UTC(), Reason: reason}}
 	var c *config.Config
 	var err error
 	if data != nil {
@@ -195,38 +185,95 @@ func (p *Proxy) reload(ctx context.Context, reason string, data []byte) {
 		c, err = loadConfig(p.opts)
 	}
 	running := p.serving.Load().Snap
-	if err == nil && c.Digest() == running.Digest {
-		res.OK, res.Noop = true, true
+	p.mu.Lock()
+	latest := p.hs.digest()
+	p.mu.Unlock()
+	if err == nil && c.Digest() == latest {
+		rec.unchanged()
 		p.log.Debug("reload skipped", "reason", reason, "digest", c.Digest())
 		return
 	}
 	if err == nil {
 		err = fixedSettings(running.Config, c)
 	}
-	var removed []string
 	if err == nil {
-		removed, err = removalGuard(running.Config, c, reason)
+		rec.c = c
+		rec.removed, err = removalGuard(running.Config, c, reason)
 	}
 	if err == nil {
-		err = p.apply(ctx, c, true)
+		err = p.apply(ctx, c, rec)
 	}
 	if err != nil {
-		res.Error = err.Error()
-		var ce *ConfigError
-		if errors.As(err, &ce) {
-			p.log.Warn("reload rejected", "reason", reason, "error", strings.ReplaceAll(err.Error(), "\n", "; "))
-		} else {
-			p.log.Error("reload failed", "reason", reason, "error", err)
-		}
+		rec.failed(err)
+	}
+}
+
+// reloadRecord records one reload's outcome once it is known: at once for
+// a config refused, unchanged or applied without starting a server; when
+// the servers it started finished starting; or when a newer config
+// superseded it before that.
+type reloadRecord struct {
+	p       *Proxy
+	ctx     context.Context
+	res     *ReloadResult
+	c       *config.Config
+	removed []string // the servers it removes, to log
+}
+
+// unchanged records a config with the digest of the one applied last.
+func (r *reloadRecord) unchanged() {
+	r.res.OK, r.res.Noop = true, true
+	r.p.retryFailed()
+	r.store("unchanged")
+}
+
+// failed records a config refused.
+func (r *reloadRecord) failed(err error) {
+	r.res.Error = err.Error()
+	var ce *ConfigError
+	if errors.As(err, &ce) {
+		r.p.log.Warn("reload rejected", "reason", r.res.Reason, "error", strings.ReplaceAll(err.Error(), "\n", "; "))
+	} else {
+		r.p.log.Error("reload failed", "reason", r.res.Reason, "error", err)
+	}
+	r.store("failed")
+}
+
+// applied records a config published; pending are the servers whose new
+// process is still starting (the old one serves until it is up).
+func (r *reloadRecord) applied(pending []string) {
+	r.res.OK = true
+	r.res.Pending = pending
+	r.p.retryFailed()
+	r.store("ok")
+	if len(r.removed) > 0 {
+		r.p.log.Warn("servers removed by reload", "names", r.removed, "count", len(r.removed), "reason", r.res.Reason, "gen", r.res.Gen)
+	}
+	if len(pending) > 0 {
+		r.p.log.Info("reload applied", "reason", r.res.Reason, "gen", r.res.Gen, "digest", r.res.Digest, "names", pending)
+	} else {
+		r.p.log.Info("reload applied", "reason", r.res.Reason, "gen", r.res.Gen, "digest", r.res.Digest)
+	}
+	logNotes(r.p.log, r.c)
+}
+
+// superseded notes a reload that a newer config replaced while it waited
+// for the servers it started; the newer one's outcome is recorded instead.
+func (r *reloadRecord) superseded() {
+	if r == nil {
 		return
 	}
-	res.OK = true
-	snap := p.serving.Load().Snap
-	if len(removed) > 0 {
-		p.log.Warn("servers removed by reload", "names", removed, "count", len(removed), "reason", reason, "gen", snap.Gen)
-	}
-	p.log.Info("reload applied", "reason", reason, "gen", snap.Gen, "digest", snap.Digest)
-	logNotes(p.log, c)
+	r.p.log.Info("reload superseded", "reason", r.res.Reason)
+	r.p.serving.Load().Tel.Reload(r.ctx, "superseded")
+}
+
+// store makes r's result the last reload's, with the generation served
+// now, and counts it.
+func (r *reloadRecord) store(result string) {
+	snap := r.p.serving.Load().Snap
+	r.res.Gen, r.res.Digest = snap.Gen, snap.Digest
+	r.p.lastReload.Store(r.res)
+	r.p.serving.Load().Tel.Reload(r.ctx, result)
 }
 
 // restart restarts every running instance of the named server (an agent's

@@ -306,7 +306,8 @@ func (t *Telemetry) AuditWriteFailure(ctx context.Context) { t.auditFailures.Add
 // PinViolation counts a tool definition that changed since it was pinned.
 func (t *Telemetry) PinViolation(ctx context.Context) { t.pinViolations.Add(ctx, 1) }
 
-// Reload counts a config reload by result ("ok", "unchanged", "failed").
+// Reload counts a config reload by result ("ok", "unchanged", "failed",
+// "superseded": replaced by a newer config while it waited for its starts).
 func (t *Telemetry) Reload(ctx context.Context, result string) {
 	t.reloads.Add(ctx, 1, metric.WithAttributes(attribute.String("result", result)))
 }
