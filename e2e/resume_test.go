@@ -64,7 +64,6 @@ func TestLastEventIDUnknownStream(t *testing.T) {
 	t.Parallel()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg := writeConfig(t, t.TempDir(), map[string]any{
-		"listen":     addr,
 		"sessionKey": "secret://env/SB_SESSION_KEY",
 		"servers":    map[string]any{"slow": map[string]any{"command": fixture, "args": []string{"--name", "slow"}}},
 	})
@@ -72,9 +71,12 @@ func TestLastEventIDUnknownStream(t *testing.T) {
 	startOne := func() *sb {
 		t.Helper()
 		dir := t.TempDir()
-		return startSwitchboardIn(t, dir, dir, nil, env, "--config", cfg, "--replica", "r1", "--log-level", "info")
+		return startSwitchboardIn(t, dir, dir, nil, env, "--config", cfg, "--replica", "r1", "--log-level", "info", "--listen", addr)
 	}
 	first := startOne()
+	if first.addr != addr {
+		t.Fatalf("switchboard listens on %s, want %s", first.addr, addr)
+	}
 	url := "http://" + addr + "/mcp"
 
 	rec := &resumeRecorder{base: &http.Transport{}}

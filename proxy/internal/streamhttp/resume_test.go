@@ -3,7 +3,6 @@ package streamhttp
 import (
 	"bufio"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,13 +117,20 @@ func TestResumeAfterDisconnect(t *testing.T) {
 
 // TestResumeOtherProcess: a stream's ID names the process that made it.
 // A Last-Event-ID with the same stream number made by another process
-// (one that held the session before it was resumed here) is answered 404
-// and does not take up this process's
+// (one that held the session before it was resumed here, in this or an
+// earlier format) is answered 404 and does not take up this process's
 // stream of that number, which its own ID still resumes.
 func TestResumeOtherProcess(t *testing.T) {
 	f := serve(t)
 	id := initialize(t, f, nil)
 	resp := post(t, f, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"notify_wait"}}`, v25)
+	// A test that stops early lets the call end, so the fixture can close.
+	answered := false
+	t.Cleanup(func() {
+		if !answered {
+			f.resume <- struct{}{}
+		}
+	})
 	sc := bufio.NewScanner(resp.Body)
 	var last string
 	for sc.Scan() {
@@ -136,9 +142,10 @@ func TestResumeOtherProcess(t *testing.T) {
 		}
 	}
 	resp.Body.Close()
-	stream, n, ok := parseEventID(last)
-	if !ok || !strings.HasPrefix(stream, f.h.epoch+".") {
-		t.Fatalf("event ID %q does not name this process's epoch %q", last, f.h.epoch)
+	i := strings.LastIndexByte(last, '_')
+	epoch, number, named := strings.Cut(last[:max(i, 0)], ".")
+	if i < 0 || !named || epoch == "" {
+		t.Fatalf("event ID %q does not name its process: want <epoch>.<stream>_<event>", last)
 	}
 	testutil.Eventually(t, 5*time.Second, "the stream kept for a GET", func() bool {
 		f.h.mu.Lock()
@@ -148,15 +155,12 @@ func TestResumeOtherProcess(t *testing.T) {
 		defer c.mu.Unlock()
 		return len(c.detached) == 1
 	})
-	other := newEpoch()
-	for other == f.h.epoch {
-		other = newEpoch()
-	}
-	_, number, _ := strings.Cut(stream, ".")
-	for _, foreign := range []string{other + "." + number + "_" + strconv.Itoa(n), number + "_" + strconv.Itoa(n)} {
+	// Epochs are upper-case: "other" is never this process's.
+	for _, foreign := range []string{"other." + number + last[i:], number + last[i:]} {
 		status(t, get(t, f, id, map[string]string{lastEventIDHeader: foreign}), http.StatusNotFound)
 	}
 	f.resume <- struct{}{}
+	answered = true
 	got := readSSE(t, get(t, f, id, map[string]string{lastEventIDHeader: last}))
 	if len(got) != 1 || !strings.Contains(got[0].data, "after the wait") {
 		t.Fatalf("this process's stream, resumed after the foreign IDs: %+v", got)
