@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,7 @@ import (
 type hop struct {
 	verb, method   string // HTTP method; JSON-RPC method of a POST
 	session        string // the Mcp-Session-Id sent
+	lastEventID    string // the Last-Event-ID sent
 	servedBy       string // the replica HAProxy says answered
 	status         int
 	start, headers time.Time
@@ -38,7 +40,7 @@ type hopRecorder struct {
 }
 
 func (r *hopRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	h := hop{verb: req.Method, session: req.Header.Get("Mcp-Session-Id"), start: time.Now()}
+	h := hop{verb: req.Method, session: req.Header.Get("Mcp-Session-Id"), lastEventID: req.Header.Get("Last-Event-ID"), start: time.Now()}
 	if req.Method == http.MethodPost && req.GetBody != nil {
 		if body, err := req.GetBody(); err == nil {
 			var m struct {
@@ -175,12 +177,15 @@ func randomHex(t *testing.T, n int) string {
 // naming a session to the replica named in the ID's prefix and balances
 // the rest. 2026-07-28 clients (no session) and legacy 2025-11-25 clients
 // call echo concurrently; a third of the way through, the replica holding
-// most legacy sessions is SIGKILLed, while each of its legacy sessions
-// also has a long call streaming progress from it. Only calls in flight at
-// that instant may fail (the long ones must, promptly): the 2026-07-28
-// clients' next calls go to the other replicas, and the legacy clients
-// keep their sessions (same ID, no new initialize), which the surviving
-// replicas resume from the sealed ID alone. A tampered ID, an ID sealed
+// most legacy sessions is SIGKILLed, while legacy sessions of their own
+// also have a long call streaming progress from it. Only calls in flight
+// at that instant may fail: the 2026-07-28 clients' next calls go to the
+// other replicas, and the legacy clients keep their sessions (same ID, no
+// new initialize), which the surviving replicas resume from the sealed ID
+// alone. The long calls fail promptly: their clients' reconnection with
+// Last-Event-ID gets 404 from a survivor, which has none of the stream's
+// events, and the go-sdk client ends its session; a new one works, and the
+// old ID still resumes. A tampered ID, an ID sealed
 // under another key and a made-up one are refused with 404, and an ID
 // shows neither the client's name nor its protocol version.
 func TestReplicasBehindL7Proxy(t *testing.T) {
@@ -293,8 +298,9 @@ func TestReplicasBehindL7Proxy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	// Each of the victim's legacy sessions has a call in progress at the
-	// kill, its event stream open on the victim: its first progress
+	// Legacy sessions of their own on the victim (two, connected until
+	// HAProxy's round robin put them there) each have a call in progress
+	// at the kill, its event stream open on the victim: its first progress
 	// notification has come, its answer would take two minutes. An echo
 	// is over too soon for its stream to be cut: HAProxy retries a request
 	// a dead replica did not answer at all.
@@ -303,11 +309,20 @@ func TestReplicasBehindL7Proxy(t *testing.T) {
 		call loadCall
 		done chan struct{}
 	}
-	var slow []*slowCall
-	for _, c := range clients {
-		if !c.legacy || c.replica != victimName {
+	var slowClients []*loadClient
+	for i := 0; len(slowClients) < 2 && i < 12; i++ {
+		c := connectRecorded(t, url, fmt.Sprintf("slow-legacy-client-%d", i), "2025-11-25")
+		if c.replica != victimName {
+			_ = c.cs.Close()
 			continue
 		}
+		slowClients = append(slowClients, c)
+	}
+	if len(slowClients) == 0 {
+		t.Fatalf("no legacy session of 12 landed on %s", victimName)
+	}
+	var slow []*slowCall
+	for _, c := range slowClients {
 		sc := &slowCall{c: c, done: make(chan struct{})}
 		slow = append(slow, sc)
 		go func() {
@@ -377,7 +392,11 @@ func TestReplicasBehindL7Proxy(t *testing.T) {
 		t.Errorf("the load did not finish within its deadline")
 	}
 	// The slow calls fail (their streams are gone, and no other replica
-	// has them) without waiting for the deadline, and their sessions go on.
+	// has them) without waiting for the deadline: the client's
+	// reconnection with Last-Event-ID gets 404 from a survivor, which the
+	// go-sdk takes for the end of its session. A new session works; the
+	// old ID still resumes for a request that needs no stream of the dead
+	// replica.
 	for _, sc := range slow {
 		<-sc.done
 		took := sc.call.end.Sub(killStart).Round(time.Millisecond)
@@ -389,11 +408,28 @@ func TestReplicasBehindL7Proxy(t *testing.T) {
 		default:
 			t.Logf("%s: the call in progress on %s at the kill failed %s after it: %v", sc.c.name, victimName, took, sc.call.err)
 		}
+		if !errors.Is(sc.call.err, mcp.ErrSessionMissing) {
+			t.Errorf("%s: the call in progress at the kill failed with %v, want the go-sdk's ErrSessionMissing", sc.c.name, sc.call.err)
+		}
+		refused := false
+		for _, h := range sc.c.rec.all() {
+			if h.verb == http.MethodGet && h.lastEventID != "" {
+				t.Logf("%s: GET with Last-Event-ID %s: %d from %q", sc.c.name, h.lastEventID, h.status, h.servedBy)
+				refused = refused || (h.status == http.StatusNotFound && h.servedBy != victimName)
+			}
+		}
+		if !refused {
+			t.Errorf("%s: no reconnection with Last-Event-ID answered 404 by a survivor", sc.c.name)
+		}
+		again := connectRecorded(t, url, sc.c.name+"-again", "2025-11-25")
 		callCtx, callCancel := context.WithTimeout(context.Background(), 15*time.Second)
-		if err := sc.c.echo(callCtx, sc.c.name+" after its slow call"); err != nil {
-			t.Errorf("%s: a call after the slow call failed: %v", sc.c.name, err)
+		if err := again.echo(callCtx, sc.c.name+" after its slow call"); err != nil {
+			t.Errorf("%s: a call in a new session after the slow call failed: %v", sc.c.name, err)
 		}
 		callCancel()
+		if status, body := postWithSession(t, survivors[0].addr, sc.c.id); status != http.StatusOK {
+			t.Errorf("%s: a ping naming the old session on a survivor: %d %s", sc.c.name, status, body)
+		}
 	}
 	resumes := resumed(t, survivors...)
 	t.Logf("SIGKILLed %s (holding %d of %d legacy sessions, %v) after %d calls; reaped in %s",
@@ -485,12 +521,14 @@ func TestReplicasBehindL7Proxy(t *testing.T) {
 		}
 	}
 	t.Logf("sessions resumed by the surviving replicas: %d (legacy sessions of %s: %d)", resumes, victimName, perReplica[victimName])
-	// Each of the victim's sessions is resumed by one survivor, or by
-	// both: until HAProxy's check marks the victim down, a refused request
-	// is redispatched by a hash that still counts the victim, and may land
-	// on the survivor the hash does not pick afterwards.
-	if n := perReplica[victimName]; resumes < n || resumes > 2*n {
-		t.Errorf("the surviving replicas resumed %d sessions, want the %d of %s, each once or twice", resumes, n, victimName)
+	// Each of the victim's load sessions is resumed by one survivor, or
+	// by both: until HAProxy's check marks the victim down, a refused
+	// request is redispatched by a hash that still counts the victim, and
+	// may land on the survivor the hash does not pick afterwards. A slow
+	// call's session may be resumed too, by its client's standalone stream
+	// before the 404 ended it, and by the ping above.
+	if n := perReplica[victimName]; resumes < n || resumes > 2*(n+len(slow)) {
+		t.Errorf("the surviving replicas resumed %d sessions, want the %d of %s, each once or twice, and at most twice each of the %d slow calls' sessions", resumes, n, victimName, len(slow))
 	}
 
 	// IDs that are not the deployment's: a live ID with one character of

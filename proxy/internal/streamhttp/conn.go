@@ -107,7 +107,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	s := &stream{w: w, calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2}
 	s.hold.Use(w)
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
-		s.id = strconv.FormatInt(c.streams.Add(1), 36)
+		s.id = c.h.streamID(c.streams.Add(1))
 		s.paused = make(chan struct{})
 	}
 	for _, req := range in.calls {

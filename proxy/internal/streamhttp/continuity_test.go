@@ -80,9 +80,17 @@ func TestContinuity(t *testing.T) {
 		status(t, post(t, f, id, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), want)
 	}
 
+	// A GET for another process's stream of a session not held here is
+	// 404 without resuming the session: that stream cannot be here.
+	before := resumes.Load()
+	status(t, get(t, f, "elsewhere-2", map[string]string{lastEventIDHeader: "ABCDEFGH.1_3"}), http.StatusNotFound)
+	if resumes.Load() != before {
+		t.Error("a session was resumed for a GET naming another process's stream")
+	}
+
 	// DELETE ends it for good here: no resume, on any method.
 	status(t, send(t, f, http.MethodDelete, "elsewhere", "", v25), http.StatusNoContent)
-	before := resumes.Load()
+	before = resumes.Load()
 	status(t, post(t, f, "elsewhere", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, v25), http.StatusNotFound)
 	status(t, get(t, f, "elsewhere", v25), http.StatusNotFound)
 	if resumes.Load() != before {

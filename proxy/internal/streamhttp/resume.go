@@ -1,6 +1,7 @@
 package streamhttp
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -9,8 +10,10 @@ import (
 )
 
 // Resumable streams (SEP-1699, protocol 2025-11-25). A POST's event stream
-// of a legacy session at 2025-11-25 or later has an ID: its events carry
-// event IDs (<stream>_<n>), its first event is preceded by a priming event
+// of a legacy session at 2025-11-25 or later has an ID, which names the
+// process too (<epoch>.<n>: a Handler's random epoch, then the stream's
+// number in its session): its events carry event IDs (<stream>_<n>), its
+// first event is preceded by a priming event
 // (an ID, the retry delay and no data). The priming event goes with the
 // first event, not before it: a lone answer stays one write; a client that
 // loses a stream before its first event has no ID to resume from, and
@@ -20,7 +23,11 @@ import (
 // with Last-Event-ID takes it up again: the events after that ID, then
 // the rest as it comes, until the POST's calls are answered. A session
 // keeps at most maxDetached such streams, each until its calls are
-// answered and replayed, or for detachedTTL.
+// answered and replayed, or for detachedTTL. A GET whose Last-Event-ID
+// names a stream this process does not keep (replayed, expired, or one of
+// another process: the one that held the session before it was resumed
+// here) is answered 404: its events are gone, and a client must not wait
+// for them on a stream that stays silent.
 //
 // 2026-07-28 has no resumability: its requests' streams have no IDs.
 
@@ -40,6 +47,45 @@ const (
 // resumableFrom is the first protocol version whose POST streams are
 // primed and resumable.
 const resumableFrom = "2025-11-25"
+
+// newEpoch names a Handler in the IDs of its streams: a stream ID made by
+// another process (one that held a resumed session before) is never
+// taken for one of this process's.
+func newEpoch() string { return rand.Text()[:8] }
+
+// streamID names a session's n-th resumable stream.
+func (h *Handler) streamID(n int64) string {
+	return h.epoch + "." + strconv.FormatInt(n, 36)
+}
+
+// parseEventID splits an event ID into its stream's ID and the event's
+// number.
+func parseEventID(id string) (stream string, n int, ok bool) {
+	i := strings.LastIndexByte(id, '_')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+1:])
+	return id[:i], n, err == nil && n >= 0
+}
+
+// foreign answers a GET whose Last-Event-ID names no stream of this
+// process (400 if it names none at all, 404 if it names another
+// process's), before its session is looked up, and reports whether it did:
+// the session is not resumed here for a stream that cannot be.
+func (h *Handler) foreign(w http.ResponseWriter, r *http.Request, last string) bool {
+	stream, _, ok := parseEventID(last)
+	switch {
+	case !ok:
+		http.Error(w, "Last-Event-ID names no event of this server", http.StatusBadRequest)
+	case !strings.HasPrefix(stream, h.epoch+"."):
+		h.log.Info("downstream stream not resumed", "session_id", r.Header.Get(sessionIDHeader), "reason", "its events were kept by another process")
+		http.Error(w, "Last-Event-ID names a stream this server does not hold", http.StatusNotFound)
+	default:
+		return false
+	}
+	return true
+}
 
 // kept is an event written while the stream had no reader.
 type kept struct {
@@ -144,24 +190,21 @@ func (c *conn) detach(s *stream) {
 // resume serves a GET with Last-Event-ID: the detached stream it names,
 // from the event after that ID.
 func (c *conn) resume(w http.ResponseWriter, r *http.Request, last string) {
-	i := strings.LastIndexByte(last, '_')
-	n, err := strconv.Atoi(last[i+1:])
-	if i < 0 || err != nil {
+	id, n, ok := parseEventID(last)
+	if !ok {
 		http.Error(w, "Last-Event-ID names no event of this server", http.StatusBadRequest)
 		return
 	}
 	c.mu.Lock()
-	s := c.detached[last[:i]]
-	delete(c.detached, last[:i])
+	s := c.detached[id]
+	delete(c.detached, id)
 	c.mu.Unlock()
 	if s == nil {
-		// Answered and replayed, expired, or kept by the process that held
-		// the session before (a session resumed from its ID): its events
-		// are gone. The stream ends at once, with no event, so the client
-		// knows the request it was for will not be answered on it; a 404
-		// would tell it the whole session is gone.
-		sseHeaders(w.Header())
-		w.WriteHeader(http.StatusOK)
+		// Answered and replayed, or expired: its events are gone. A
+		// stream that stays open with nothing on it would leave the
+		// client waiting for ever; an error tells it at once.
+		c.h.log.Info("downstream stream not resumed", "session_id", c.id, "reason", "no events kept for it")
+		http.Error(w, "Last-Event-ID names a stream this server does not hold", http.StatusNotFound)
 		return
 	}
 	c.enter()

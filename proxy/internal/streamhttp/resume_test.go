@@ -65,14 +65,10 @@ func TestResumeAfterPause(t *testing.T) {
 	if len(got) != 2 || !strings.Contains(got[0].data, "notifications/progress") || !strings.Contains(got[1].data, "after the pause") || got[1].id == "" {
 		t.Fatalf("resumed stream: %+v", got)
 	}
-	// Replayed once: a second resume gets a stream that ends at once, with
-	// no event (a 404 would end the client's session).
-	again := get(t, f, id, map[string]string{lastEventIDHeader: evs[0].id})
-	if again.StatusCode != http.StatusOK || again.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("second resume: %s, %q", again.Status, again.Header.Get("Content-Type"))
-	}
-	if rest := readSSE(t, again); len(rest) != 0 {
-		t.Fatalf("second resume replayed %+v", rest)
+	// Replayed once: a second resume is refused at once (404), not given
+	// a stream that would bring nothing.
+	if again := get(t, f, id, map[string]string{lastEventIDHeader: evs[0].id}); again.StatusCode != http.StatusNotFound {
+		t.Fatalf("second resume: %s, want 404", again.Status)
 	}
 }
 
@@ -116,5 +112,57 @@ func TestResumeAfterDisconnect(t *testing.T) {
 		if e.id != "" || e.retry {
 			t.Fatalf("a 2025-06-18 stream has event IDs: %+v", e)
 		}
+	}
+}
+
+// TestResumeOtherProcess: a stream's ID names the process that made it.
+// A Last-Event-ID with the same stream number made by another process
+// (one that held the session before it was resumed here, in this or an
+// earlier format) is answered 404 and does not take up this process's
+// stream of that number, which its own ID still resumes.
+func TestResumeOtherProcess(t *testing.T) {
+	f := serve(t)
+	id := initialize(t, f, nil)
+	resp := post(t, f, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"notify_wait"}}`, v25)
+	// A test that stops early lets the call end, so the fixture can close.
+	answered := false
+	t.Cleanup(func() {
+		if !answered {
+			f.resume <- struct{}{}
+		}
+	})
+	sc := bufio.NewScanner(resp.Body)
+	var last string
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			last = v
+		}
+		if strings.Contains(sc.Text(), "notifications/progress") {
+			break
+		}
+	}
+	resp.Body.Close()
+	i := strings.LastIndexByte(last, '_')
+	epoch, number, named := strings.Cut(last[:max(i, 0)], ".")
+	if i < 0 || !named || epoch == "" {
+		t.Fatalf("event ID %q does not name its process: want <epoch>.<stream>_<event>", last)
+	}
+	testutil.Eventually(t, 5*time.Second, "the stream kept for a GET", func() bool {
+		f.h.mu.Lock()
+		c := f.h.sessions[id]
+		f.h.mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.detached) == 1
+	})
+	// Epochs are upper-case: "other" is never this process's.
+	for _, foreign := range []string{"other." + number + last[i:], number + last[i:]} {
+		status(t, get(t, f, id, map[string]string{lastEventIDHeader: foreign}), http.StatusNotFound)
+	}
+	f.resume <- struct{}{}
+	answered = true
+	got := readSSE(t, get(t, f, id, map[string]string{lastEventIDHeader: last}))
+	if len(got) != 1 || !strings.Contains(got[0].data, "after the wait") {
+		t.Fatalf("this process's stream, resumed after the foreign IDs: %+v", got)
 	}
 }

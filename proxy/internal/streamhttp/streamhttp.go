@@ -60,6 +60,7 @@ type Handler struct {
 	cont      Continuity
 	resumed   atomic.Int64 // sessions Continuity.Resume opened
 	ended     endedIDs     // sessions their clients ended, never resumed
+	epoch     string       // names this Handler in its streams' IDs (resume.go)
 
 	mu       sync.Mutex
 	sessions map[string]*conn
@@ -79,7 +80,7 @@ func New(open Opener, authorize Authorizer, log hclog.Logger) *Handler {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}, stop: make(chan struct{})}
+	return &Handler{opener: open, authorize: authorize, log: log, sessions: map[string]*conn{}, stop: make(chan struct{}), epoch: newEpoch()}
 }
 
 // SetBodyTimeout bounds how long a POST's body may take to arrive (0: no
@@ -268,11 +269,15 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 		return
 	}
+	last := r.Header.Get(lastEventIDHeader)
+	if last != "" && r.Header.Get(sessionIDHeader) != "" && h.foreign(w, r, last) {
+		return
+	}
 	c := h.session(w, r)
 	if c == nil {
 		return
 	}
-	if last := r.Header.Get(lastEventIDHeader); last != "" {
+	if last != "" {
 		c.resume(w, r, last)
 		return
 	}

@@ -613,7 +613,7 @@ func TestRequestChecks(t *testing.T) {
 		{name: "GET without a session", method: http.MethodGet, sid: "-", hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusBadRequest},
 		{name: "GET of an unknown session", method: http.MethodGet, sid: "nope", hdr: map[string]string{"Accept": "text/event-stream"}, status: http.StatusNotFound},
 		{name: "GET without event stream", method: http.MethodGet, hdr: map[string]string{"Accept": "application/json"}, status: http.StatusBadRequest},
-		{name: "GET with an unknown last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x_1"}, status: http.StatusOK},
+		{name: "GET with an unknown last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x_1"}, status: http.StatusNotFound, want: "does not hold"},
 		{name: "GET with a malformed last event id", method: http.MethodGet, hdr: map[string]string{"Accept": "text/event-stream", lastEventIDHeader: "x"}, status: http.StatusBadRequest, want: "names no event"},
 		// DNS rebinding: a loopback listener serves loopback names only.
 		{name: "foreign host", body: call, hdr: map[string]string{"Host": "evil.example", protocolVersionHeader: "2025-11-25"}, status: http.StatusForbidden},
