@@ -14,7 +14,7 @@ import (
 // ErrSessionLimit saying how many are held.
 func TestTakeWait(t *testing.T) {
 	var c sessionCounts
-	pr := Principal{TokenID: "t"}
+	pr := Principal{TokenID: "t", Holder: Holder{1}}
 	if err := c.take(pr, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -31,12 +31,27 @@ func TestTakeWait(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("takeWait after a place was given back: %v", err)
 	}
-	if _, err := c.takeWait(context.Background(), Principal{TokenID: "other"}, 1, time.Minute); err != nil {
+	if _, err := c.takeWait(context.Background(), Principal{TokenID: "other", Holder: Holder{2}}, 1, time.Minute); err != nil {
 		t.Fatalf("another principal: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.takeWait(ctx, pr, 1, time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("takeWait of a cancelled request: %v", err)
+	}
+}
+
+// TestCountsKeyedByTokenValue: the places a token holds are the token
+// value's, whatever its place in auth.tokens (TokenID) is after a reload.
+func TestCountsKeyedByTokenValue(t *testing.T) {
+	var c sessionCounts
+	if err := c.take(Principal{TokenID: "auth.tokens[1]", Holder: Holder{7}}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.take(Principal{TokenID: "auth.tokens[0]", Holder: Holder{7}}, 1); !errors.Is(err, session.ErrSessionLimit) {
+		t.Fatalf("the same token at another place in auth.tokens: %v, want ErrSessionLimit", err)
+	}
+	if err := c.take(Principal{TokenID: "auth.tokens[1]", Holder: Holder{8}}, 1); err != nil {
+		t.Fatalf("another token at the place the first had: %v", err)
 	}
 }

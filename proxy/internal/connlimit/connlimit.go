@@ -54,12 +54,16 @@ type Listener struct {
 	max int
 	log hclog.Logger
 
-	mu     sync.Mutex
-	open   int
-	warned time.Time
-	freed  chan struct{} // a slot freed (buffered 1)
-	done   chan struct{} // closed by Close
-	once   sync.Once
+	mu sync.Mutex
+	// open counts the slots taken: the connections accepted and not yet
+	// closed, and the one an Accept waiting on the listener holds;
+	// accepted only the former (what Status reports).
+	open     int
+	accepted int
+	warned   time.Time
+	freed    chan struct{} // a slot freed (buffered 1)
+	done     chan struct{} // closed by Close
+	once     sync.Once
 }
 
 // New wraps l so it holds at most max connections open at once; log
@@ -79,9 +83,12 @@ func (l *Listener) Accept() (net.Conn, error) {
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		l.release()
+		l.release(false)
 		return nil, err
 	}
+	l.mu.Lock()
+	l.accepted++
+	l.mu.Unlock()
 	return &conn{Conn: c, l: l}, nil
 }
 
@@ -105,9 +112,12 @@ func (l *Listener) take() bool {
 	return false
 }
 
-func (l *Listener) release() {
+func (l *Listener) release(accepted bool) {
 	l.mu.Lock()
 	l.open--
+	if accepted {
+		l.accepted--
+	}
 	l.mu.Unlock()
 	select {
 	case l.freed <- struct{}{}:
@@ -131,7 +141,7 @@ type Status struct {
 func (l *Listener) Status() Status {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return Status{Open: l.open, Max: l.max}
+	return Status{Open: l.accepted, Max: l.max}
 }
 
 // conn gives its slot back when closed, once.
@@ -143,6 +153,6 @@ type conn struct {
 
 func (c *conn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.l.release)
+	c.once.Do(func() { c.l.release(true) })
 	return err
 }
