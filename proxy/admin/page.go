@@ -1,0 +1,239 @@
+package admin
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The status page: one HTML document rendered on the server from the
+// value /status encodes, so it works without JavaScript; page.js
+// refreshes it every second by fetching the page again. Script and style
+// are files of their own, so the Content-Security-Policy allows no inline
+// code at all.
+
+//go:embed page
+var pageFiles embed.FS
+
+var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
+	"ago": ago, "num": num, "spark": spark, "sum": sum, "short": short, "join": strings.Join,
+}).ParseFS(pageFiles, "page/index.html"))
+
+// pageCSP is the Content-Security-Policy of everything the page serves:
+// nothing from another origin, no inline script or style, no framing.
+const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// cookieName is the cookie that carries the page's proof of the admin token.
+const cookieName = "switchboard_admin"
+
+// Tool is one row of a view's tool table on the status page.
+type Tool struct {
+	Public, Server, Original string
+	// Hidden is why the view does not publish the tool ("policy", "pin",
+	// "trust"); "" for a published tool.
+	Hidden string
+}
+
+// pageData is what index.html renders.
+type pageData struct {
+	TokenSet   bool // an admin token is configured: login and restarts exist
+	Authorized bool // the whole page, not only health
+	Failed     bool // a login with a wrong token
+	Ready      Readiness
+	S          map[string]any // the /status value, as JSON decodes it
+	Views      []string
+	View, Q    string
+	Tools      []Tool
+	ToolsAll   int // before the filter
+	Restarted  string
+}
+
+// page serves GET /.
+func page(b Backend) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		tok := b.ReloadToken()
+		d := pageData{TokenSet: tok != "", Ready: b.Readiness(), Failed: q.Get("login") == "failed"}
+		d.Authorized = tok == "" || cookieOK(r, tok)
+		if d.Authorized {
+			d.Restarted = q.Get("restarted")
+			if err := fill(&d, b, q.Get("view"), q.Get("q")); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		pageHeaders(w, "text/html; charset=utf-8")
+		if err := pageTmpl.Execute(w, d); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}
+}
+
+// fill reads the /status value through JSON, so the page shows exactly
+// what /status shows, and the tools of the view asked for.
+func fill(d *pageData, b Backend, view, q string) error {
+	raw, err := json.Marshal(b.Status())
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if err := json.Unmarshal(raw, &d.S); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	views, _ := d.S["views"].(map[string]any)
+	for name := range views {
+		d.Views = append(d.Views, name)
+	}
+	sort.Strings(d.Views)
+	if view == "" && len(d.Views) > 0 {
+		view = d.Views[0]
+		if views["default"] != nil {
+			view = "default"
+		}
+	}
+	d.View, d.Q = view, q
+	tools, _ := b.Tools(view)
+	d.ToolsAll = len(tools)
+	needle := strings.ToLower(q)
+	for _, t := range tools {
+		if needle == "" || strings.Contains(strings.ToLower(t.Public+" "+t.Server+" "+t.Original), needle) {
+			d.Tools = append(d.Tools, t)
+		}
+	}
+	return nil
+}
+
+// asset serves an embedded file of the page.
+func asset(name, ctype string) http.HandlerFunc {
+	body, err := pageFiles.ReadFile("page/" + name)
+	if err != nil {
+		panic(err) // embedded: present at build time
+	}
+	return func(w http.ResponseWriter, _ *http.Request) {
+		pageHeaders(w, ctype)
+		_, _ = w.Write(body)
+	}
+}
+
+func pageHeaders(w http.ResponseWriter, ctype string) {
+	h := w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+}
+
+// login serves POST /login: a form with the admin token. The right token
+// sets the page cookie; a wrong one goes back to the page, saying so.
+func login(b Backend) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		want := b.ReloadToken()
+		if want == "" || !sameOrigin(r) {
+			http.NotFound(w, r)
+			return
+		}
+		got := r.PostFormValue("token")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			http.Redirect(w, r, "/?login=failed", http.StatusSeeOther)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: proof(want), Path: "/", HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	}
+}
+
+// logout serves POST /logout: the cookie goes.
+func logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+// proof is the cookie's value for token: a keyed digest, not the token,
+// so the cookie cannot be replayed as a bearer token, and a new token
+// ends every page session.
+func proof(token string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("switchboard status page"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// cookieOK reports whether r carries the page cookie for token (set).
+func cookieOK(r *http.Request, token string) bool {
+	c, err := r.Cookie(cookieName)
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(proof(token))) == 1
+}
+
+// sameOrigin refuses a form posted from another origin: the cookie is
+// SameSite=Strict already; a browser that sends Origin is checked too.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// ago is how long ago an RFC 3339 time was, in whole seconds.
+func ago(v any) string {
+	s, _ := v.(string)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil || t.IsZero() || t.Year() < 2000 {
+		return ""
+	}
+	return time.Since(t).Truncate(time.Second).String() + " ago"
+}
+
+// num prints a JSON number without a fraction.
+func num(v any) string {
+	f, ok := v.(float64)
+	if !ok {
+		return "0"
+	}
+	return fmt.Sprintf("%.0f", f)
+}
+
+// spark is the points of an SVG polyline 150×24 drawing counts (JSON
+// numbers), scaled to the largest.
+func spark(v any) string {
+	counts, _ := v.([]any)
+	top := 1.0
+	for _, c := range counts {
+		if f, _ := c.(float64); f > top {
+			top = f
+		}
+	}
+	pts := make([]string, len(counts))
+	for i, c := range counts {
+		f, _ := c.(float64)
+		pts[i] = fmt.Sprintf("%d,%.1f", i*10, 23-22*f/top)
+	}
+	return strings.Join(pts, " ")
+}
+
+// sum adds JSON numbers.
+func sum(v any) string {
+	counts, _ := v.([]any)
+	t := 0.0
+	for _, c := range counts {
+		f, _ := c.(float64)
+		t += f
+	}
+	return num(t)
+}
+
+// short is the first 16 characters of a definition hash, as `switchboard
+// pins list` prints it.
+func short(h string) string { return h[:min(len(h), 16)] }
