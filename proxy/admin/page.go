@@ -26,7 +26,7 @@ import (
 var pageFiles embed.FS
 
 var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
-	"ago": ago, "num": num, "spark": spark, "sum": sum, "short": short, "join": strings.Join,
+	"ago": ago, "num": num, "spark": spark, "sum": sum, "short": short, "join": join,
 }).ParseFS(pageFiles, "page/index.html"))
 
 // pageCSP is the Content-Security-Policy of everything the page serves:
@@ -237,3 +237,18 @@ func sum(v any) string {
 // short is the first 16 characters of a definition hash, as `switchboard
 // pins list` prints it.
 func short(h string) string { return h[:min(len(h), 16)] }
+
+// join joins strings, or the strings of a JSON array, with sep.
+func join(v any, sep string) string {
+	switch l := v.(type) {
+	case []string:
+		return strings.Join(l, sep)
+	case []any:
+		s := make([]string, len(l))
+		for i, e := range l {
+			s[i] = fmt.Sprint(e)
+		}
+		return strings.Join(s, sep)
+	}
+	return ""
+}
