@@ -130,7 +130,7 @@ func pageHeaders(w http.ResponseWriter, ctype string) {
 	h.Set("Content-Type", ctype)
 	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // no-referrer would make forms post Origin: null
 	h.Set("Cache-Control", "no-store")
 }
 
