@@ -238,11 +238,11 @@ func (b *browser) eval(expr string, out any) {
 	}
 }
 
-// screenshot writes the page as a PNG to path.
+// screenshot writes what the window shows (1280×1000) as a PNG to path.
 func (b *browser) screenshot(path string) {
 	b.t.Helper()
 	var shot struct{ Data string }
-	b.callInto("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &shot)
+	b.callInto("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
 	png, err := base64.StdEncoding.DecodeString(shot.Data)
 	if err != nil {
 		b.t.Fatal(err)

@@ -55,6 +55,7 @@ func (a adminBackend) Status() any { return a.p.statusReport() }
 func (a adminBackend) Restart(server string) int {
 	return a.p.restart(server)
 }
+
 // Tools is the tool table of the view named name ("default": the
 // default view), hidden tools included, for the status page.
 func (a adminBackend) Tools(name string) ([]admin.Tool, bool) {
