@@ -8,26 +8,20 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"html/template"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 )
 
-// The status page: one HTML document rendered on the server from the
-// value /status encodes, so it works without JavaScript; page.js
+// The status page: one HTML document rendered on the server (render.go)
+// from the value /status encodes, so it works without JavaScript; page.js
 // refreshes it every second by fetching the page again. Script and style
 // are files of their own, so the Content-Security-Policy allows no inline
 // code at all.
 
 //go:embed page
 var pageFiles embed.FS
-
-var pageTmpl = template.Must(template.New("index.html").Funcs(template.FuncMap{
-	"ago": ago, "num": num, "spark": spark, "sum": sum, "short": short, "join": join,
-}).ParseFS(pageFiles, "page/index.html"))
 
 // pageCSP is the Content-Security-Policy of everything the page serves:
 // nothing from another origin, no inline script or style, no framing.
@@ -45,13 +39,13 @@ type Tool struct {
 	Hidden string
 }
 
-// pageData is what index.html renders.
+// pageData is what render writes.
 type pageData struct {
 	TokenSet   bool // an admin token is configured: login and restarts exist
 	Authorized bool // the whole page, not only health
 	Failed     bool // a login with a wrong token
 	Ready      Readiness
-	S          map[string]any // the /status value, as JSON decodes it
+	S          *pageStatus // the /status value, through its JSON
 	Views      []string
 	View, Q    string
 	Tools      []Tool
@@ -74,9 +68,7 @@ func page(b Backend) http.HandlerFunc {
 			}
 		}
 		pageHeaders(w, "text/html; charset=utf-8")
-		if err := pageTmpl.Execute(w, d); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		}
+		_, _ = w.Write([]byte(render(&d)))
 	}
 }
 
@@ -87,17 +79,14 @@ func fill(d *pageData, b Backend, view, q string) error {
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	if err := json.Unmarshal(raw, &d.S); err != nil {
+	d.S = &pageStatus{}
+	if err := json.Unmarshal(raw, d.S); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	views, _ := d.S["views"].(map[string]any)
-	for name := range views {
-		d.Views = append(d.Views, name)
-	}
-	sort.Strings(d.Views)
-	if view == "" && len(d.Views) > 0 {
+	d.Views = sortedKeys(d.S.Views)
+	if _, ok := d.S.Views[view]; !ok && len(d.Views) > 0 {
 		view = d.Views[0]
-		if views["default"] != nil {
+		if _, ok := d.S.Views["default"]; ok {
 			view = "default"
 		}
 	}
@@ -186,69 +175,40 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
-// ago is how long ago an RFC 3339 time was, in whole seconds.
-func ago(v any) string {
-	s, _ := v.(string)
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil || t.IsZero() || t.Year() < 2000 {
+// ago is how long ago t was, in whole seconds; "" for no time.
+func ago(t time.Time) string {
+	if t.Year() < 2000 {
 		return ""
 	}
 	return time.Since(t).Truncate(time.Second).String() + " ago"
 }
 
-// num prints a JSON number without a fraction.
-func num(v any) string {
-	f, ok := v.(float64)
-	if !ok {
-		return "0"
-	}
-	return fmt.Sprintf("%.0f", f)
-}
-
-// spark is the points of an SVG polyline 150×24 drawing counts (JSON
-// numbers), scaled to the largest.
-func spark(v any) string {
-	counts, _ := v.([]any)
-	top := 1.0
+// spark is the points of an SVG polyline 140×24 drawing counts, scaled
+// to the largest.
+func spark(counts []int64) string {
+	top := int64(1)
 	for _, c := range counts {
-		if f, _ := c.(float64); f > top {
-			top = f
-		}
+		top = max(top, c)
 	}
 	pts := make([]string, len(counts))
 	for i, c := range counts {
-		f, _ := c.(float64)
-		pts[i] = fmt.Sprintf("%d,%.1f", i*10, 23-22*f/top)
+		pts[i] = fmt.Sprintf("%d,%.1f", i*10, 23-22*float64(c)/float64(top))
 	}
 	return strings.Join(pts, " ")
 }
 
-// sum adds JSON numbers.
-func sum(v any) string {
-	counts, _ := v.([]any)
-	t := 0.0
+// sum adds counts.
+func sum(counts []int64) int64 {
+	var t int64
 	for _, c := range counts {
-		f, _ := c.(float64)
-		t += f
+		t += c
 	}
-	return num(t)
+	return t
 }
 
 // short is the first 16 characters of a definition hash, as `switchboard
 // pins list` prints it.
 func short(h string) string { return h[:min(len(h), 16)] }
 
-// join joins strings, or the strings of a JSON array, with sep.
-func join(v any, sep string) string {
-	switch l := v.(type) {
-	case []string:
-		return strings.Join(l, sep)
-	case []any:
-		s := make([]string, len(l))
-		for i, e := range l {
-			s[i] = fmt.Sprint(e)
-		}
-		return strings.Join(s, sep)
-	}
-	return ""
-}
+// pathEscape escapes a server name for the restart form's action.
+func pathEscape(s string) string { return url.PathEscape(s) }
