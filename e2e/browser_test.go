@@ -75,6 +75,8 @@ func startBrowser(t *testing.T) *browser {
 	cmd := exec.Command(bin, "--headless=new", "--disable-gpu", "--no-sandbox", "--remote-debugging-pipe",
 		"--user-data-dir="+t.TempDir(), "--no-first-run", "--no-default-browser-check", "--disable-extensions",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		// The page's refresh timer runs at its pace in a tab nobody looks at.
+		"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows",
 		"--window-size=1280,1000", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, evW}
 	var stderr strings.Builder // read once Wait returned

@@ -15,8 +15,11 @@ type fakeBackend struct {
 	restarts []string
 }
 
-func (f *fakeBackend) Readiness() Readiness      { return Readiness{Ready: true, Waiting: []string{}} }
-func (f *fakeBackend) Metrics() http.Handler     { return http.NotFoundHandler() }
+func (f *fakeBackend) Readiness() Readiness  { return Readiness{Ready: true, Waiting: []string{}} }
+func (f *fakeBackend) Metrics() http.Handler { return http.NotFoundHandler() }
+
+// PublicStatus is /status without the admin token (on main since issue 37).
+func (f *fakeBackend) PublicStatus() any         { return f.Status() }
 func (f *fakeBackend) ReloadToken() string       { return f.token }
 func (f *fakeBackend) QueueReload() int64        { return 1 }
 func (f *fakeBackend) Restart(server string) int { f.restarts = append(f.restarts, server); return 1 }

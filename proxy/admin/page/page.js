@@ -13,6 +13,7 @@ function filterTools() {
 }
 
 async function refresh() {
+  const started = Date.now();
   try {
     // The page itself without the filter: the script filters.
     const url = new URL(location.href);
@@ -31,7 +32,8 @@ async function refresh() {
   } catch (e) {
     // the next tick tries again
   } finally {
-    setTimeout(refresh, 1000);
+    // Once a second, counted from this fetch's start.
+    setTimeout(refresh, Math.max(0, 1000 - (Date.now() - started)));
   }
 }
 
