@@ -443,3 +443,32 @@ func runPins(path string, args []string, server, tool string, out func(string)) 
 	}
 	return fmt.Errorf("unknown pins command %q (want list or approve)", args[0])
 }
+
+// PendingPin is a changed tool definition held for approval, in /status:
+// the hash pinned and the hash of the definition the server lists now
+// (the definitions themselves are not kept).
+type PendingPin struct {
+	Server  string `json:"server"`
+	Tool    string `json:"tool"`
+	Pinned  string `json:"pinned"`
+	Pending string `json:"pending"`
+}
+
+// pending lists the held definitions, by server and tool.
+func (s *pinStore) pending() []PendingPin {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PendingPin
+	for srv, tools := range s.file.Pending {
+		for t, h := range tools {
+			out = append(out, PendingPin{Server: srv, Tool: t, Pinned: s.file.Pins[srv][t], Pending: h})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Server != out[j].Server {
+			return out[i].Server < out[j].Server
+		}
+		return out[i].Tool < out[j].Tool
+	})
+	return out
+}

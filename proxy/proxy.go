@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -87,8 +88,10 @@ type Proxy struct {
 	// serving is what is served now: one snapshot and every view built
 	// from it, swapped whole (publish.go).
 	serving *dispatch.Serving
-	pubMu   sync.Mutex     // serialises publishing; guards notices
-	notices view.NoticeLog // what of the views' notes was logged (package view)
+	// activity counts each view's calls per minute, for /status.
+	activity *telemetry.Activity
+	pubMu    sync.Mutex     // serialises publishing; guards notices
+	notices  view.NoticeLog // what of the views' notes was logged (package view)
 	// d answers the downstream sessions (package dispatch).
 	d *dispatch.Dispatcher
 	// edge serves the clients over HTTP (package edge).
@@ -221,6 +224,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		log:       log,
 		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor:  redactor,
+		activity:  telemetry.NewActivity(),
 		resolver:  secrets.NewResolver(resolverOptions(redactor)),
 		hs:        handleSet{served: map[string]*upstream.Handle{}, pending: map[string]*pendingStart{}},
 		reloadReq: make(chan string, 1),
@@ -252,6 +256,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		NewClient:  p.newHandle,
 		Resumable:  p.parked.Wrap,
 		Started:    p.started,
+		Activity:   p.activity,
 	})
 	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv}); err != nil {
 		tel.Close(context.Background())

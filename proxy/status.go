@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -75,6 +76,28 @@ func (a adminBackend) PublicStatus() any {
 func (a adminBackend) Restart(server string) int {
 	return a.p.restart(server)
 }
+
+// Tools is the tool table of the view named name ("default": the
+// default view), hidden tools included, for the status page.
+func (a adminBackend) Tools(name string) ([]admin.Tool, bool) {
+	if name == "default" {
+		name = ""
+	}
+	v := a.p.serving.Load().Views[name]
+	if v == nil {
+		return nil, false
+	}
+	out := make([]admin.Tool, 0, len(v.List)+len(v.Hidden))
+	for _, r := range v.List {
+		out = append(out, admin.Tool{Public: r.Public, Server: r.Entry.Key, Original: r.Original})
+	}
+	for _, h := range v.Hidden {
+		out = append(out, admin.Tool{Public: h.Public, Server: h.Server, Original: h.Original, Hidden: h.Reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Public < out[j].Public })
+	return out, true
+}
+
 func (a adminBackend) Metrics() http.Handler { return a.p.serving.Load().Tel.MetricsHandler() }
 
 func (a adminBackend) ReloadToken() string {
@@ -126,6 +149,9 @@ type StatusReport struct {
 	AgentViews *HiddenViews `json:"agentViews,omitempty"`
 	// Audit is the audit log's state; absent when it is off.
 	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
+	// PendingPins are the changed tool definitions held for approval
+	// (sanitize.pinMode block) or reported (warn).
+	PendingPins []PendingPin `json:"pendingPins,omitempty"`
 	// Connections is the downstream connections open now and their cap
 	// (the descriptor limit less a reserve, package connlimit); absent
 	// with --stdio.
@@ -149,6 +175,9 @@ type HiddenViews struct {
 type ViewStatus struct {
 	Tools    int `json:"tools"`
 	Sessions int `json:"sessions"`
+	// Activity is the view's tool calls per minute, kept in memory for
+	// the last 15 minutes.
+	Activity telemetry.ViewActivity `json:"activity"`
 }
 
 func (p *Proxy) statusReport() StatusReport {
@@ -191,13 +220,15 @@ func (p *Proxy) statusReport() StatusReport {
 			rep.Findings = append(rep.Findings, f)
 		}
 	}
+	rep.PendingPins = p.pins.pending()
 	counts := p.d.SessionCounts()
 	for id, v := range cur.Views {
 		name := id
 		if name == "" {
 			name = "default"
 		}
-		rep.Views[name] = ViewStatus{Tools: len(v.Tools), Sessions: counts[id]}
+		rep.Views[name] = ViewStatus{Tools: len(v.Tools), Sessions: counts[id], Activity: p.activity.View(id)}
 	}
+	p.activity.Keep(func(id string) bool { return cur.Views[id] != nil })
 	return rep
 }

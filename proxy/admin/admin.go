@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/mcp-switchboard/switchboard/proxy/internal/rebind"
@@ -43,11 +44,19 @@ type Backend interface {
 	// Restart restarts the named server (every instance of it) now and
 	// reports how many it restarted; 0: no such server.
 	Restart(server string) int
+	// Tools is the tool table of the view named view, for the status
+	// page; false: no such view.
+	Tools(view string) ([]Tool, bool)
 }
 
 // Handler serves the admin endpoints of b.
 func Handler(b Backend) http.Handler {
 	r := mux.NewRouter()
+	r.HandleFunc("/", page(b)).Methods(http.MethodGet, http.MethodHead)
+	r.HandleFunc("/page.css", asset("page.css", "text/css; charset=utf-8")).Methods(http.MethodGet)
+	r.HandleFunc("/page.js", asset("page.js", "text/javascript; charset=utf-8")).Methods(http.MethodGet)
+	r.HandleFunc("/login", login(b)).Methods(http.MethodPost)
+	r.HandleFunc("/logout", logout).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -89,6 +98,10 @@ func Handler(b Backend) http.Handler {
 			http.Error(w, fmt.Sprintf("no server %q in the running config", name), http.StatusNotFound)
 			return
 		}
+		if fromPage(r) {
+			http.Redirect(w, r, "/?restarted="+url.QueryEscape(name), http.StatusSeeOther)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusAccepted)
 		_ = json.NewEncoder(w).Encode(map[string]any{"restarted": n, "server": name})
@@ -111,12 +124,16 @@ func Handler(b Backend) http.Handler {
 }
 
 // authorized checks a request to an admin action against the admin token
-// (want); without one the action does not exist (404). It writes the
-// refusal.
+// (want): a bearer token, or the status page's cookie on a form posted
+// from the page's own origin. Without a token the action does not exist
+// (404). It writes the refusal.
 func authorized(w http.ResponseWriter, r *http.Request, want string) bool {
 	if want == "" {
 		http.NotFound(w, r)
 		return false
+	}
+	if fromPage(r) && sameOrigin(r) && cookieOK(r, want) {
+		return true
 	}
 	tok, ok := bearer(r)
 	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(want)) != 1 {
@@ -136,6 +153,11 @@ func named(r *http.Request, want string) bool {
 	}
 	tok, ok := bearer(r)
 	return ok && subtle.ConstantTimeCompare([]byte(tok), []byte(want)) == 1
+}
+
+// fromPage reports whether r is a form the status page posted.
+func fromPage(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded")
 }
 
 // bearer is the request's bearer token.

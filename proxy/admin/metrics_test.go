@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// fakeBackend serves fixed metrics and status for the admin handler.
-type fakeBackend struct{ token string }
+// metricsBackend serves fixed metrics and status for the admin handler.
+type metricsBackend struct{ token string }
 
-func (fakeBackend) Readiness() Readiness { return Readiness{Ready: true} }
-func (fakeBackend) Status() any          { return map[string]any{"views": []string{"default", "bot"}} }
-func (fakeBackend) PublicStatus() any    { return map[string]any{"views": []string{"default"}} }
-func (fakeBackend) Metrics() http.Handler {
+func (metricsBackend) Readiness() Readiness { return Readiness{Ready: true} }
+func (metricsBackend) Status() any          { return map[string]any{"views": []string{"default", "bot"}} }
+func (metricsBackend) PublicStatus() any    { return map[string]any{"views": []string{"default"}} }
+func (metricsBackend) Metrics() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Accept-Encoding") != "" {
 			w.Header().Set("Content-Encoding", "gzip") // unreadable: must not be asked for
@@ -27,11 +27,12 @@ func (fakeBackend) Metrics() http.Handler {
 			`switchboard_upstream_tools{server="preview"} 4`+"\n")
 	})
 }
-func (b fakeBackend) ReloadToken() string { return b.token }
-func (fakeBackend) QueueReload() int64    { return 1 }
-func (fakeBackend) Restart(string) int    { return 0 }
+func (b metricsBackend) ReloadToken() string       { return b.token }
+func (metricsBackend) QueueReload() int64          { return 1 }
+func (metricsBackend) Restart(string) int          { return 0 }
+func (metricsBackend) Tools(string) ([]Tool, bool) { return nil, false }
 
-func get(t *testing.T, h http.Handler, path, bearer string) string {
+func getBearer(t *testing.T, h http.Handler, path, bearer string) string {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
 	req.Header.Set("Accept-Encoding", "gzip")
@@ -47,9 +48,9 @@ func get(t *testing.T, h http.Handler, path, bearer string) string {
 }
 
 func TestAgentNamesNeedTheAdminToken(t *testing.T) {
-	h := Handler(fakeBackend{token: "tok"})
+	h := Handler(metricsBackend{token: "tok"})
 	for _, bearer := range []string{"", "nope"} {
-		m := get(t, h, "/metrics", bearer)
+		m := getBearer(t, h, "/metrics", bearer)
 		if strings.Contains(m, "bot") || strings.Contains(m, "ird") {
 			t.Errorf("metrics with bearer %q name an agent:\n%s", bearer, m)
 		}
@@ -58,14 +59,14 @@ func TestAgentNamesNeedTheAdminToken(t *testing.T) {
 				t.Errorf("metrics with bearer %q lost %q:\n%s", bearer, keep, m)
 			}
 		}
-		if s := get(t, h, "/status", bearer); strings.Contains(s, "bot") {
+		if s := getBearer(t, h, "/status", bearer); strings.Contains(s, "bot") {
 			t.Errorf("status with bearer %q names an agent: %s", bearer, s)
 		}
 	}
-	if m := get(t, h, "/metrics", "tok"); !strings.Contains(m, `view="bot"`) {
+	if m := getBearer(t, h, "/metrics", "tok"); !strings.Contains(m, `view="bot"`) {
 		t.Errorf("metrics with the token lack the agent:\n%s", m)
 	}
-	if s := get(t, Handler(fakeBackend{}), "/status", ""); !strings.Contains(s, "bot") {
+	if s := getBearer(t, Handler(metricsBackend{}), "/status", ""); !strings.Contains(s, "bot") {
 		t.Errorf("status without an admin token configured: %s, want it in full", s)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -28,6 +29,9 @@ type Options struct {
 	// input (mrtr.Calls.Wrap).
 	Resumable func(method string, next session.Handler) session.Handler
 	Started   time.Time // switchboard's start: the first lists' wait counts from it
+	// Activity counts each view's calls per minute (the status page);
+	// nil: not counted.
+	Activity *telemetry.Activity
 }
 
 // Dispatcher answers every downstream session's requests in its view.
@@ -40,6 +44,7 @@ type Dispatcher struct {
 	rebuild    func(keep func(*view.Spec) bool)
 	resumable  func(string, session.Handler) session.Handler
 	started    time.Time
+	activity   *telemetry.Activity
 
 	sessions *sessionTable
 	// sessionGone is signalled (never blocking) when a session closes.
@@ -63,6 +68,7 @@ func New(o Options) *Dispatcher {
 		rebuild:     o.Rebuild,
 		resumable:   o.Resumable,
 		started:     o.Started,
+		activity:    o.Activity,
 		sessionGone: make(chan struct{}, 1),
 	}
 	d.trust = &trust{redactor: o.Redactor, log: o.Log, serving: o.Serving}

@@ -53,6 +53,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 			rec.Outcome = "error"
 		}
 		d.serving.genOr(ctx).Tel.RecordCall(ctx, r.Metrics, rec.Outcome, took)
+		d.activity.Record(viewID, rec.Outcome)
 		if !audit.write(rec, raw) {
 			d.serving.genOr(ctx).Tel.AuditWriteFailure(ctx)
 		}

@@ -42,6 +42,17 @@ type View struct {
 	Search *SearchIndex
 	// Notes is what building the view found (notices.go).
 	Notes viewNotes
+	// Hidden are the tools the view's servers list that it does not
+	// publish, by public name, with why (the status page).
+	Hidden []Hidden
+}
+
+// Hidden is a tool a view does not publish.
+type Hidden struct {
+	Public   string
+	Server   string
+	Original string
+	Reason   string // "policy", "pin" (a changed definition held) or "trust" (withheld or skipped)
 }
 
 // Hashes fingerprint what each list shows a client.
@@ -143,10 +154,15 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 			// shown, though its namespace as a whole is not allowed.
 			st.shown[s.entry] = true
 		}
+		hide := func(why string) {
+			st.Hidden = append(st.Hidden, Hidden{Public: en.Public, Server: s.entry.Key, Original: s.tool.Name, Reason: why})
+		}
 		if !viewOK || !s.entry.Tools.AllowsAny(names...) {
+			hide("policy")
 			continue
 		}
 		if !b.Pins.Check(s.entry.HandleKey, s.tool, snap.PinMode) {
+			hide("pin")
 			continue // a changed definition held back until approved
 		}
 		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
@@ -156,6 +172,7 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 			if !errors.Is(err, errWithheld) {
 				st.Notes.skipped(s.entry.Key, "tool", s.tool.Name, err)
 			}
+			hide("trust")
 			continue
 		}
 		st.Tools[r.Public] = r
