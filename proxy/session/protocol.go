@@ -33,6 +33,7 @@ type protocol struct {
 	methods      Methods
 	info         *mcp.Implementation // Options.ServerInfo
 	caps         *mcp.ServerCapabilities
+	extensions   func(*Session) map[string]any
 	instructions string
 	cache        Cache
 	offerModern  func(*Session, *mcp.ClientCapabilities) bool
@@ -86,7 +87,7 @@ func (p *protocol) dispatch(ctx context.Context, r *Request) (any, error) {
 	case "server/discover":
 		// A session is legacy: it lists the versions with a handshake, and
 		// a 2026-07-28 client falls back to initialize.
-		return p.discover(Versions), nil
+		return p.discover(r.Session, Versions), nil
 	}
 	if !p.state().initialized {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("method %q is invalid during session initialization", r.Method)}
@@ -124,7 +125,22 @@ func (p *protocol) initialize(r *Request) (any, error) {
 	if info == nil {
 		info = &mcp.Implementation{Name: "switchboard"}
 	}
-	return &mcp.InitializeResult{ProtocolVersion: version, Capabilities: p.caps, ServerInfo: info, Instructions: p.instructions}, nil
+	return &mcp.InitializeResult{ProtocolVersion: version, Capabilities: p.capsFor(r.Session), ServerInfo: info, Instructions: p.instructions}, nil
+}
+
+// capsFor are the capabilities declared to s: the fixed ones, with the
+// extensions of its view's servers.
+func (p *protocol) capsFor(s *Session) *mcp.ServerCapabilities {
+	if p.extensions == nil || p.caps == nil {
+		return p.caps
+	}
+	ext := p.extensions(s)
+	if len(ext) == 0 {
+		return p.caps
+	}
+	caps := *p.caps
+	caps.Extensions = ext
+	return &caps
 }
 
 // setLevel answers logging/setLevel.
