@@ -57,11 +57,15 @@ func (t *trust) readResult(ctx context.Context, res *mcp.ReadResourceResult, ser
 	return out, nil
 }
 
-// viewExtensions are the extensions view id declares downstream now (see
-// view.View.Extensions).
-func viewExtensions(serving *Serving, id string) map[string]any {
-	if v := serving.Load().Views[id]; v != nil {
-		return v.Extensions()
+// viewExtensions are the extensions view id declares downstream (see
+// view.View.Extensions), once the view's servers on their first start
+// listed, as tools/list waits for them (at most firstListTimeout from
+// switchboard's start): a server's extensions are known only then, and a
+// client learns them only at initialize.
+func viewExtensions(ctx context.Context, d *Dispatcher, id string) map[string]any {
+	v := d.serving.Load().Views[id]
+	if v == nil {
+		return nil
 	}
-	return nil
+	return d.awaitFirstStarts(ctx, v).Extensions()
 }

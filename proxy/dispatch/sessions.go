@@ -130,7 +130,7 @@ func (d *Dispatcher) sessionOptions(rec *record) session.Options {
 		ServerInfo:   d.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
-		Extensions:   func(*session.Session) map[string]any { return viewExtensions(d.serving, rec.pr.View) },
+		Extensions:   func(ctx context.Context, _ *session.Session) map[string]any { return viewExtensions(ctx, d, rec.pr.View) },
 		Cache:        rec.pr.cache(),
 		OfferModern:  d.offerModernFn,
 		OnClose:      d.closeFn,
