@@ -155,4 +155,3 @@ func appURI(meta mcp.Meta) string {
 	uri, _ := meta["ui/resourceUri"].(string)
 	return uri
 }
-

@@ -130,11 +130,13 @@ func (d *Dispatcher) sessionOptions(rec *record) session.Options {
 		ServerInfo:   d.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
-		Extensions:   func(ctx context.Context, _ *session.Session) map[string]any { return viewExtensions(ctx, d, rec.pr.View) },
-		Cache:        rec.pr.cache(),
-		OfferModern:  d.offerModernFn,
-		OnClose:      d.closeFn,
-		Logger:       d.sessLog,
+		Extensions: func(ctx context.Context, _ *session.Session) map[string]any {
+			return viewExtensions(ctx, d, rec.pr.View)
+		},
+		Cache:       rec.pr.cache(),
+		OfferModern: d.offerModernFn,
+		OnClose:     d.closeFn,
+		Logger:      d.sessLog,
 	}
 }
 
