@@ -57,15 +57,20 @@ func (t *trust) readResult(ctx context.Context, res *mcp.ReadResourceResult, ser
 	return out, nil
 }
 
-// viewExtensions are the extensions view id declares downstream (see
-// view.View.Extensions), once the view's servers on their first start
-// listed, as tools/list waits for them (at most firstListTimeout from
-// switchboard's start): a server's extensions are known only then, and a
-// client learns them only at initialize.
-func viewExtensions(ctx context.Context, d *Dispatcher, id string) map[string]any {
+// viewExtensions are the extensions view id declares downstream to a
+// client that declared caps (see view.View.Extensions). A client that
+// declared extensions of its own negotiates them: for it, the view's
+// servers on their first start without a cached catalog are waited for,
+// as tools/list waits (at most firstListTimeout from switchboard's
+// start), since a client learns a server's extensions only here. Any
+// other client is answered at once.
+func viewExtensions(ctx context.Context, d *Dispatcher, id string, caps *mcp.ClientCapabilities) map[string]any {
 	v := d.serving.Load().Views[id]
 	if v == nil {
 		return nil
 	}
-	return d.awaitFirstStarts(ctx, v).Extensions()
+	if caps != nil && len(caps.Extensions) > 0 {
+		v = d.awaitFirstStarts(ctx, v)
+	}
+	return v.Extensions()
 }

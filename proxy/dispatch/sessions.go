@@ -130,8 +130,8 @@ func (d *Dispatcher) sessionOptions(rec *record) session.Options {
 		ServerInfo:   d.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
-		Extensions: func(ctx context.Context, _ *session.Session) map[string]any {
-			return viewExtensions(ctx, d, rec.pr.View)
+		Extensions: func(ctx context.Context, _ *session.Session, caps *mcp.ClientCapabilities) map[string]any {
+			return viewExtensions(ctx, d, rec.pr.View, caps)
 		},
 		Cache:       rec.pr.cache(),
 		OfferModern: d.offerModernFn,

@@ -16,7 +16,7 @@ func TestExtensionsDeclared(t *testing.T) {
 	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
 	ext := map[string]any{"io.modelcontextprotocol/ui": map[string]any{}}
 	s := newSession(t, session.Options{Capabilities: caps,
-		Extensions: func(context.Context, *session.Session) map[string]any { return ext }}, nil)
+		Extensions: func(context.Context, *session.Session, *mcp.ClientCapabilities) map[string]any { return ext }}, nil)
 	res := initialize(t, s, "2025-11-25")
 	if _, ok := res.Capabilities.Extensions["io.modelcontextprotocol/ui"]; !ok || res.Capabilities.Tools == nil {
 		t.Errorf("initialize declares %+v, want tools and the ui extension", res.Capabilities)

@@ -54,8 +54,9 @@ type Options struct {
 	Instructions string
 	// Extensions, if set, are the extensions declared in Capabilities
 	// (initialize, server/discover) for the session at the time it asks:
-	// those its view's servers declare (nil: none). ctx is the request's.
-	Extensions func(ctx context.Context, s *Session) map[string]any
+	// those its view's servers declare (nil: none). ctx is the request's,
+	// caps what the client declared with it (nil: nothing).
+	Extensions func(ctx context.Context, s *Session, caps *mcp.ClientCapabilities) map[string]any
 	// Cache is what 2026-07-28 lists, reads and discover say about
 	// caching them.
 	Cache Cache
