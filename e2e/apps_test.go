@@ -34,8 +34,8 @@ type appServer struct {
 	env  []string
 }
 
-// TestMCPAppsThroughSwitchboard puts the MCP Apps example server from npm
-// (server-basic-react) and the fixture's apps (a text and a blob page with
+// TestMCPAppsThroughSwitchboard puts the MCP Apps example servers from npm
+// (server-basic-react, server-map) and the fixture's apps (a text and a blob page with
 // a CSP, permissions and a domain in _meta.ui) behind one switchboard,
 // with a client that declares the UI extension. Every UI resource a tool
 // names reads through switchboard exactly as directly (contents, bytes,
@@ -50,13 +50,19 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cesium, err := filepath.EvalSymlinks(npmBin(t, "mcp-map-server"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	const secret = "app-secret-5f1c0a9e77d2"
 	servers := []appServer{
 		{name: "react", argv: []string{node, react, "--stdio"}},
+		{name: "map", argv: []string{node, cesium, "--stdio"}},
 		{name: "fix", argv: []string{fixture, "--name", "fix", "--apps"}},
 	}
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"react": map[string]any{"command": node, "args": []string{react, "--stdio"}},
+		"map":   map[string]any{"command": node, "args": []string{cesium, "--stdio"}},
 		"fix": map[string]any{"command": fixture, "args": []string{"--name", "fix", "--apps", "--app-env", "S_APP"},
 			"env": map[string]string{"S_APP": "secret://env/APP_SECRET"}},
 	}}
@@ -68,9 +74,9 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 		t.Errorf("initialize declares extensions %v, without %s", ext, appsExtension)
 	}
 	var tools map[string]*mcp.Tool
-	testutil.Eventually(t, 60*time.Second, "both app servers listed", func() bool {
+	testutil.Eventually(t, 60*time.Second, "the app servers listed", func() bool {
 		tools = listTools(t, cs)
-		return tools["mcp_react_get-time"] != nil && tools["mcp_fix_show_app"] != nil
+		return tools["mcp_react_get-time"] != nil && tools["mcp_map_show-map"] != nil && tools["mcp_fix_show_app"] != nil
 	})
 	got := unwrap(textOf(mustCall(t, cs, "mcp_fix_client_extensions", map[string]any{})))
 	if !strings.Contains(got, appsExtension) || !strings.Contains(got, "text/html;profile=mcp-app") {
@@ -116,8 +122,8 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 			compared++
 		}
 	}
-	if compared < 3 {
-		t.Errorf("compared %d UI resources, want the react server's one and the fixture's two", compared)
+	if compared < 4 {
+		t.Errorf("compared %d UI resources, want the react and map servers' one each and the fixture's two", compared)
 	}
 
 	_, err = read(cs, "ui://fixture/leak.html")
