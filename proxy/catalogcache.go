@@ -52,6 +52,9 @@ type catalogFile struct {
 	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
 	Resources []*mcp.Resource         `json:"resources,omitempty"`
 	Templates []*mcp.ResourceTemplate `json:"resourceTemplates,omitempty"`
+	// Extensions are the server's declared extensions, so that the
+	// first initialize after a start declares them without waiting.
+	Extensions map[string]any `json:"extensions,omitempty"`
 }
 
 // maxCatalogFile bounds a cache file read back: a catalog is listed within
@@ -122,7 +125,7 @@ func (c *catalogCache) seed(h *upstream.Handle) {
 	c.mu.Lock()
 	c.written[path] = sha256.Sum256(b)
 	c.mu.Unlock()
-	h.Seed(&upstream.Catalog{Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates}, f.Protocol)
+	h.Seed(&upstream.Catalog{Tools: f.Tools, Prompts: f.Prompts, Resources: f.Resources, Templates: f.Templates, Extensions: f.Extensions}, f.Protocol)
 	c.log.Debug("catalog seeded from the cache", "upstream", h.Name(), "tools", len(f.Tools))
 }
 
@@ -139,7 +142,7 @@ func (c *catalogCache) save(h *upstream.Handle, keep func(*mcp.Tool) bool, redac
 		return
 	}
 	f := catalogFile{Version: catalogFileVersion, Server: h.Spec().Name, Protocol: h.Status().Protocol,
-		Prompts: cat.Prompts, Resources: cat.Resources, Templates: cat.Templates}
+		Prompts: cat.Prompts, Resources: cat.Resources, Templates: cat.Templates, Extensions: cat.Extensions}
 	for _, t := range cat.Tools {
 		if keep(t) {
 			f.Tools = append(f.Tools, t)

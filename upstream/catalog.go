@@ -46,6 +46,9 @@ type Catalog struct {
 	// asked for again on the server's next list_changed or after a backoff
 	// of 5 s doubling to 5 min. A failing tools/list fails the start.
 	Errors map[string]string
+	// Extensions are the extensions the server declared in its
+	// capabilities (io.modelcontextprotocol/ui, ...), as it declared them.
+	Extensions map[string]any
 
 	// params are the Mcp-Param-* bindings of the tools of a 2026-07-28
 	// server (paramheaders.go), by tool name.
@@ -101,6 +104,9 @@ type list struct {
 func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only map[string]bool) (*Catalog, error) {
 	caps := serverCaps(cl)
 	cat := &Catalog{}
+	if caps != nil {
+		cat.Extensions = caps.Extensions
+	}
 	if prev != nil {
 		cat.Tools, cat.Prompts, cat.Resources, cat.Templates, cat.params = prev.Tools, prev.Prompts, prev.Resources, prev.Templates, prev.params
 	}

@@ -58,9 +58,10 @@ func (m *modernClient) meta(have map[string]any, sink Sink) map[string]any {
 	if c, ok := sink.(Capable); ok {
 		if cc := c.ClientCapabilities(); cc != nil {
 			// Input goes back to the caller: only what it can answer is
-			// declared (roots stay the operator's).
+			// declared, and the extensions it supports (roots stay the
+			// operator's).
 			cp := *caps
-			cp.Sampling, cp.Elicitation = cc.Sampling, cc.Elicitation
+			cp.Sampling, cp.Elicitation, cp.Extensions = cc.Sampling, cc.Elicitation, cc.Extensions
 			caps = &cp
 		}
 	}

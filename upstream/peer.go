@@ -54,9 +54,11 @@ func (h *Handle) hooks() clientHooks {
 // capabilities are what switchboard advertises to the server: sampling and
 // elicitation when a Peer can route them, roots only when the server has
 // configured roots or forwards its one client's roots: a shared server
-// must never see one client's roots and use them for another.
+// must never see one client's roots and use them for another. The MCP Apps
+// extension is declared as switchboard relays it (RelayedExtensions); a
+// 2026-07-28 server gets the caller's own extensions with each request.
 func (cn *connector) capabilities() *mcp.ClientCapabilities {
-	caps := &mcp.ClientCapabilities{}
+	caps := &mcp.ClientCapabilities{Extensions: RelayedExtensions()}
 	if cn.peered {
 		caps.Sampling = &mcp.SamplingCapabilities{}
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
@@ -76,6 +78,20 @@ func (h *Handle) Notify(ctx context.Context, method string, params any) error {
 		return nil // 2026-07-28 has no notifications from client to server but cancellation
 	}
 	return s.cl.notify(ctx, method, params)
+}
+
+// AppsExtension is the MCP Apps extension (interactive UI resources).
+const AppsExtension = "io.modelcontextprotocol/ui"
+
+// AppMIMEType is the MIME type of an MCP Apps UI resource.
+const AppMIMEType = "text/html;profile=mcp-app"
+
+// RelayedExtensions are the client extensions switchboard declares to a
+// server at initialize, on behalf of clients it cannot name there (the
+// session is shared): MCP Apps, whose UI resources it relays unchanged to
+// the host that renders them.
+func RelayedExtensions() map[string]any {
+	return map[string]any{AppsExtension: map[string]any{"mimeTypes": []string{AppMIMEType}}}
 }
 
 func serverCaps(cl *client) *mcp.ServerCapabilities {

@@ -47,7 +47,8 @@ func (d *Dispatcher) getPrompt(ctx context.Context, v *view.View, req *session.R
 }
 
 // readResource forwards resources/read to the URI's owner and wraps its
-// text as untrusted. Every URI the view's servers own is routed, including
+// text as untrusted (MCP Apps UI resources pass unwrapped, see
+// trust.readResult). Every URI the view's servers own is routed, including
 // ones an upstream never listed (resource links in tool results).
 func (d *Dispatcher) readResource(ctx context.Context, v *view.View, req *session.Request) (any, error) {
 	var params mcp.ReadResourceParams
@@ -75,11 +76,10 @@ func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerE
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
-	out, rep, err := sanitize.ReadResult(res, e.Key, opts)
+	out, err := d.trust.readResult(ctx, res, e.Key, opts)
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
-	d.trust.noteFindings(ctx, e.Key, "", rep)
 	return out, nil
 }
 

@@ -182,9 +182,9 @@ func (p *protocol) dispatchModern(ctx context.Context, r *Request) (any, error) 
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q is not part of protocol %s", r.Method, r.era.version)}
 	case r.Method == "server/discover":
 		if p.offerModern != nil && !p.offerModern(r.Session, r.era.caps) {
-			return p.discover(Versions), nil
+			return p.discover(ctx, r.Session, r.era.caps, Versions), nil
 		}
-		return p.discover(AllVersions), nil
+		return p.discover(ctx, r.Session, r.era.caps, AllVersions), nil
 	}
 	h := p.methods[r.Method]
 	if h == nil {
@@ -194,8 +194,8 @@ func (p *protocol) dispatchModern(ctx context.Context, r *Request) (any, error) 
 }
 
 // discover is the server/discover answer listing versions.
-func (p *protocol) discover(versions []string) *mcp.DiscoverResult {
-	return &mcp.DiscoverResult{SupportedVersions: versions, Capabilities: p.caps, Instructions: p.instructions}
+func (p *protocol) discover(ctx context.Context, s *Session, client *mcp.ClientCapabilities, versions []string) *mcp.DiscoverResult {
+	return &mcp.DiscoverResult{SupportedVersions: versions, Capabilities: p.capsFor(ctx, s, client), Instructions: p.instructions}
 }
 
 // Cache is what a 2026-07-28 answer says about caching it (SEP-2549).

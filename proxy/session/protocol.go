@@ -33,6 +33,7 @@ type protocol struct {
 	methods      Methods
 	info         *mcp.Implementation // Options.ServerInfo
 	caps         *mcp.ServerCapabilities
+	extensions   func(context.Context, *Session, *mcp.ClientCapabilities) map[string]any
 	instructions string
 	cache        Cache
 	offerModern  func(*Session, *mcp.ClientCapabilities) bool
@@ -80,13 +81,13 @@ func (p *protocol) dispatch(ctx context.Context, r *Request) (any, error) {
 	}
 	switch r.Method {
 	case "initialize":
-		return p.initialize(r)
+		return p.initialize(ctx, r)
 	case "ping":
 		return json.RawMessage("{}"), nil
 	case "server/discover":
 		// A session is legacy: it lists the versions with a handshake, and
 		// a 2026-07-28 client falls back to initialize.
-		return p.discover(Versions), nil
+		return p.discover(ctx, r.Session, nil, Versions), nil
 	}
 	if !p.state().initialized {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("method %q is invalid during session initialization", r.Method)}
@@ -103,7 +104,7 @@ func (p *protocol) dispatch(ctx context.Context, r *Request) (any, error) {
 
 // initialize answers initialize and settles the session's version and
 // what the client declared.
-func (p *protocol) initialize(r *Request) (any, error) {
+func (p *protocol) initialize(ctx context.Context, r *Request) (any, error) {
 	var params mcp.InitializeParams
 	var raw struct {
 		Capabilities json.RawMessage `json:"capabilities"`
@@ -124,7 +125,22 @@ func (p *protocol) initialize(r *Request) (any, error) {
 	if info == nil {
 		info = &mcp.Implementation{Name: "switchboard"}
 	}
-	return &mcp.InitializeResult{ProtocolVersion: version, Capabilities: p.caps, ServerInfo: info, Instructions: p.instructions}, nil
+	return &mcp.InitializeResult{ProtocolVersion: version, Capabilities: p.capsFor(ctx, r.Session, params.Capabilities), ServerInfo: info, Instructions: p.instructions}, nil
+}
+
+// capsFor are the capabilities declared to s, whose client declared
+// client: the fixed ones, with the extensions of its view's servers.
+func (p *protocol) capsFor(ctx context.Context, s *Session, client *mcp.ClientCapabilities) *mcp.ServerCapabilities {
+	if p.extensions == nil || p.caps == nil {
+		return p.caps
+	}
+	ext := p.extensions(ctx, s, client)
+	if len(ext) == 0 {
+		return p.caps
+	}
+	caps := *p.caps
+	caps.Extensions = ext
+	return &caps
 }
 
 // setLevel answers logging/setLevel.

@@ -52,6 +52,11 @@ type Options struct {
 	ServerInfo   *mcp.Implementation
 	Capabilities *mcp.ServerCapabilities
 	Instructions string
+	// Extensions, if set, are the extensions declared in Capabilities
+	// (initialize, server/discover) for the session at the time it asks:
+	// those its view's servers declare (nil: none). ctx is the request's,
+	// caps what the client declared with it (nil: nothing).
+	Extensions func(ctx context.Context, s *Session, caps *mcp.ClientCapabilities) map[string]any
 	// Cache is what 2026-07-28 lists, reads and discover say about
 	// caching them.
 	Cache Cache
@@ -140,7 +145,7 @@ func New(opt Options, out Stream) *Session {
 	s.outbound = outbound{id: opt.ID, log: opt.Logger, max: opt.MaxQueued, done: s.done, lost: s.Close}
 	s.outbound.setStream(out)
 	s.protocol = protocol{methods: opt.Methods, info: opt.ServerInfo, caps: opt.Capabilities, instructions: opt.Instructions,
-		cache: opt.Cache, offerModern: opt.OfferModern, onLevel: opt.OnLevel}
+		extensions: opt.Extensions, cache: opt.Cache, offerModern: opt.OfferModern, onLevel: opt.OnLevel}
 	if r := opt.Resumed; r != nil {
 		caps, _ := decodeCaps(r.Caps)
 		s.protocol.hello = negotiated{initialized: true, version: Negotiate(r.Version), clientInfo: r.ClientInfo, clientCaps: caps}

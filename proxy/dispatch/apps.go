@@ -1,0 +1,76 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/sanitize"
+)
+
+// readResult passes a resources/read answer from server through the trust
+// boundary. MCP Apps UI resources (sanitize.IsApp) are not model-facing:
+// the host renders them in a sandbox, so they pass byte for byte, their
+// _meta (csp, permissions, domain) as the server wrote it, once
+// sanitize.CheckApp found them within the size limits and free of
+// configured secrets; a UI resource that is not is refused, never
+// altered. Every other entry, and the result's own _meta, pass the
+// boundary as any resource does.
+func (t *trust) readResult(ctx context.Context, res *mcp.ReadResourceResult, server string, opts sanitize.Options) (*mcp.ReadResourceResult, error) {
+	if res == nil || !slices.ContainsFunc(res.Contents, sanitize.IsApp) {
+		out, rep, err := sanitize.ReadResult(res, server, opts)
+		if err != nil {
+			return nil, err
+		}
+		t.noteFindings(ctx, server, "", rep)
+		return out, nil
+	}
+	if err := sanitize.CheckApp(res.Contents, server, opts); err != nil {
+		var se *sanitize.AppSecretError
+		if errors.As(err, &se) {
+			t.log.Warn("secret withheld", "upstream", server, "uri", se.URI)
+		}
+		return nil, err // switchboard's own message (protocolError)
+	}
+	rest := *res
+	rest.Contents = slices.DeleteFunc(slices.Clone(res.Contents), func(c *mcp.ResourceContents) bool { return c == nil || sanitize.IsApp(c) })
+	out, rep, err := sanitize.ReadResult(&rest, server, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.noteFindings(ctx, server, "", rep)
+	others := out.Contents
+	merged := make([]*mcp.ResourceContents, 0, len(res.Contents))
+	for _, c := range res.Contents {
+		switch {
+		case c == nil:
+		case sanitize.IsApp(c):
+			merged = append(merged, c)
+		case len(others) > 0:
+			merged = append(merged, others[0])
+			others = others[1:]
+		}
+	}
+	out.Contents = merged
+	return out, nil
+}
+
+// viewExtensions are the extensions view id declares downstream to a
+// client that declared caps (see view.View.Extensions). A client that
+// declared extensions of its own negotiates them: for it, the view's
+// servers on their first start without a cached catalog are waited for,
+// as tools/list waits (at most firstListTimeout from switchboard's
+// start), since a client learns a server's extensions only here. Any
+// other client is answered at once.
+func viewExtensions(ctx context.Context, d *Dispatcher, id string, caps *mcp.ClientCapabilities) map[string]any {
+	v := d.serving.Load().Views[id]
+	if v == nil {
+		return nil
+	}
+	if caps != nil && len(caps.Extensions) > 0 {
+		v = d.awaitFirstStarts(ctx, v)
+	}
+	return v.Extensions()
+}
