@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -116,6 +117,11 @@ func writeFileDurable(path string, data []byte) error {
 	if err != nil {
 		os.Remove(tmp.Name())
 		return err
+	}
+	if runtime.GOOS == "windows" {
+		// A rename is durable there once the file's data is; a directory
+		// handle cannot be flushed.
+		return nil
 	}
 	d, err := os.Open(dir)
 	if err != nil {

@@ -3,7 +3,6 @@ package connlimit
 import (
 	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,17 +26,6 @@ func Cap(nofile uint64) int {
 		return 1
 	}
 	return int(min(nofile-reserve, 1<<30))
-}
-
-// FileLimit is the process's soft RLIMIT_NOFILE (the runtime raises it to
-// the hard limit at start where it may), or 0 if it cannot be read or is
-// unlimited.
-func FileLimit() uint64 {
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == ^uint64(0) {
-		return 0
-	}
-	return rl.Cur
 }
 
 // warnEvery is how often a listener at its cap says so again.
