@@ -7,7 +7,8 @@ import (
 )
 
 // Rules is one layer as written in config: {"allow": [...], "deny": [...]}.
-// Each entry is a glob (see Match) over the whole public name.
+// Each entry is a glob (see Match) over the whole public name, or, in Deny
+// only, a class of tools ("class:destructive", see ParseClass).
 // If Allow is empty, every name not denied is allowed; Deny always wins.
 type Rules struct {
 	Allow []string `json:"allow,omitempty"`
@@ -19,12 +20,18 @@ type Rules struct {
 func (r Rules) Validate() error {
 	var errs []error
 	for i, p := range r.Allow {
-		if err := ValidatePattern(p); err != nil {
+		if strings.HasPrefix(p, ClassPrefix) {
+			errs = append(errs, fmt.Errorf("allow[%d]: %w: %q: a class can only be denied (an allow by class would trust what a tool says of itself)", i, ErrInvalidPattern, p))
+		} else if err := ValidatePattern(p); err != nil {
 			errs = append(errs, fmt.Errorf("allow[%d]: %w", i, err))
 		}
 	}
 	for i, p := range r.Deny {
-		if err := ValidatePattern(p); err != nil {
+		if _, ok, err := ParseClass(p); ok {
+			if err != nil {
+				errs = append(errs, fmt.Errorf("deny[%d]: %w", i, err))
+			}
+		} else if err := ValidatePattern(p); err != nil {
 			errs = append(errs, fmt.Errorf("deny[%d]: %w", i, err))
 		}
 	}
@@ -39,6 +46,8 @@ type Layer struct {
 	// The same patterns lower-cased, for AllowsAny.
 	foldAllow set
 	foldDeny  set
+	// denyClass holds the classes Deny names (AllowsTool).
+	denyClass Class
 }
 
 // set is a compiled list of patterns. Patterns without wildcards are looked
@@ -57,9 +66,19 @@ func Compile(r Rules) (*Layer, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	var deny []string
+	var classes Class
+	for _, p := range r.Deny {
+		if c, ok, _ := ParseClass(p); ok {
+			classes |= c
+		} else {
+			deny = append(deny, p)
+		}
+	}
 	return &Layer{
-		allow: compileSet(r.Allow), deny: compileSet(r.Deny),
-		foldAllow: compileSet(lower(r.Allow)), foldDeny: compileSet(lower(r.Deny)),
+		allow: compileSet(r.Allow), deny: compileSet(deny),
+		foldAllow: compileSet(lower(r.Allow)), foldDeny: compileSet(lower(deny)),
+		denyClass: classes,
 	}, nil
 }
 
@@ -147,7 +166,7 @@ func (l *Layer) AllowsAny(names ...string) bool {
 // Empty reports whether l has no patterns, and so allows everything.
 // A nil Layer is empty.
 func (l *Layer) Empty() bool {
-	return l == nil || (l.allow.n == 0 && l.deny.n == 0)
+	return l == nil || (l.allow.n == 0 && l.deny.n == 0 && l.denyClass == 0)
 }
 
 // Chain is every layer that applies to one server in one view: global,

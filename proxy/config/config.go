@@ -150,6 +150,9 @@ type Server struct {
 	FollowRedirects string `json:"followRedirects,omitempty"`
 	// Egress replaces the top level's egress for this server.
 	Egress *Egress `json:"egress,omitempty"`
+	// TrustAnnotations and Annotations: see annotations.go.
+	TrustAnnotations bool                        `json:"trustAnnotations,omitempty"`
+	Annotations      map[string]*ToolAnnotations `json:"annotations,omitempty"`
 
 	// urlKey is the key the URL came from when it is not "url"
 	// (Windsurf's "serverUrl"), for error paths.
@@ -186,8 +189,9 @@ type Agents struct {
 
 // AgentDefaults apply to every agent and to the default view.
 type AgentDefaults struct {
-	MCP   *AgentMCP     `json:"mcp,omitempty"`
-	Tools *policy.Rules `json:"tools,omitempty"`
+	MCP      *AgentMCP     `json:"mcp,omitempty"`
+	Tools    *policy.Rules `json:"tools,omitempty"`
+	ReadOnly *bool         `json:"readOnly,omitempty"`
 }
 
 // AgentMCP holds an agent's servers.
@@ -200,6 +204,7 @@ type Agent struct {
 	ID        string        `json:"id"`
 	MCP       *AgentMCP     `json:"mcp,omitempty"`
 	Tools     *policy.Rules `json:"tools,omitempty"`
+	ReadOnly  *bool         `json:"readOnly,omitempty"`
 	Tokens    []string      `json:"tokens,omitempty"`
 	Limits    *policy.Limit `json:"limits,omitempty"`
 	Discovery *Discovery    `json:"discovery,omitempty"`

@@ -66,7 +66,7 @@ func (v *validator) settings(c *Config) {
 	v.oneOf("logLevel", strings.ToLower(c.LogLevel), logLevels)
 	v.oneOf("logFormat", c.LogFormat, []string{"text", "json"})
 	v.rules("tools", c.Tools)
-	v.rules("prompts", c.Prompts)
+	v.promptRules("prompts", c.Prompts)
 	v.limit("limits", c.Limits)
 	v.positiveMS("shutdownTimeout", c.ShutdownTimeoutMS)
 	v.positiveMS("drainTimeout", c.DrainTimeoutMS)
@@ -260,6 +260,20 @@ func (v *validator) rules(path string, r *policy.Rules) {
 	}
 }
 
+// promptRules checks prompt rules: as tool rules, but classes are about
+// what tools do and name no prompt.
+func (v *validator) promptRules(path string, r *policy.Rules) {
+	v.rules(path, r)
+	if r == nil {
+		return
+	}
+	for i, p := range r.Deny {
+		if strings.HasPrefix(p, policy.ClassPrefix) {
+			v.add(joinIndex(path+".deny", i), fmt.Sprintf("%q: classes apply to tools only", p))
+		}
+	}
+}
+
 func (v *validator) limit(path string, l *policy.Limit) {
 	if l == nil {
 		return
@@ -351,7 +365,8 @@ func (v *validator) server(path, key string, s *Server) {
 	v.oneOf(path+".protocol", s.Protocol, protocols)
 	v.serverEgress(path, tr, s)
 	v.rules(path+".tools", s.Tools)
-	v.rules(path+".prompts", s.Prompts)
+	v.promptRules(path+".prompts", s.Prompts)
+	v.annotations(path, s)
 	for i, f := range s.ResourceFilter {
 		if f == "" {
 			v.add(joinIndex(path+".resourceFilter", i), "must not be empty")

@@ -43,6 +43,8 @@ type Spec struct {
 	// nil when it has none.
 	Discovery     *config.Discovery
 	AlwaysVisible *policy.Layer
+	// ReadOnly lists only the tools believed read-only (annotations.go).
+	ReadOnly bool
 }
 
 // ServerEntry is one server as a view sees it.
@@ -61,6 +63,9 @@ type ServerEntry struct {
 	// ListPrompts is listPrompts: false hides the server's prompts (they
 	// are not listed either, see upstream.Spec.SkipPrompts).
 	ListPrompts bool
+	// TrustAnnotations and Annotations are the server's (annotations.go).
+	TrustAnnotations bool
+	Annotations      map[string]*config.ToolAnnotations
 }
 
 // serverSpec turns one config entry into the upstream spec it runs.
@@ -245,16 +250,18 @@ func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handl
 	}
 	agentTools := map[string]*policy.Layer{}
 	agentDiscovery := map[string]*config.Discovery{}
+	readOnly := map[string]bool{"": c.ReadOnly(nil)}
 	if c.Agents != nil {
 		for _, ag := range c.Agents.List {
 			if ag != nil {
 				agentTools[ag.ID] = mustCompile(ag.Tools)
 				agentDiscovery[ag.ID] = ag.Discovery
+				readOnly[ag.ID] = c.ReadOnly(ag)
 			}
 		}
 	}
 	for id, planned := range views {
-		vs := &Spec{ID: id, Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+		vs := &Spec{ID: id, Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}, ReadOnly: readOnly[id]}
 		if id != "" {
 			vs.Tools = append(vs.Tools, agentTools[id])
 		}
@@ -273,12 +280,15 @@ func NewSnapshot(gen int64, c *config.Config, handles map[string]*upstream.Handl
 				Resources:   boolOr(p.cfg.Resources, true),
 				Filter:      p.cfg.ResourceFilter,
 				ListPrompts: boolOr(p.cfg.ListPrompts, true),
+
+				TrustAnnotations: p.cfg.TrustAnnotations,
+				Annotations:      p.cfg.Annotations,
 			})
 		}
 		s.Views[id] = vs
 	}
 	if _, ok := s.Views[""]; !ok {
-		s.Views[""] = &Spec{Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}}
+		s.Views[""] = &Spec{Tools: policy.Chain{global, defaultsTools}, Prompts: policy.Chain{globalPrompts}, ReadOnly: readOnly[""]}
 		s.Views[""].setDiscovery(c.Discovery)
 	}
 	return s

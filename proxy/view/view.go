@@ -157,7 +157,7 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 		hide := func(why string) {
 			st.Hidden = append(st.Hidden, Hidden{Public: en.Public, Server: s.entry.Key, Original: s.tool.Name, Reason: why})
 		}
-		if !viewOK || !s.entry.Tools.AllowsAny(names...) {
+		if !viewOK || !allowsTool(spec, s.entry, s.tool, names) {
 			hide("policy")
 			continue
 		}
@@ -217,6 +217,11 @@ func (b *Builder) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc i
 	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
 	if len(findings) > 0 && block {
 		return nil, findings, errWithheld
+	}
+	if o := e.Annotations[t.Name]; o != nil {
+		shown := *clean
+		shown.Annotations = publishedAnnotations(clean.Annotations, o)
+		clean = &shown
 	}
 	r, err := b.publishedRoute(public, e, t.Name, clean, in, profile)
 	return r, findings, err
