@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/sanitize"
+	"github.com/mcp-switchboard/switchboard/secrets"
 )
 
 // uriSecret holds bytes that URL escaping changes.
@@ -239,4 +240,14 @@ func FuzzURI(f *testing.F) {
 			t.Fatalf("URI(%q) = %q, again %q", uri, out, again)
 		}
 	})
+}
+
+// TestURIRedactedMarkIsTheRedactors: the marker the real redactor writes
+// is the one a URI gets percent-encoded.
+func TestURIRedactedMarkIsTheRedactors(t *testing.T) {
+	set := secrets.NewSet()
+	set.Add(uriSecret)
+	if got := sanitize.URI("https://h.example/"+uriSecret, set); got != "https://h.example/%5BREDACTED%5D" {
+		t.Errorf("URI = %q", got)
+	}
 }
