@@ -86,6 +86,16 @@ func listedTool(name string, def map[string]any) map[string]any {
 	return def
 }
 
+// escapeEvery percent-encodes every byte of s, with lowercase hex: an
+// escaping no list of a secret's encoded forms holds.
+func escapeEvery(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		fmt.Fprintf(&b, "%%%02x", s[i])
+	}
+	return b.String()
+}
+
 // hostileLocations are every place a payload can reach a client by.
 func hostileLocations() []location {
 	half := func(p string) (string, string) {
@@ -117,6 +127,72 @@ func hostileLocations() []location {
 				obj("type", "resource", "resource", obj("uri", "file:///r.txt", "mimeType", "text/plain", "text", p)),
 				obj("type", "resource_link", "uri", "file:///l.txt", "name", p, "title", p, "description", p),
 			}), nil)
+		}},
+		// URIs: the payload as the whole URI and inside one (path and
+		// query), as it is and with every byte percent-encoded, in every
+		// field an upstream names a resource or an icon by.
+		{name: "tools/call: embedded resource uri", request: call("eu"), answers: func(i int, p string) []map[string]any {
+			return tool("eu", i, nil, obj("content", []any{
+				obj("type", "resource", "resource", obj("uri", p, "mimeType", "text/plain", "text", "ok")),
+				obj("type", "resource", "resource", obj("uri", "file:///e/"+escapeEvery(p), "mimeType", "text/plain", "text", "ok")),
+				obj("type", "resource", "resource", obj("uri", "file:///r/"+p+"?q="+p, "mimeType", "text/plain", "text", "ok")),
+				obj("type", "resource", "resource", obj("uri", "file:///b/"+p, "mimeType", "application/octet-stream", "blob", "AAAA")),
+			}), nil)
+		}},
+		{name: "tools/call: resource_link uri and icons", request: call("lu"), answers: func(i int, p string) []map[string]any {
+			return tool("lu", i, nil, obj("content", []any{
+				obj("type", "resource_link", "uri", p, "name", "l"),
+				obj("type", "resource_link", "uri", "https://h.example/e?q="+escapeEvery(p), "name", "l"),
+				obj("type", "resource_link", "uri", "https://h.example/"+p+"?q="+p, "name", "l",
+					"icons", []any{obj("src", "https://h.example/i/"+p), obj("src", p)}),
+			}), nil)
+		}},
+		{name: "tools/call: _meta URIs", request: call("mu"), answers: func(i int, p string) []map[string]any {
+			return tool("mu", i, nil, obj("content", []any{text("ok")},
+				"_meta", obj("ui", obj("resourceUri", "ui://h/"+p), "uri", p, "escaped", "ui://h/"+escapeEvery(p))), nil)
+		}},
+		{name: "tools/list: _meta URIs and icons", answers: func(i int, p string) []map[string]any {
+			return []map[string]any{obj("method", "_def", "result", listedTool(fmt.Sprintf("du%03d", i), obj(
+				"_meta", obj("ui", obj("resourceUri", "ui://h/"+p)),
+				"icons", []any{obj("src", "https://h.example/i/"+p), obj("src", p)})))}
+		}},
+		{name: "resources/list uri and resources/read contents uri", request: func(i int) (string, any) {
+			return "resources/read", obj("uri", fmt.Sprintf("res://h/u%03d", i))
+		}, answers: func(i int, p string) []map[string]any {
+			uri := fmt.Sprintf("res://h/u%03d", i)
+			return []map[string]any{
+				obj("method", "_resource", "result", obj("uri", uri, "name", "u", "mimeType", "text/plain",
+					"icons", []any{obj("src", "https://h.example/i/"+p)})),
+				obj("method", "_resource", "result", obj("uri", "res://h/p/"+p, "name", "p")),
+				obj("method", "_resource", "result", obj("uri", p, "name", "p")),
+				obj("method", "_resource", "result", obj("uri", "res://h/e/"+escapeEvery(p), "name", "e")),
+				obj("method", "resources/read", "name", uri, "result", obj("contents", []any{
+					obj("uri", p, "mimeType", "text/plain", "text", "ok"),
+					obj("uri", uri+"/e/"+escapeEvery(p), "mimeType", "text/plain", "text", "ok"),
+					obj("uri", uri+"/"+p+"?q="+p, "mimeType", "text/plain", "text", "ok"),
+					obj("uri", uri+"/b/"+p, "mimeType", "application/octet-stream", "blob", "AAAA"),
+				})),
+			}
+		}},
+		{name: "resources/templates/list uriTemplate", answers: func(i int, p string) []map[string]any {
+			return []map[string]any{
+				obj("method", "_template", "result", obj("uriTemplate", fmt.Sprintf("tpl://h/u%03d/", i)+p+"/{x}", "name", "t")),
+				obj("method", "_template", "result", obj("uriTemplate", p, "name", "t")),
+				obj("method", "_template", "result", obj("uriTemplate", fmt.Sprintf("tpl://h/e%03d/", i)+escapeEvery(p)+"/{x}", "name", "t")),
+			}
+		}},
+		{name: "prompts/get: embedded resource and resource_link uris", request: func(i int) (string, any) {
+			return "prompts/get", obj("name", fmt.Sprintf("mcp_h_qu%03d", i))
+		}, answers: func(i int, p string) []map[string]any {
+			name := fmt.Sprintf("qu%03d", i)
+			return []map[string]any{
+				obj("method", "_prompt", "result", obj("name", name)),
+				obj("method", "prompts/get", "name", name, "result", obj("messages", []any{
+					obj("role", "user", "content", obj("type", "resource", "resource", obj("uri", "file:///r/"+p, "mimeType", "text/plain", "text", "ok"))),
+					obj("role", "user", "content", obj("type", "resource_link", "uri", p, "name", "l")),
+					obj("role", "user", "content", obj("type", "resource_link", "uri", "file:///e/"+escapeEvery(p), "name", "l")),
+				})),
+			}
 		}},
 		{name: "tools/call: structuredContent keys and values, _meta", request: call("s"), answers: func(i int, p string) []map[string]any {
 			return tool("s", i, nil, obj("content", []any{text("ok")},

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -74,14 +75,37 @@ func squeeze(s string) string {
 	}, s)
 }
 
-// leaks names the planted secrets (in any encoding) found in s.
+// percentRE is one percent-escape, of any byte, in either case.
+var percentRE = regexp.MustCompile(`%[0-9a-fA-F]{2}`)
+
+// percentReadings is s and its percent-decoded readings (up to three
+// rounds, for an escape escaped again): how a client may read a URI.
+func percentReadings(s string) []string {
+	out := []string{s}
+	for range 3 {
+		d := percentRE.ReplaceAllStringFunc(s, func(m string) string {
+			b, _ := hex.DecodeString(m[1:])
+			return string(b)
+		})
+		if d == s {
+			break
+		}
+		out, s = append(out, d), d
+	}
+	return out
+}
+
+// leaks names the planted secrets (in any encoding) found in s or in a
+// percent-decoded reading of it.
 func leaks(s string) []string {
 	var found []string
-	sq := strings.ToLower(squeeze(s))
-	for name, secret := range map[string]string{"env": plantedEnv, "file": plantedFile} {
-		for i, f := range leakForms(secret) {
-			if strings.Contains(sq, strings.ToLower(squeeze(f))) {
-				found = append(found, fmt.Sprintf("%s secret (form %d)", name, i))
+	for level, reading := range percentReadings(s) {
+		sq := strings.ToLower(squeeze(reading))
+		for name, secret := range map[string]string{"env": plantedEnv, "file": plantedFile} {
+			for i, f := range leakForms(secret) {
+				if strings.Contains(sq, strings.ToLower(squeeze(f))) {
+					found = append(found, fmt.Sprintf("%s secret (form %d, percent-decoded %d times)", name, i, level))
+				}
 			}
 		}
 	}

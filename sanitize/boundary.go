@@ -51,8 +51,10 @@ import (
 //     schema: type, format, pattern, $ref, required …): kept, scanned, and
 //     reported as PatternHiddenInIdentifier when Text would change them.
 //     The router names tools; it refuses or rewrites what is reported here.
-//   - URIs: redacted and neutralised, otherwise kept so that they still
-//     name their resource; scanned and reported like identifiers.
+//   - URIs: redacted (percent-decoded too, the replacement itself
+//     percent-encoded: see uri.go) and neutralised, otherwise kept so
+//     that they still name their resource; scanned and reported like
+//     identifiers.
 //   - Icon sources: kept only when they are https or a data: URI of a
 //     raster image (png, jpeg, gif, webp), printable ASCII, hold no secret
 //     and no marker look-alike; otherwise the icon is dropped. An SVG can
@@ -63,7 +65,8 @@ import (
 //     examples): every string, object keys included, treated as text.
 //     A key whose cleaned form collides with another key is dropped.
 //   - _meta: like JSON data, but not scanned: it is protocol metadata, not
-//     content.
+//     content. A string in it that reads as a URI (an MCP App's
+//     ui.resourceUri) is redacted as a URI as well.
 //   - Opaque tokens (request and progress IDs, request state, elicitation
 //     and tool-use IDs): passed through; the proxy maps or echoes them and
 //     no model or person reads them.
@@ -221,22 +224,23 @@ func identBits(s string) patternSet {
 	return found
 }
 
-// cleanURI redacts a URI and neutralises marker look-alikes in it; it is
+// cleanURI redacts a URI and neutralises marker look-alikes in it, both
+// as it is and in its percent-decoded readings (see uri.go); it is
 // otherwise kept, and reported like an identifier.
 func cleanURI(r Redactor, s string) (string, patternSet) {
 	if s == "" {
 		return s, 0
 	}
-	t := redact(r, s)
+	t := redactURI(r, s)
 	a := analyze(t)
 	found := a.scan(t)
-	marker := a.marker
 	a.release()
 	if Text(t) != t {
 		found |= pHiddenInIdentifier | pStrong
 	}
-	if marker {
-		t = neutralizeSlow(t)
+	t, spoof := neutralizeURI(t)
+	if spoof {
+		found |= pMarkerSpoof | pStrong
 	}
 	return t, found
 }
@@ -350,12 +354,16 @@ func sameSlice[T any](a, b []T) bool {
 type walker struct {
 	r     Redactor
 	scan  bool
+	uris  bool // a string that reads as a URI is redacted as one too (_meta)
 	found patternSet
 }
 
 func (w *walker) str(s string) string {
 	t, found := cleanString(w.r, s, w.scan, 0)
 	w.found |= found
+	if w.uris && looksLikeURI(t) {
+		t, _ = neutralizeURI(redactURI(w.r, t))
+	}
 	return t
 }
 

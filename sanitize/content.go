@@ -195,7 +195,7 @@ func (c *cleaner) metaChanged(m mcp.Meta) (mcp.Meta, bool) {
 	if m == nil {
 		return nil, false
 	}
-	w := walker{r: c.r}
+	w := walker{r: c.r, uris: true}
 	out, changed := w.object(m, 0)
 	return mcp.Meta(out), changed
 }

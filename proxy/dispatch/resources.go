@@ -60,14 +60,15 @@ func (d *Dispatcher) readResource(ctx context.Context, v *view.View, req *sessio
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
 	params.Meta = forwardableMeta(params.Meta)
-	return d.readFrom(ctx, v, e, req, &params)
+	return d.readFrom(ctx, v, e, req, &params, params.URI)
 }
 
 // readFrom reads a resource from e; params are the upstream's (their
-// _meta forwardable).
-func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
-	uri := params.URI
-	src, opts := sanitize.Source{Server: e.Key, Resource: uri}, d.trust.options(v.Snap, e)
+// _meta forwardable). public is the URI as the client knows it, which
+// boundaries and errors name: the listed URI after the trust boundary,
+// never the upstream's own when that held a secret or a marker.
+func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerEntry, req *session.Request, params *mcp.ReadResourceParams, public string) (*mcp.ReadResourceResult, error) {
+	src, opts := sanitize.Source{Server: e.Key, Resource: public}, d.trust.options(v.Snap, e)
 	h, err := d.clients.handleFor(ctx, e, req.Session)
 	if err != nil {
 		return nil, clientError(err)
@@ -91,10 +92,12 @@ func (d *Dispatcher) resourceContext(ctx context.Context, v *view.View, req *ses
 	limit := v.Snap.Sanitize.MaxResultBytes
 	for _, uri := range view.SortedKeys(v.Resources) {
 		r := v.Resources[uri]
-		res, err := d.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: uri})
+		// The view is keyed by the upstream's URI, which is what the
+		// upstream is asked for; what the text names is the listed one.
+		res, err := d.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: uri}, r.Resource.URI)
 		// Everything about a resource, its failure and its blobs' notes
 		// included, comes from its server: each inside a boundary.
-		src := sanitize.Source{Server: r.Entry.Key, Resource: uri}
+		src := sanitize.Source{Server: r.Entry.Key, Resource: r.Resource.URI}
 		if err != nil {
 			fmt.Fprintf(&b, "\n%s\n", sanitize.Wrap("[the resource could not be read: "+d.trust.redact(err.Error())+"]", src, ""))
 			continue

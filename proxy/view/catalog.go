@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,12 +103,14 @@ func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 			if r == nil || !keepURI(e.Filter, r.URI) {
 				continue
 			}
+			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
+			// Notes reach /status and the log: they name the cleaned
+			// URI, never the upstream's (a secret or a marker in it).
 			if owner, taken := v.Resources[r.URI]; taken {
-				v.Notes.collide("resource", r.URI, owner.Entry.Key, e.Key, "")
+				v.Notes.collide("resource", pub.URI, owner.Entry.Key, e.Key, "")
 				continue
 			}
-			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
-			if !v.Notes.definitionOK(snap, e.Key, "resource", r.URI, findings) {
+			if !v.Notes.definitionOK(snap, e.Key, "resource", pub.URI, findings) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
@@ -117,13 +120,13 @@ func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 			if t == nil {
 				continue
 			}
+			pub, findings := sanitize.ResourceTemplate(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
 			compiled, err := uritemplate.New(t.URITemplate)
 			if err != nil {
-				v.Notes.skipped(e.Key, "template", t.URITemplate, err)
+				v.Notes.skipped(e.Key, "template", pub.URITemplate, errors.New(sanitize.URI(err.Error(), b.Redactor)))
 				continue
 			}
-			pub, findings := sanitize.ResourceTemplate(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
-			if !v.Notes.definitionOK(snap, e.Key, "template", t.URITemplate, findings) {
+			if !v.Notes.definitionOK(snap, e.Key, "template", pub.URITemplate, findings) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)

@@ -1,0 +1,167 @@
+package sanitize
+
+import "strings"
+
+// A URI is not free text: a client resolves it, shows it, or hands it back
+// to read a resource, and a secret can hide in it percent-encoded in ways
+// no list of encoded forms foresees (any set of bytes escaped, hex digits
+// in either case, escaped twice). redactURI redacts what a URI holds under
+// every reading a client may give it, and keeps what it returns a URI.
+
+// redactedMark is the Redactor's replacement (secrets.Redacted), and
+// uriRedacted is the same in a URI: its brackets, which a URI allows only
+// around an IP literal, percent-encoded, so that a redacted URI is still
+// a URI and reads "[REDACTED]" once decoded.
+const (
+	redactedMark = "[REDACTED]"
+	uriRedacted  = "%5BREDACTED%5D"
+)
+
+// uriNeutral is neutralToken as it stands in a URI.
+const uriNeutral = "%5B%5BMARKER-NEUTRALISED%5D%5D"
+
+// maxURIDecodes bounds how many times a URI is percent-decoded in search
+// of a secret: escaping a secret more often than that is no reading any
+// client gives a URI.
+const maxURIDecodes = 8
+
+// redactURI returns s with every secret r knows redacted, in the URI as
+// it is and in each percent-decoded reading of it. When only a decoded
+// reading holds a secret, the URI becomes that reading, redacted and
+// escaped again where a URI needs it (so other escapes in it may read
+// decoded); otherwise only the secrets are replaced. The replacement is
+// uriRedacted.
+func redactURI(r Redactor, s string) string {
+	if r == nil || s == "" {
+		return s
+	}
+	t := redact(r, s)
+	cur := t
+	for range maxURIDecodes {
+		d := percentDecode(cur)
+		if d == cur {
+			break
+		}
+		if rd := redact(r, d); rd != d {
+			t, d = escapeURI(rd), rd
+		}
+		cur = d
+	}
+	return strings.ReplaceAll(t, redactedMark, uriRedacted)
+}
+
+// neutralizeURI neutralises marker look-alikes in s, a URI, as it is and
+// in each percent-decoded reading of it (an escape escaped again, an
+// entity percent-encoded): a client may show any of them. A look-alike in
+// the URI as it is, or in what one decoding shows (the fold decodes one
+// level of escapes), is replaced in place; one that only a deeper reading
+// shows makes the URI that reading, neutralised and escaped again. The
+// replacement is uriNeutral. It reports whether it found one.
+func neutralizeURI(s string) (string, bool) {
+	t, cur, found := s, s, false
+	for level := 0; ; level++ {
+		if hasMarker(cur) {
+			found = true
+			cur = neutralizeSlow(cur)
+			if level == 0 {
+				t = cur
+			} else {
+				t = escapeURI(cur)
+			}
+		}
+		d := percentDecode(cur)
+		if level == maxURIDecodes || d == cur {
+			break
+		}
+		cur = d
+	}
+	if !found {
+		return s, false
+	}
+	return strings.ReplaceAll(t, neutralToken, uriNeutral), true
+}
+
+// looksLikeURI reports whether s starts with a URI scheme and holds no
+// whitespace: a value in _meta that names a resource.
+func looksLikeURI(s string) bool {
+	i := strings.IndexByte(s, ':')
+	if i < 1 || strings.ContainsAny(s, " \t\r\n") {
+		return false
+	}
+	for j := 0; j < i; j++ {
+		c := s[j]
+		letter := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !letter && (j == 0 || !('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// percentDecode decodes every %XX in s (any byte, either case of hex);
+// a '%' not followed by two hex digits stays as it is.
+func percentDecode(s string) string {
+	i := strings.IndexByte(s, '%')
+	if i < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex[s[i+1]] && isHex[s[i+2]] {
+			b = append(b, hexVal(s[i+1])<<4|hexVal(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+func hexVal(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c >= 'a':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
+}
+
+// escapeURI percent-encodes every byte of s that a URI does not hold as
+// it is (RFC 3986: what is neither unreserved nor reserved), '%' included,
+// so that percentDecode(escapeURI(s)) == s.
+func escapeURI(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if uriByte(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
+}
+
+// uriByte reports whether c stands in a URI as it is: unreserved or
+// reserved (RFC 3986 §2.2, §2.3).
+func uriByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0
+}
+
+// URI returns s, a URI (or a text that quotes one, such as an error about
+// it), with secrets redacted as in a URI field and marker look-alikes
+// neutralised: for what names an upstream's URI outside a message, such
+// as the notes on /status.
+func URI(s string, r Redactor) string {
+	t, _ := cleanURI(r, s)
+	return t
+}
