@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -83,7 +85,7 @@ func fill(d *pageData, b Backend, view, q string) error {
 	if err := json.Unmarshal(raw, d.S); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
-	d.Views = sortedKeys(d.S.Views)
+	d.Views = slices.Sorted(maps.Keys(d.S.Views))
 	if _, ok := d.S.Views[view]; !ok && len(d.Views) > 0 {
 		view = d.Views[0]
 		if _, ok := d.S.Views["default"]; ok {

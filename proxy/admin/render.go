@@ -3,7 +3,8 @@ package admin
 import (
 	"fmt"
 	"html"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -177,7 +178,7 @@ func servers(w *writer, list []pageServer, restart bool) {
 		w.s("</td><td>")
 		if s.Catalog == "partial" {
 			w.s(`<span class="warn">partial</span>`)
-			for _, list := range sortedKeys(s.CatalogErrors) {
+			for _, list := range slices.Sorted(maps.Keys(s.CatalogErrors)) {
 				w.s(` <small class="failed-list">`)
 				w.e(list)
 				w.s(" failed</small>")
@@ -204,7 +205,7 @@ func servers(w *writer, list []pageServer, restart bool) {
 				w.e(s.LastError)
 				w.s("</p>")
 			}
-			for _, list := range sortedKeys(s.CatalogErrors) {
+			for _, list := range slices.Sorted(maps.Keys(s.CatalogErrors)) {
 				w.s(`<p class="warn">`)
 				w.e(list + ": " + s.CatalogErrors[list])
 				w.s("</p>")
@@ -231,7 +232,7 @@ func views(w *writer, vs map[string]pageView) {
 <table id="views">
 <thead><tr><th>view</th><th>sessions</th><th>tools</th><th>calls/min</th><th>errors/min</th><th>rate-limited (15 min)</th><th>last 15 minutes</th></tr></thead>
 `)
-	for _, name := range sortedKeys(vs) {
+	for _, name := range slices.Sorted(maps.Keys(vs)) {
 		v := vs[name]
 		w.s(`<tr data-view="`)
 		w.e(name)
@@ -338,13 +339,4 @@ func tools(w *writer, d *pageData) {
 	w.s("</tbody>\n<caption>")
 	w.e(fmt.Sprintf("%d of %d in view %s", len(d.Tools), d.ToolsAll, d.View))
 	w.s("</caption>\n</table>\n</section>\n")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
