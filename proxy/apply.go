@@ -47,7 +47,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, rec *reloadRecord) 
 			return err
 		}
 	}
-	if err := p.pins.use(view.PinFilePath(c)); err != nil {
+	if err := p.pins.Use(view.PinFilePath(c)); err != nil {
 		obs.discard()
 		return &ConfigError{err}
 	}
@@ -55,7 +55,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, rec *reloadRecord) 
 	if rec != nil {
 		// Editing a server is its operator's approval of its changed
 		// tool definitions; a reload for another reason approves nothing.
-		p.pins.approve(p.hs.changed(specs))
+		p.pins.Approve(p.hs.changed(specs))
 	}
 	if old := p.hs.next; old != nil {
 		// A newer config supersedes a reload still waiting for its

@@ -269,5 +269,5 @@ func (p *Proxy) saveCatalog(h *upstream.Handle) {
 		return
 	}
 	mode := cur.Snap.PinMode
-	p.catalogs.save(h, func(t *mcp.Tool) bool { return p.pins.approved(e.HandleKey, t, mode) }, p.redactor)
+	p.catalogs.save(h, func(t *mcp.Tool) bool { return p.pins.Approved(e.HandleKey, t, mode) }, p.redactor)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -169,16 +170,16 @@ func TestCatalogCacheStoresWhatWouldBeServed(t *testing.T) {
 		t.Fatalf("cached catalog does not read back: %v %s", err, b)
 	}
 
-	ps := newPinStore(hclog.NewNullLogger())
+	ps := pins.NewStore(hclog.NewNullLogger())
 	tool := &mcp.Tool{Name: "t", Description: "v1", InputSchema: map[string]any{"type": "object"}}
 	if !ps.Check("s", tool, "block") {
 		t.Fatal("first sight refused")
 	}
 	changed := &mcp.Tool{Name: "t", Description: "v2", InputSchema: map[string]any{"type": "object"}}
-	if ps.approved("s", changed, "block") {
+	if ps.Approved("s", changed, "block") {
 		t.Error("a changed definition counts as approved in block mode")
 	}
-	if !ps.approved("s", tool, "block") || !ps.approved("s", changed, "warn") {
+	if !ps.Approved("s", tool, "block") || !ps.Approved("s", changed, "warn") {
 		t.Error("the pinned definition, or any in warn mode, is not kept")
 	}
 }

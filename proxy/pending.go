@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"reflect"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -180,15 +181,10 @@ func (hs *handleSet) all() []*upstream.Handle {
 // start is still pending.
 func stillPending(last *atomic.Pointer[ReloadResult], pending map[string]*pendingStart) {
 	lr := last.Load()
-	if lr == nil || len(lr.Pending) == 0 {
+	if lr == nil {
 		return
 	}
-	var keep []string
-	for _, k := range lr.Pending {
-		if pending[k] != nil {
-			keep = append(keep, k)
-		}
-	}
+	keep := slices.DeleteFunc(slices.Clone(lr.Pending), func(k string) bool { return pending[k] == nil })
 	if len(keep) == len(lr.Pending) {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
@@ -119,7 +120,7 @@ type Proxy struct {
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
 
-	pins     *pinStore
+	pins     *pins.Store
 	catalogs *catalogCache // each server's last catalog on disk (catalogcache.go)
 	started  time.Time     // when New made the proxy: the first lists' wait counts from it
 	parked   *mrtr.Calls   // 2026-07-28 calls waiting for input (package mrtr)
@@ -228,7 +229,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		resolver:  secrets.NewResolver(resolverOptions(redactor)),
 		hs:        handleSet{served: map[string]*upstream.Handle{}, pending: map[string]*pendingStart{}},
 		reloadReq: make(chan string, 1),
-		pins:      newPinStore(log.Named("pins")),
+		pins:      pins.NewStore(log.Named("pins")),
 		catalogs:  newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
 		started:   time.Now(),
 		parked:    mrtr.New(),
@@ -245,7 +246,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		return nil, nil, &ConfigError{fmt.Errorf("audit.file: %w", err)}
 	}
 	p.obs = dispatch.Observers{Tel: tel, Audit: audit}
-	p.pins.onViolation = func() { p.serving.Load().Tel.PinViolation(context.Background()) }
+	p.pins.OnViolation = func() { p.serving.Load().Tel.PinViolation(context.Background()) }
 	p.serving = dispatch.NewServing(dispatch.NewGen(nil, map[string]*view.View{}, dispatch.Access{}, p.obs))
 	p.d = dispatch.New(dispatch.Options{
 		Log:        log,
@@ -490,7 +491,7 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	// upstreams, or now.
 	p.parked.Close()
 	_ = p.resolver.Close()
-	p.pins.flush() // pins learned in the last pinFlushDelay
+	p.pins.Flush() // pins learned since the last batched write
 	tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer tcancel()
 	p.obs.Tel.Close(tctx)

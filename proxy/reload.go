@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/configwatch"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 
 	"github.com/fsnotify/fsnotify"
@@ -50,7 +51,7 @@ func (p *Proxy) triggerReload(reason string) {
 }
 
 // startReloading starts the reload loop and its triggers: fsnotify on the
-// directories the config path resolves through (configWatch: editors and
+// directories the config path resolves through (package configwatch: editors and
 // Kubernetes ConfigMaps replace the file through renames and a ..data
 // symlink swap, which a watch on the file itself would lose) and SIGHUP.
 // With the embedded config there is nothing to reload.
@@ -60,7 +61,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	var cw *configWatch
+	var cw *configwatch.Watch
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		p.log.Warn("config watch off", "error", err)
@@ -73,7 +74,7 @@ func (p *Proxy) startReloading(ctx context.Context) {
 			abs, _ := filepath.Abs(path)
 			return abs
 		}
-		cw = newConfigWatch(w, p.opts.ConfigPath, pinPath, p.log)
+		cw = configwatch.New(w, p.opts.ConfigPath, pinPath, p.log)
 	}
 	p.bg.Add(1)
 	go func() {
@@ -99,11 +100,11 @@ func (p *Proxy) startReloading(ctx context.Context) {
 					events = nil
 					continue
 				}
-				config, pin := cw.event(ev)
+				config, pin := cw.Event(ev)
 				if pin {
 					// An approval from `switchboard pins approve`, or the
 					// proxy's own write, which changes nothing.
-					if changed, err := p.pins.reloadFile(); err != nil {
+					if changed, err := p.pins.ReloadFile(); err != nil {
 						p.log.Warn("pin file", "error", err)
 					} else if changed {
 						p.rebuildAll()

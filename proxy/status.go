@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -151,7 +153,7 @@ type StatusReport struct {
 	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
 	// PendingPins are the changed tool definitions held for approval
 	// (sanitize.pinMode block) or reported (warn).
-	PendingPins []PendingPin `json:"pendingPins,omitempty"`
+	PendingPins []pins.Change `json:"pendingPins,omitempty"`
 	// Connections is the downstream connections open now and their cap
 	// (the descriptor limit less a reserve, package connlimit); absent
 	// with --stdio.
@@ -160,10 +162,7 @@ type StatusReport struct {
 
 // ConnectionsStatus is the downstream connections open now and the most
 // that may be (package connlimit).
-type ConnectionsStatus struct {
-	Open int `json:"open"`
-	Max  int `json:"max"`
-}
+type ConnectionsStatus = connlimit.Status
 
 // HiddenViews counts the agent views /status does not name.
 type HiddenViews struct {
@@ -188,7 +187,7 @@ func (p *Proxy) statusReport() StatusReport {
 		Replica: p.edge.Replica(), SessionsResumed: p.edge.Resumed(), Tables: p.d.Tables()}
 	if p.conns != nil {
 		st := p.conns.Status()
-		rep.Connections = &ConnectionsStatus{Open: st.Open, Max: st.Max}
+		rep.Connections = &st
 	}
 	if snap == nil {
 		return rep
@@ -220,7 +219,7 @@ func (p *Proxy) statusReport() StatusReport {
 			rep.Findings = append(rep.Findings, f)
 		}
 	}
-	rep.PendingPins = p.pins.pending()
+	rep.PendingPins = p.pins.Pending()
 	counts := p.d.SessionCounts()
 	for id, v := range cur.Views {
 		name := id

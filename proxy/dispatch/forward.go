@@ -68,7 +68,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = "audit_unavailable"
 		return errorResult(auditRefusal), nil
 	}
-	if limited := d.overLimit(ctx, snap, viewID, req.Session, start); limited != nil {
+	if limited := d.serving.overLimit(ctx, snap, viewID, req.Session, start); limited != nil {
 		rec.Outcome = "rate_limited"
 		return limited, nil
 	}
@@ -242,7 +242,7 @@ func callerKey(ss *session.Session) string {
 // overLimit charges one call to the caller's budget in view viewID and
 // returns the tool error for a call over it; nil: within it (or the view
 // has no limits).
-func (d *Dispatcher) overLimit(ctx context.Context, snap *view.Snapshot, viewID string, ss *session.Session, now time.Time) *mcp.CallToolResult {
+func (s *Serving) overLimit(ctx context.Context, snap *view.Snapshot, viewID string, ss *session.Session, now time.Time) *mcp.CallToolResult {
 	lim := snap.Limiters[viewID]
 	if lim == nil {
 		return nil
@@ -251,7 +251,7 @@ func (d *Dispatcher) overLimit(ctx context.Context, snap *view.Snapshot, viewID 
 	if ok {
 		return nil
 	}
-	d.serving.genOr(ctx).Tel.RateLimited(ctx)
+	s.genOr(ctx).Tel.RateLimited(ctx)
 	return rateLimited(retry)
 }
 

@@ -121,7 +121,7 @@ func (d *Dispatcher) findTools(ctx context.Context, v *view.View, req *session.R
 	content := make([]mcp.Content, 0, len(hits))
 	for _, h := range hits {
 		r := v.Search.Routes[h.Doc]
-		t, text := d.foundThroughBoundary(ctx, v, r)
+		t, text := d.trust.found(ctx, v, r)
 		content = append(content, &mcp.TextContent{Text: text})
 		if t != nil {
 			found = append(found, *t)
@@ -138,12 +138,12 @@ func (d *Dispatcher) findTools(ctx context.Context, v *view.View, req *session.R
 	return &mcp.CallToolResult{Content: content, StructuredContent: map[string]any{"tools": found}}
 }
 
-// foundThroughBoundary is one find_tools hit as its server's content: its
+// found is one find_tools hit as its server's content: its
 // definition is upstream text, so it passes the trust boundary as the
 // server's results do, as text (wrapped as untrusted content when the
 // server's text is) and as structured content (scanned, neutralised). In
 // block mode a hit with findings is withheld: t is nil and text says why.
-func (d *Dispatcher) foundThroughBoundary(ctx context.Context, v *view.View, r *view.Route) (t *foundTool, text string) {
+func (t *trust) found(ctx context.Context, v *view.View, r *view.Route) (*foundTool, string) {
 	ft := foundTool{Name: r.Public, Server: r.Entry.Key, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema}
 	raw, err := json.Marshal(ft)
 	var structured map[string]any
@@ -153,12 +153,12 @@ func (d *Dispatcher) foundThroughBoundary(ctx context.Context, v *view.View, r *
 	if err != nil {
 		return nil, fmt.Sprintf("tool %q: its definition does not encode: %v", r.Public, err)
 	}
-	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(v.Snap, r.Entry)
+	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, t.options(v.Snap, r.Entry)
 	out, rep, err := sanitize.ToolResult(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}, StructuredContent: structured}, src, opts)
 	if err != nil {
 		return nil, fmt.Sprintf("tool %q: %v", r.Public, err)
 	}
-	d.trust.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+	t.noteFindings(ctx, r.Entry.Key, r.Original, rep)
 	var b strings.Builder
 	for _, c := range out.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
@@ -190,7 +190,7 @@ func (d *Dispatcher) ownToolCall(ctx context.Context, v *view.View, req *session
 	}
 	if params.Name == view.FindToolsName {
 		// Charged like any call; call_tool is charged once, by forward.
-		if limited := d.overLimit(ctx, v.Snap, v.ID, req.Session, time.Now()); limited != nil {
+		if limited := d.serving.overLimit(ctx, v.Snap, v.ID, req.Session, time.Now()); limited != nil {
 			return limited, true, nil
 		}
 		return d.findTools(ctx, v, req, args), true, nil

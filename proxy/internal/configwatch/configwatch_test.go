@@ -1,4 +1,4 @@
-package proxy
+package configwatch
 
 import (
 	"bytes"
@@ -52,9 +52,9 @@ func TestConfigWatchWarnsOnce(t *testing.T) {
 	}
 	w.Close() // every Add fails
 	var logs bytes.Buffer
-	cw := newConfigWatch(w, path, func() string { return "" }, hclog.New(&hclog.LoggerOptions{Output: &logs}))
+	cw := New(w, path, func() string { return "" }, hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	for range 3 {
-		cw.event(fsnotify.Event{Name: path, Op: fsnotify.Write})
+		cw.Event(fsnotify.Event{Name: path, Op: fsnotify.Write})
 	}
 	if n := strings.Count(logs.String(), "config watch incomplete"); n != 2 {
 		t.Errorf("%d warnings, want one for the config's directory and one for its parent:\n%s", n, logs.String())

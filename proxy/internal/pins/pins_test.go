@@ -1,4 +1,4 @@
-package proxy
+package pins
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 		"output schema": func(x *mcp.Tool) { x.OutputSchema = map[string]any{"type": "object"} },
 		"description":   func(x *mcp.Tool) { x.Description = "new" },
 	} {
-		s := newPinStore(hclog.NewNullLogger())
+		s := NewStore(hclog.NewNullLogger())
 		if !s.Check("srv", base(), "block") {
 			t.Fatalf("%s: first sight withheld", name)
 		}
@@ -42,18 +42,18 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 		if s.Check("srv", changed, "block") {
 			t.Errorf("%s changed: not withheld in block mode", name)
 		}
-		s.approve(map[string]bool{"other": true})
+		s.Approve(map[string]bool{"other": true})
 		if s.Check("srv", changed, "block") {
 			t.Errorf("%s changed: approved by a reload that changed another server", name)
 		}
-		s.approve(map[string]bool{"srv": true})
+		s.Approve(map[string]bool{"srv": true})
 		if !s.Check("srv", changed, "block") {
 			t.Errorf("%s changed: still withheld after a reload that changed its server", name)
 		}
 	}
 
 	// A pin written in the older form (name, description, schemas).
-	s := newPinStore(hclog.NewNullLogger())
+	s := NewStore(hclog.NewNullLogger())
 	old := base()
 	setPin(s.file.Pins, "srv", "t", sanitize.PinHash(old))
 	withTitle := base()
@@ -81,7 +81,7 @@ func pinTools(n int) []*mcp.Tool {
 }
 
 // countWrites makes s count (and do) its file writes.
-func countWrites(s *pinStore) *atomic.Int32 {
+func countWrites(s *Store) *atomic.Int32 {
 	var n atomic.Int32
 	s.write = func(path string, data []byte) error {
 		n.Add(1)
@@ -97,9 +97,9 @@ func TestPinFileWritesBatched(t *testing.T) {
 	defer func(d time.Duration) { pinFlushDelay = d }(pinFlushDelay)
 	pinFlushDelay = 100 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "pins.json")
-	s := newPinStore(hclog.NewNullLogger())
+	s := NewStore(hclog.NewNullLogger())
 	writes := countWrites(s)
-	if err := s.use(path); err != nil {
+	if err := s.Use(path); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 60 {
@@ -111,18 +111,18 @@ func TestPinFileWritesBatched(t *testing.T) {
 	for writes.Load() == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.flush()
+	s.Flush()
 	if n := writes.Load(); n != 1 {
 		t.Errorf("180 first-seen tools of 60 servers: %d pin file writes, want 1", n)
 	}
-	pf, _, err := readPinFile(path)
+	pf, _, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pf.Pins) != 60 || len(pf.Pins["srv59"]) != 3 {
 		t.Errorf("pin file holds %d servers, want 60 with 3 tools each", len(pf.Pins))
 	}
-	if changed, err := s.reloadFile(); err != nil || changed {
+	if changed, err := s.ReloadFile(); err != nil || changed {
 		t.Errorf("the store's own write seen by the watch: changed %v, error %v; want no change (no view rebuild)", changed, err)
 	}
 
@@ -132,11 +132,11 @@ func TestPinFileWritesBatched(t *testing.T) {
 	if s.Check("srv0", changed, "block") {
 		t.Fatal("changed definition not withheld")
 	}
-	s.flush()
-	if err := runPins(path, []string{"approve"}, "", "", func(string) {}); err != nil {
+	s.Flush()
+	if err := Run(path, []string{"approve"}, "", "", func(string) {}); err != nil {
 		t.Fatal(err)
 	}
-	if ch, err := s.reloadFile(); err != nil || !ch {
+	if ch, err := s.ReloadFile(); err != nil || !ch {
 		t.Errorf("an approval written by the CLI: changed %v, error %v; want a change", ch, err)
 	}
 	if !s.Check("srv0", changed, "block") {
@@ -148,23 +148,23 @@ func TestPinFileWritesBatched(t *testing.T) {
 // approval is written by the CLI, flushed after it, keep the approval.
 func TestPinFileApprovalNotLostToBatchedWrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pins.json")
-	s := newPinStore(hclog.NewNullLogger())
-	if err := s.use(path); err != nil {
+	s := NewStore(hclog.NewNullLogger())
+	if err := s.Use(path); err != nil {
 		t.Fatal(err)
 	}
 	tool := pinTools(1)[0]
 	s.Check("srv", tool, "block")
-	s.flush()
+	s.Flush()
 	changed := pinTools(1)[0]
 	changed.Description = "new"
 	s.Check("srv", changed, "block")
-	s.flush()
-	if err := runPins(path, []string{"approve"}, "", "", func(string) {}); err != nil {
+	s.Flush()
+	if err := Run(path, []string{"approve"}, "", "", func(string) {}); err != nil {
 		t.Fatal(err)
 	}
 	s.Check("other", tool, "block") // first sight, not written yet
-	s.flush()
-	pf, _, err := readPinFile(path)
+	s.Flush()
+	pf, _, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,16 +196,16 @@ func TestPinFileWriteDurable(t *testing.T) {
 		synced = append(synced, kind)
 		return f.Sync()
 	}
-	s := newPinStore(hclog.NewNullLogger())
-	if err := s.use(path); err != nil {
+	s := NewStore(hclog.NewNullLogger())
+	if err := s.Use(path); err != nil {
 		t.Fatal(err)
 	}
 	s.Check("srv", pinTools(1)[0], "block")
-	s.flush()
+	s.Flush()
 	if strings.Join(synced, ",") != "file,dir" {
 		t.Errorf("syncs %v, want the file then its directory", synced)
 	}
-	if pf, _, err := readPinFile(path); err != nil || pf.Pins["srv"]["t0"] == "" {
+	if pf, _, err := Read(path); err != nil || pf.Pins["srv"]["t0"] == "" {
 		t.Fatalf("pin file after the write: %v, %v", pf, err)
 	}
 	before, _ := os.ReadFile(path)
@@ -228,8 +228,8 @@ func TestPinFileWriteDurable(t *testing.T) {
 func TestPinFileWriteFailureWarnsOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pins.json")
 	var logs bytes.Buffer
-	s := newPinStore(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
-	if err := s.use(path); err != nil {
+	s := NewStore(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+	if err := s.Use(path); err != nil {
 		t.Fatal(err)
 	}
 	var full atomic.Bool
@@ -245,19 +245,19 @@ func TestPinFileWriteFailureWarnsOnce(t *testing.T) {
 			s.Check(fmt.Sprintf("srv%d", i), tool, "block")
 		}
 		if i%3 == 0 {
-			s.flush()
+			s.Flush()
 		}
 	}
-	s.flush()
+	s.Flush()
 	if n := strings.Count(logs.String(), "pin file not written"); n != 1 {
 		t.Errorf("%d warnings for one failure streak, want 1:\n%s", n, logs.String())
 	}
 	full.Store(false)
-	s.flush()
+	s.Flush()
 	if !strings.Contains(logs.String(), "pin file written again") {
 		t.Errorf("no word when the write succeeded again:\n%s", logs.String())
 	}
-	if pf, _, err := readPinFile(path); err != nil || len(pf.Pins) != 30 {
+	if pf, _, err := Read(path); err != nil || len(pf.Pins) != 30 {
 		t.Errorf("pin file after the disk has room: %d servers (error %v), want 30", len(pf.Pins), err)
 	}
 }
@@ -271,12 +271,12 @@ func TestPinFileCorruptOrEmpty(t *testing.T) {
 	if err := os.WriteFile(corrupt, []byte(`{"version":1,"pins":{"srv":`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := newPinStore(hclog.NewNullLogger()).use(corrupt)
+	err := NewStore(hclog.NewNullLogger()).Use(corrupt)
 	if err == nil || !strings.Contains(err.Error(), corrupt) || !strings.Contains(err.Error(), "move it aside") {
 		t.Errorf("corrupt pin file: error %v, want its path and what to do", err)
 	}
-	if _, err := CheckPinFile(corrupt); err == nil {
-		t.Error("CheckPinFile passed a corrupt pin file")
+	if _, err := CheckFile(corrupt); err == nil {
+		t.Error("CheckFile passed a corrupt pin file")
 	}
 
 	for name, content := range map[string][]byte{"empty": nil, "zeroed": make([]byte, 512)} {
@@ -285,20 +285,20 @@ func TestPinFileCorruptOrEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs bytes.Buffer
-		s := newPinStore(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
-		if err := s.use(path); err != nil {
+		s := NewStore(hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}))
+		if err := s.Use(path); err != nil {
 			t.Errorf("%s pin file refused: %v", name, err)
 			continue
 		}
 		if !strings.Contains(logs.String(), "pin file empty") {
 			t.Errorf("%s pin file: no warning", name)
 		}
-		if note, err := CheckPinFile(path); err != nil || !strings.Contains(note, "empty") {
-			t.Errorf("%s pin file: CheckPinFile note %q, error %v", name, note, err)
+		if note, err := CheckFile(path); err != nil || !strings.Contains(note, "empty") {
+			t.Errorf("%s pin file: CheckFile note %q, error %v", name, note, err)
 		}
 		s.Check("srv", pinTools(1)[0], "block")
-		s.flush()
-		if pf, _, err := readPinFile(path); err != nil || pf.Pins["srv"]["t0"] == "" {
+		s.Flush()
+		if pf, _, err := Read(path); err != nil || pf.Pins["srv"]["t0"] == "" {
 			t.Errorf("%s pin file not written again: %v", name, err)
 		}
 	}

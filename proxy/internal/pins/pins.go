@@ -1,4 +1,4 @@
-package proxy
+package pins
 
 import (
 	"bytes"
@@ -20,44 +20,44 @@ import (
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
 
-// PinFile is the on-disk form of approved tool definitions. Pins maps
+// File is the on-disk form of approved tool definitions. Pins maps
 // server -> tool -> the hash approved; Pending holds changed definitions the
 // proxy saw and holds back in block mode until `switchboard pins approve`
 // moves them into Pins.
-type PinFile struct {
+type File struct {
 	Version int                          `json:"version"`
 	Pins    map[string]map[string]string `json:"pins"`
 	Pending map[string]map[string]string `json:"pending,omitempty"`
 }
 
-// errPinFileEmpty is a pin file with nothing in it: what a write cut short
+// errEmpty is a pin file with nothing in it: what a write cut short
 // by a crash leaves (an older switchboard renamed it into place without
 // fsync; a file system can also leave its blocks zeroed).
-var errPinFileEmpty = errors.New("pin file empty")
+var errEmpty = errors.New("pin file empty")
 
-// readPinFile reads the pin file at path: a missing one is an empty set of
-// pins; an empty one (errPinFileEmpty, with an empty set) is what a crash
+// Read reads the pin file at path: a missing one is an empty set of
+// pins; an empty one (errEmpty, with an empty set) is what a crash
 // leaves; one that does not parse is refused with what to do about it.
-func readPinFile(path string) (*PinFile, []byte, error) {
+func Read(path string) (*File, []byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return emptyPinFile(), nil, nil
+		return emptyFile(), nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("pin file: %w", err)
 	}
-	pf, err := parsePinFile(path, b)
+	pf, err := parse(path, b)
 	return pf, b, err
 }
 
-func emptyPinFile() *PinFile {
-	return &PinFile{Version: 1, Pins: map[string]map[string]string{}, Pending: map[string]map[string]string{}}
+func emptyFile() *File {
+	return &File{Version: 1, Pins: map[string]map[string]string{}, Pending: map[string]map[string]string{}}
 }
 
-func parsePinFile(path string, b []byte) (*PinFile, error) {
-	pf := emptyPinFile()
+func parse(path string, b []byte) (*File, error) {
+	pf := emptyFile()
 	if len(bytes.Trim(b, " \t\r\n\x00")) == 0 {
-		return pf, errPinFileEmpty
+		return pf, errEmpty
 	}
 	if err := json.Unmarshal(b, pf); err != nil {
 		return nil, fmt.Errorf("pin file %s is corrupt (%v): it holds the approved tool definitions, so switchboard will not start without it; restore it from a backup, or move it aside to start with no pins (every tool is then pinned afresh as it is listed, and changes pending approval are lost)", path, err)
@@ -71,22 +71,22 @@ func parsePinFile(path string, b []byte) (*PinFile, error) {
 	return pf, nil
 }
 
-// CheckPinFile reads the pin file at path as serve would: an error for
+// CheckFile reads the pin file at path as serve would: an error for
 // one serve refuses, a note for one it starts with anyway.
-func CheckPinFile(path string) (note string, err error) {
-	_, _, err = readPinFile(path)
-	if errors.Is(err, errPinFileEmpty) {
+func CheckFile(path string) (note string, err error) {
+	_, _, err = Read(path)
+	if errors.Is(err, errEmpty) {
 		return fmt.Sprintf("pin file %s is empty (a write cut short by a crash): serve starts with no pins and pins every tool afresh as it is listed", path), nil
 	}
 	return "", err
 }
 
-func (pf *PinFile) marshal() []byte {
+func (pf *File) marshal() []byte {
 	b, _ := json.MarshalIndent(pf, "", "  ") // maps of strings: cannot fail
 	return append(b, '\n')
 }
 
-func (pf *PinFile) write(path string) error { return writeFileDurable(path, pf.marshal()) }
+func (pf *File) write(path string) error { return writeFileDurable(path, pf.marshal()) }
 
 // syncFile flushes a file or directory to stable storage (a test counts
 // the calls).
@@ -147,22 +147,22 @@ var pinFlushDelay = 200 * time.Millisecond
 // again (a full disk).
 var pinRetryDelay = 10 * time.Second
 
-// pinStore remembers the definition hash of every tool the first time it is
+// Store remembers the definition hash of every tool the first time it is
 // seen. A later different definition (a rug pull) is reported once; in block
 // mode the tool is withheld until approved. Safe for concurrent use.
 //
 // Changes go to the file in batches (pinFlushDelay), one writer at a time;
 // the store knows the bytes it last wrote or read, so the file watch can
 // tell its own writes from an approval.
-type pinStore struct {
+type Store struct {
 	log hclog.Logger
 
 	mu       sync.Mutex
 	path     string // "" keeps pins in memory only
-	file     *PinFile
+	file     *File
 	reported map[string]bool // server\x00tool\x00hash already logged
-	// onViolation is called once per changed definition seen.
-	onViolation func()
+	// OnViolation is called once per changed definition seen.
+	OnViolation func()
 	dirty       bool        // file holds changes not written yet
 	timer       *time.Timer // the flush to come, if any
 	last        []byte      // the file's content as last written or read
@@ -173,29 +173,29 @@ type pinStore struct {
 	write func(path string, data []byte) error
 }
 
-func newPinStore(log hclog.Logger) *pinStore {
-	return &pinStore{log: log, file: emptyPinFile(), reported: map[string]bool{}, write: writeFileDurable}
+func NewStore(log hclog.Logger) *Store {
+	return &Store{log: log, file: emptyFile(), reported: map[string]bool{}, write: writeFileDurable}
 }
 
 // use switches to path (or memory for ""), loading its pins after writing
 // what the previous file still lacks. An empty file (a write a crash cut
 // short) starts with no pins, loudly; a corrupt one is refused.
-func (s *pinStore) use(path string) error {
+func (s *Store) Use(path string) error {
 	s.mu.Lock()
 	same := path == s.path
 	s.mu.Unlock()
 	if same {
 		return nil
 	}
-	s.flush()
+	s.Flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if path == "" {
 		s.path = ""
 		return nil
 	}
-	pf, b, err := readPinFile(path)
-	if errors.Is(err, errPinFileEmpty) {
+	pf, b, err := Read(path)
+	if errors.Is(err, errEmpty) {
 		s.log.Warn("pin file empty, every tool is pinned afresh", "path", path, "reason", "interrupted write")
 		s.path, s.file, s.last = path, pf, b
 		s.markDirtyLocked()
@@ -212,7 +212,7 @@ func (s *pinStore) use(path string) error {
 // reports whether the pins changed: a file that holds what the store last
 // wrote (its own write, seen by the watch) changes nothing, and an empty
 // one is written again from memory.
-func (s *pinStore) reloadFile() (bool, error) {
+func (s *Store) ReloadFile() (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.path == "" {
@@ -225,8 +225,8 @@ func (s *pinStore) reloadFile() (bool, error) {
 	if bytes.Equal(b, s.last) {
 		return false, nil
 	}
-	pf, err := parsePinFile(s.path, b)
-	if errors.Is(err, errPinFileEmpty) || errors.Is(err, fs.ErrNotExist) || b == nil {
+	pf, err := parse(s.path, b)
+	if errors.Is(err, errEmpty) || errors.Is(err, fs.ErrNotExist) || b == nil {
 		s.markDirtyLocked()
 		return false, nil
 	}
@@ -238,13 +238,13 @@ func (s *pinStore) reloadFile() (bool, error) {
 }
 
 // markDirtyLocked schedules a write of the file (s.mu held).
-func (s *pinStore) markDirtyLocked() {
+func (s *Store) markDirtyLocked() {
 	if s.path == "" {
 		return
 	}
 	s.dirty = true
 	if s.timer == nil {
-		s.timer = time.AfterFunc(pinFlushDelay, s.flush)
+		s.timer = time.AfterFunc(pinFlushDelay, s.Flush)
 	}
 }
 
@@ -252,7 +252,7 @@ func (s *pinStore) markDirtyLocked() {
 // else's write since (an approval) is merged first so it is not lost. A
 // failed write is logged once until one succeeds, and tried again after
 // pinRetryDelay.
-func (s *pinStore) flush() {
+func (s *Store) Flush() {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -266,7 +266,7 @@ func (s *pinStore) flush() {
 	}
 	path := s.path
 	if b, err := os.ReadFile(path); err == nil && !bytes.Equal(b, s.last) {
-		if pf, err := parsePinFile(path, b); err == nil {
+		if pf, err := parse(path, b); err == nil {
 			s.file = mergePins(pf, s.file)
 		}
 	}
@@ -289,7 +289,7 @@ func (s *pinStore) flush() {
 			s.log.Warn("pin file not written, retrying", "path", path, "error", err, "duration", pinRetryDelay)
 		}
 		if s.timer == nil {
-			s.timer = time.AfterFunc(pinRetryDelay, s.flush)
+			s.timer = time.AfterFunc(pinRetryDelay, s.Flush)
 		}
 		return
 	}
@@ -302,7 +302,7 @@ func (s *pinStore) flush() {
 // mergePins is disk, someone else's write, with what mem learned that
 // disk does not know: pins of tools disk has none for, and changed
 // definitions disk neither approved nor holds pending.
-func mergePins(disk, mem *PinFile) *PinFile {
+func mergePins(disk, mem *File) *File {
 	for server, tools := range mem.Pins {
 		for tool, h := range tools {
 			if _, ok := disk.Pins[server][tool]; !ok {
@@ -324,7 +324,7 @@ func mergePins(disk, mem *PinFile) *PinFile {
 // editing a server's entry is its operator's approval of what it now
 // serves. Other servers' pending changes wait for `switchboard pins
 // approve`: a reload for another reason approves nothing.
-func (s *pinStore) approve(servers map[string]bool) {
+func (s *Store) Approve(servers map[string]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := false
@@ -345,7 +345,7 @@ func (s *pinStore) approve(servers map[string]bool) {
 
 // check reports whether tool t of server may be exposed under mode
 // ("warn", "block" or "off").
-func (s *pinStore) Check(server string, t *mcp.Tool, mode string) bool {
+func (s *Store) Check(server string, t *mcp.Tool, mode string) bool {
 	if mode == "off" {
 		return true
 	}
@@ -370,8 +370,8 @@ func (s *pinStore) Check(server string, t *mcp.Tool, mode string) bool {
 	key := server + "\x00" + t.Name + "\x00" + h
 	if !s.reported[key] {
 		s.reported[key] = true
-		if s.onViolation != nil {
-			s.onViolation()
+		if s.OnViolation != nil {
+			s.OnViolation()
 		}
 		s.log.Warn("tool definition changed since pinned", "upstream", server, "tool", t.Name, "reason", "rug-pull", "state", mode)
 		if s.file.Pending[server][t.Name] != h {
@@ -385,7 +385,7 @@ func (s *pinStore) Check(server string, t *mcp.Tool, mode string) bool {
 // approved reports, recording nothing, whether t's definition is one the
 // pins let through in mode: in "block" mode a definition that differs from
 // its pin is not (a tool never seen is: its first sight pins it).
-func (s *pinStore) approved(server string, t *mcp.Tool, mode string) bool {
+func (s *Store) Approved(server string, t *mcp.Tool, mode string) bool {
 	if mode != "block" {
 		return true
 	}
@@ -401,10 +401,10 @@ func (s *pinStore) approved(server string, t *mcp.Tool, mode string) bool {
 	return pinned == sanitize.PinHash(t)
 }
 
-// runPins is `switchboard pins list|approve`.
-func runPins(path string, args []string, server, tool string, out func(string)) error {
-	pf, _, err := readPinFile(path)
-	if err != nil && !errors.Is(err, errPinFileEmpty) {
+// Run is `switchboard pins list|approve`.
+func Run(path string, args []string, server, tool string, out func(string)) error {
+	pf, _, err := Read(path)
+	if err != nil && !errors.Is(err, errEmpty) {
 		return err
 	}
 	switch args[0] {
@@ -450,10 +450,10 @@ func runPins(path string, args []string, server, tool string, out func(string)) 
 	return fmt.Errorf("unknown pins command %q (want list or approve)", args[0])
 }
 
-// PendingPin is a changed tool definition held for approval, in /status:
+// Change is a changed tool definition held for approval, in /status:
 // the hash pinned and the hash of the definition the server lists now
 // (the definitions themselves are not kept).
-type PendingPin struct {
+type Change struct {
 	Server  string `json:"server"`
 	Tool    string `json:"tool"`
 	Pinned  string `json:"pinned"`
@@ -461,13 +461,13 @@ type PendingPin struct {
 }
 
 // pending lists the held definitions, by server and tool.
-func (s *pinStore) pending() []PendingPin {
+func (s *Store) Pending() []Change {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []PendingPin
+	var out []Change
 	for srv, tools := range s.file.Pending {
 		for t, h := range tools {
-			out = append(out, PendingPin{Server: srv, Tool: t, Pinned: s.file.Pins[srv][t], Pending: h})
+			out = append(out, Change{Server: srv, Tool: t, Pinned: s.file.Pins[srv][t], Pending: h})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

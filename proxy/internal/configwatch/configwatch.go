@@ -1,4 +1,4 @@
-package proxy
+package configwatch
 
 import (
 	"io/fs"
@@ -14,7 +14,7 @@ import (
 // kernel's own limit).
 const maxLinkHops = 40
 
-// configWatch watches every directory whose entries decide what the config
+// Watch watches every directory whose entries decide what the config
 // path reads: the config's directory and its parent (the directory can be
 // replaced), the directory of each symlink met resolving it (a Kubernetes
 // ConfigMap swaps a ..data symlink; --config can be a symlink into another
@@ -22,7 +22,7 @@ const maxLinkHops = 40
 // symlinks are resolved again on every event, and a watched directory that
 // is removed or replaced is watched again; one that cannot be is logged.
 // The pin file's directory is watched too, for approvals.
-type configWatch struct {
+type Watch struct {
 	w      *fsnotify.Watcher
 	log    hclog.Logger
 	config string        // the config path, absolute
@@ -33,19 +33,19 @@ type configWatch struct {
 	failed map[string]bool // directories that could not be watched (logged)
 }
 
-func newConfigWatch(w *fsnotify.Watcher, config string, pin func() string, log hclog.Logger) *configWatch {
+func New(w *fsnotify.Watcher, config string, pin func() string, log hclog.Logger) *Watch {
 	abs, err := filepath.Abs(config)
 	if err != nil {
 		abs = config
 	}
-	cw := &configWatch{w: w, log: log, config: abs, pin: pin, dirs: map[string]bool{}, names: map[string]bool{}, failed: map[string]bool{}}
+	cw := &Watch{w: w, log: log, config: abs, pin: pin, dirs: map[string]bool{}, names: map[string]bool{}, failed: map[string]bool{}}
 	cw.sync()
 	return cw
 }
 
 // event sorts out ev: whether it may change the config, or the pin file.
 // It resolves the config path again and adjusts the watches first.
-func (cw *configWatch) event(ev fsnotify.Event) (config, pin bool) {
+func (cw *Watch) Event(ev fsnotify.Event) (config, pin bool) {
 	name := filepath.Clean(ev.Name)
 	if p := cw.pin(); p != "" && name == p {
 		return false, true
@@ -64,7 +64,7 @@ func (cw *configWatch) event(ev fsnotify.Event) (config, pin bool) {
 
 // sync watches the directories the config path resolves through now, and
 // stops watching the others.
-func (cw *configWatch) sync() {
+func (cw *Watch) sync() {
 	names, dirs := resolveChain(cw.config)
 	if p := cw.pin(); p != "" {
 		dirs = append(dirs, filepath.Dir(p))
