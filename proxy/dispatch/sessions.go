@@ -184,15 +184,11 @@ func (c *sessionCounts) takeWait(ctx context.Context, pr Principal, limit int, w
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		if c.n[pr.id()] < limit {
-			if c.n == nil {
-				c.n = map[callerID]int{}
-			}
-			c.n[pr.id()]++
+		var ok bool
+		if held, ok = c.tryLocked(pr.id(), limit); ok {
 			c.mu.Unlock()
 			return 0, nil
 		}
-		held = c.n[pr.id()]
 		if c.freed == nil {
 			c.freed = make(chan struct{})
 		}
@@ -212,18 +208,27 @@ func (c *sessionCounts) takeWait(ctx context.Context, pr Principal, limit int, w
 func (c *sessionCounts) take(pr Principal, limit int) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[pr.id()] >= limit {
+	if held, ok := c.tryLocked(pr.id(), limit); !ok {
 		who := "this token"
 		if pr.TokenID == "" {
 			who = "this endpoint"
 		}
-		return fmt.Errorf("%w: %s holds %d (maxSessions); end one with DELETE or let idle ones expire (sessionIdleTimeout)", session.ErrSessionLimit, who, c.n[pr.id()])
+		return fmt.Errorf("%w: %s holds %d (maxSessions); end one with DELETE or let idle ones expire (sessionIdleTimeout)", session.ErrSessionLimit, who, held)
+	}
+	return nil
+}
+
+// tryLocked counts one more for k unless k holds limit already, and
+// returns how many k held before. c.mu is held.
+func (c *sessionCounts) tryLocked(k callerID, limit int) (held int, ok bool) {
+	if held = c.n[k]; held >= limit {
+		return held, false
 	}
 	if c.n == nil {
 		c.n = map[callerID]int{}
 	}
-	c.n[pr.id()]++
-	return nil
+	c.n[k]++
+	return held, true
 }
 
 // give counts one session of pr less.
