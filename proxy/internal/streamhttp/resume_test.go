@@ -16,6 +16,22 @@ type sseEvent struct {
 	retry    bool
 }
 
+// idBeforeProgress reads resp's stream up to its first progress
+// notification and returns the last event ID seen by then ("" if none).
+func idBeforeProgress(resp *http.Response) string {
+	sc := bufio.NewScanner(resp.Body)
+	var last string
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			last = v
+		}
+		if strings.Contains(sc.Text(), "notifications/progress") {
+			break
+		}
+	}
+	return last
+}
+
 // readSSE reads a whole event stream.
 func readSSE(t *testing.T, resp *http.Response) []sseEvent {
 	t.Helper()
@@ -79,16 +95,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 	f := serve(t)
 	id := initialize(t, f, nil)
 	resp := post(t, f, id, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"notify_wait"}}`, v25)
-	sc := bufio.NewScanner(resp.Body)
-	var last string
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-			last = v
-		}
-		if strings.Contains(sc.Text(), "notifications/progress") {
-			break
-		}
-	}
+	last := idBeforeProgress(resp)
 	if last == "" {
 		t.Fatal("no event ID before the progress notification")
 	}
@@ -131,16 +138,7 @@ func TestResumeOtherProcess(t *testing.T) {
 			f.resume <- struct{}{}
 		}
 	})
-	sc := bufio.NewScanner(resp.Body)
-	var last string
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
-			last = v
-		}
-		if strings.Contains(sc.Text(), "notifications/progress") {
-			break
-		}
-	}
+	last := idBeforeProgress(resp)
 	resp.Body.Close()
 	i := strings.LastIndexByte(last, '_')
 	epoch, number, named := strings.Cut(last[:max(i, 0)], ".")
