@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -170,7 +170,7 @@ func TestCatalogCacheStoresWhatWouldBeServed(t *testing.T) {
 		t.Fatalf("cached catalog does not read back: %v %s", err, b)
 	}
 
-	ps := pins.NewStore(hclog.NewNullLogger())
+	ps := pin.NewStore(hclog.NewNullLogger())
 	tool := &mcp.Tool{Name: "t", Description: "v1", InputSchema: map[string]any{"type": "object"}}
 	if !ps.Check("s", tool, "block") {
 		t.Fatal("first sight refused")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -24,7 +24,7 @@ func PinFilePath(c *config.Config) string { return view.PinFilePath(c) }
 // definitions in the pin file at path, for one server or tool when set,
 // handing out each line of the report.
 func RunPins(path, action, server, tool string, out func(string)) error {
-	return pins.Run(path, []string{action}, server, tool, out)
+	return pin.Run(path, []string{action}, server, tool, out)
 }
 
 // TuneGC runs the collector tuning serve uses until ctx ends (package gctune).
@@ -92,4 +92,4 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 // CheckPinFile reads the pin file at path as serve would: an error for one
 // serve refuses (a corrupt file, naming it and what to do), a note for one
 // it starts with anyway (an empty file left by a crash).
-func CheckPinFile(path string) (note string, err error) { return pins.CheckFile(path) }
+func CheckPinFile(path string) (note string, err error) { return pin.CheckFile(path) }

@@ -24,7 +24,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
@@ -120,7 +120,7 @@ type Proxy struct {
 	reloadReq  chan string
 	lastReload atomic.Pointer[ReloadResult]
 
-	pins     *pins.Store
+	pins     *pin.Store
 	catalogs *catalogCache // each server's last catalog on disk (catalogcache.go)
 	started  time.Time     // when New made the proxy: the first lists' wait counts from it
 	parked   *mrtr.Calls   // 2026-07-28 calls waiting for input (package mrtr)
@@ -229,7 +229,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		resolver:  secrets.NewResolver(resolverOptions(redactor)),
 		hs:        handleSet{served: map[string]*upstream.Handle{}, pending: map[string]*pendingStart{}},
 		reloadReq: make(chan string, 1),
-		pins:      pins.NewStore(log.Named("pins")),
+		pins:      pin.NewStore(log.Named("pins")),
 		catalogs:  newCatalogCache(catalogDir(c.CatalogCache, o.CatalogDir), log.Named("catalogs")),
 		started:   time.Now(),
 		parked:    mrtr.New(),

@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/admin"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/connlimit"
-	"github.com/mcp-switchboard/switchboard/proxy/internal/pins"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -153,7 +153,7 @@ type StatusReport struct {
 	Audit *dispatch.AuditStatus `json:"audit,omitempty"`
 	// PendingPins are the changed tool definitions held for approval
 	// (sanitize.pinMode block) or reported (warn).
-	PendingPins []pins.Change `json:"pendingPins,omitempty"`
+	PendingPins []pin.Change `json:"pendingPins,omitempty"`
 	// Connections is the downstream connections open now and their cap
 	// (the descriptor limit less a reserve, package connlimit); absent
 	// with --stdio.
