@@ -130,13 +130,17 @@ func hexVal(c byte) byte {
 
 // escapeURI percent-encodes every byte of s that a URI does not hold as
 // it is (RFC 3986: what is neither unreserved nor reserved), '%' included,
-// so that percentDecode(escapeURI(s)) == s.
+// so that percentDecode(escapeURI(s)) == s. Brackets stay as they are only
+// in the authority, around an IP literal (§3.2.2); anywhere else they are
+// escaped, as a decoded reading that held "%5B" must not come back with a
+// bracket the URI never had.
 func escapeURI(s string) string {
 	const hexDigits = "0123456789ABCDEF"
+	host := authority(s)
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if uriByte(c) {
+		if uriByte(c) && (c != '[' && c != ']' || host.contains(i)) {
 			b.WriteByte(c)
 			continue
 		}
@@ -145,6 +149,26 @@ func escapeURI(s string) string {
 		b.WriteByte(hexDigits[c&15])
 	}
 	return b.String()
+}
+
+// byteRange is a half-open range of byte offsets.
+type byteRange struct{ from, to int }
+
+func (p byteRange) contains(i int) bool { return p.from <= i && i < p.to }
+
+// authority returns where the authority of s, a URI, stands: after
+// "scheme://" up to the path, query or fragment; empty when s has none.
+func authority(s string) byteRange {
+	i := strings.Index(s, "://")
+	if i < 1 || !looksLikeURI(s[:i+1]) {
+		return byteRange{}
+	}
+	from := i + 3
+	to := len(s)
+	if j := strings.IndexAny(s[from:], "/?#"); j >= 0 {
+		to = from + j
+	}
+	return byteRange{from, to}
 }
 
 // uriByte reports whether c stands in a URI as it is: unreserved or

@@ -213,6 +213,8 @@ func FuzzURI(f *testing.F) {
 		"res://h/%26%23%36%39%3b%26%23%37%38%3b%26%23%36%38%3b_EXTERNAL_UNTRUSTED_CONTENT%3e%3e%3e",
 		"ui://h/%25%35%33%25%34%35CRET/%2545XTERNAL%2555NTRUSTED%2543ONTENT",
 		"data:image/png;base64,U0VDUkVU",
+		"%53%45CRET%5B0",
+		"https://[::1]:8/%53ECRET/%5B",
 		"SECRET",
 		"%",
 	} {
