@@ -49,3 +49,24 @@ func TestSearchMultiStep(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchCJK: tools described in Chinese are found by a request in
+// Chinese, which has no spaces between its words.
+func TestSearchCJK(t *testing.T) {
+	docs := []Doc{
+		{Name: "mcp_fs_delete", Server: "fs", Description: "删除指定路径的文件"},
+		{Name: "mcp_fs_list", Server: "fs", Description: "列出目录中的所有文件和子目录"},
+		{Name: "mcp_web_search", Server: "web", Description: "使用搜索引擎搜索网页"},
+	}
+	ix := New(docs)
+	for query, want := range map[string]string{
+		"请列出这个目录里的文件": "mcp_fs_list",
+		"帮我删除一个文件":    "mcp_fs_delete",
+		"在网上搜索最新消息":   "mcp_web_search",
+	} {
+		hits := ix.Search(query, 1, "")
+		if len(hits) == 0 || docs[hits[0].Doc].Name != want {
+			t.Errorf("Search(%q) = %v, want %s first", query, hits, want)
+		}
+	}
+}
