@@ -32,7 +32,8 @@ func TuneGC(ctx context.Context, getenv func(string) string) { gctune.Tune(ctx, 
 
 // ToolRow is one published tool of the default view.
 type ToolRow struct {
-	Public, Server, Original, Description string
+	Public, Server, Original, Title, Description string
+	InputSchema                                  any
 }
 
 // ListTools starts the servers of the config o names, lazy ones too (a
@@ -74,7 +75,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	p.rebuildAll()
 	var rows []ToolRow
 	for _, r := range p.serving.Load().Views[""].List {
-		rows = append(rows, ToolRow{Public: r.Public, Server: r.Entry.Key, Original: r.Original, Description: r.Tool.Description})
+		rows = append(rows, ToolRow{Public: r.Public, Server: r.Entry.Key, Original: r.Original, Title: r.Tool.Title, Description: r.Tool.Description, InputSchema: r.Tool.InputSchema})
 	}
 	var down []upstream.Status
 	for _, k := range view.SortedKeys(snap.Handles) {

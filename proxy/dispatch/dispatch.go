@@ -52,6 +52,7 @@ type Dispatcher struct {
 	held        sessionCounts
 	peer        *peer
 	clients     *clientHandles
+	callers     *callerFound // search mode's found sets of callers without a session
 	methods     session.Methods
 	// Made once, not per session: a 2026-07-28 request opens one.
 	offerModernFn func(*session.Session, *mcp.ClientCapabilities) bool
@@ -73,6 +74,7 @@ func New(o Options) *Dispatcher {
 	}
 	d.trust = &trust{redactor: o.Redactor, log: o.Log, serving: o.Serving}
 	d.sessions = &sessionTable{}
+	d.callers = newCallerFound(time.Now)
 	d.clients = &clientHandles{log: o.Log, make: o.NewClient, held: &d.held,
 		limit: func() int { return d.serving.Load().Snap.Config.SessionLimit() }}
 	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{}}

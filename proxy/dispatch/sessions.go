@@ -54,7 +54,7 @@ type record struct {
 	// maxSessions for its per-client instances (clientHandles.handleFor);
 	// guarded by clientHandles.mu.
 	placed  bool
-	found   foundSet
+	found   *foundSet                             // the session's own, or its caller's (OpenStateless)
 	clients map[*upstream.Handle]*upstream.Handle // per-client instances by shared handle; guarded by clientHandles.mu
 }
 
@@ -108,7 +108,7 @@ func (d *Dispatcher) Open(pr Principal, id string, out session.Stream, resumed *
 	if err := d.held.take(pr, cur.Snap.Config.SessionLimit()); err != nil {
 		return nil, err
 	}
-	rec := &record{pr: pr, counted: true}
+	rec := &record{pr: pr, counted: true, found: &foundSet{}}
 	opt := d.sessionOptions(rec)
 	opt.ID, opt.Resumed = id, resumed
 	opt.OnLevel = func(*session.Session, mcp.LoggingLevel) { d.setLevel(context.Background(), pr.View) }
@@ -247,12 +247,23 @@ func (c *sessionCounts) give(pr Principal) {
 // OpenStateless opens the session of one 2026-07-28 request: it has no
 // stream of its own, holds no place under maxSessions and is in no
 // session table (what is announced to sessions has nowhere to go); what it
-// started (per-client servers) ends with it.
+// started (per-client servers) ends with it. In a search view, what it
+// finds is its caller's (callerFound), and so are its lists.
 func (d *Dispatcher) OpenStateless(pr Principal) (*session.Session, error) {
-	if d.serving.Load().Views[pr.View] == nil {
+	v := d.serving.Load().Views[pr.View]
+	if v == nil {
 		return nil, fmt.Errorf("view %q: no such view", pr.View)
 	}
-	return session.New(d.sessionOptions(&record{pr: pr}), nil), nil
+	rec := &record{pr: pr}
+	opt := d.sessionOptions(rec)
+	if v.Search != nil {
+		// What the caller found joins its lists: they depend on who asks.
+		rec.found = d.callers.of(pr.Caller())
+		opt.Cache.Private = true
+	} else {
+		rec.found = &foundSet{}
+	}
+	return session.New(opt, nil), nil
 }
 
 // cache is what 2026-07-28 answers in pr's view say about caching: they

@@ -61,6 +61,8 @@ type qterm struct {
 type scratch struct {
 	acc     []float64 // score of each doc; zero for untouched docs
 	touched []int32   // docs whose acc is not zero
+	part    []float64 // score of each doc for one part of the query (fuseParts)
+	parts   []string  // the parts of the query
 	q       []qterm
 	buf     []byte
 	heap    []Hit
@@ -95,16 +97,9 @@ func (ix *Index) Search(query string, limit int, server string) []Hit {
 	s := ix.pool.Get().(*scratch)
 	defer ix.pool.Put(s)
 	ix.queryTerms(query, s)
-	for _, qt := range s.q {
-		for _, p := range ix.post[qt.id] {
-			if sid >= 0 && ix.docServer[p.doc] != sid {
-				continue
-			}
-			if s.acc[p.doc] == 0 {
-				s.touched = append(s.touched, p.doc)
-			}
-			s.acc[p.doc] += qt.w * float64(p.w)
-		}
+	ix.accumulate(s, s.acc, sid, true)
+	if len(s.q) > 1 && len(s.touched) > 0 {
+		ix.fuseParts(query, s, sid)
 	}
 	hits := s.top(limit)
 	for _, d := range s.touched {
@@ -112,6 +107,91 @@ func (ix *Index) Search(query string, limit int, server string) []Hit {
 	}
 	s.touched = s.touched[:0]
 	return hits
+}
+
+// accumulate adds the weights of s.q's terms' postings into acc, only
+// for docs of server sid (when >= 0); with touch, the docs it first
+// touches are added to s.touched.
+func (ix *Index) accumulate(s *scratch, acc []float64, sid int32, touch bool) {
+	for _, qt := range s.q {
+		for _, p := range ix.post[qt.id] {
+			if sid >= 0 && ix.docServer[p.doc] != sid {
+				continue
+			}
+			if touch && acc[p.doc] == 0 {
+				s.touched = append(s.touched, p.doc)
+			}
+			acc[p.doc] += qt.w * float64(p.w)
+		}
+	}
+}
+
+// fuseParts gives each part of a request of several parts (splitParts)
+// its say: a doc's score becomes the whole request's score and each
+// part's, each divided by the best score it gave any doc, so that every
+// step's best tools rank near the top, whatever the other steps' words
+// weigh. A request of one part keeps its plain score. The parts' terms
+// are among the whole request's, so they touch no new doc.
+func (ix *Index) fuseParts(query string, s *scratch, sid int32) {
+	s.parts = s.parts[:0]
+	splitParts(query, func(part string) {
+		if len(s.parts) < maxParts {
+			s.parts = append(s.parts, part)
+		}
+	})
+	if len(s.parts) < 2 {
+		return
+	}
+	if s.part == nil {
+		s.part = make([]float64, len(s.acc))
+	}
+	n := 0
+	for _, part := range s.parts {
+		if ix.queryTerms(part, s); words(s.q) >= minPartWords {
+			s.parts[n] = part
+			n++
+		}
+	}
+	if n < 2 {
+		return
+	}
+	normalise(s.acc, s.touched, wholeWeight)
+	for _, part := range s.parts[:n] {
+		ix.queryTerms(part, s)
+		ix.accumulate(s, s.part, sid, false)
+		best := 0.0
+		for _, d := range s.touched {
+			best = math.Max(best, s.part[d])
+		}
+		for _, d := range s.touched {
+			if best > 0 {
+				s.acc[d] += s.part[d] / best
+			}
+			s.part[d] = 0
+		}
+	}
+}
+
+// words is how many of q are words of the query, not synonyms.
+func words(q []qterm) int {
+	n := 0
+	for _, t := range q {
+		if t.w == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// normalise scales the scores of docs so that the best is w.
+func normalise(acc []float64, docs []int32, w float64) {
+	best := 0.0
+	for _, d := range docs {
+		best = math.Max(best, acc[d])
+	}
+	for _, d := range docs {
+		acc[d] *= w / best
+	}
 }
 
 // queryTerms fills s.q with the distinct terms of query and their

@@ -25,6 +25,14 @@ func splitWords(s string, fn func(word string)) {
 			i += size
 			continue
 		}
+		if isCJK(r) {
+			if start >= 0 {
+				fn(s[start:i])
+				start = -1
+			}
+			i = cjkBigrams(s, i, fn)
+			continue
+		}
 		if start < 0 {
 			start = i
 		} else if caseBoundary(prev, r, s[i+size:]) {
@@ -37,6 +45,38 @@ func splitWords(s string, fn func(word string)) {
 	if start >= 0 {
 		fn(s[start:])
 	}
+}
+
+// isCJK reports whether r is written without spaces between words: Han,
+// Hiragana, Katakana or Hangul.
+func isCJK(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
+}
+
+// cjkBigrams calls fn with every two adjacent characters of the run of
+// CJK characters that starts at s[i] (the run itself if it is one
+// character), and returns where the run ends. Such text has no spaces to
+// split at; overlapping bigrams are the usual unit for ranking it, with
+// no dictionary ("列出文件" → 列出, 出文, 文件).
+func cjkBigrams(s string, i int, fn func(word string)) int {
+	prev := i
+	r, size := utf8.DecodeRuneInString(s[i:])
+	i += size
+	n := 1
+	for i < len(s) {
+		r, size = utf8.DecodeRuneInString(s[i:])
+		if !isCJK(r) {
+			break
+		}
+		fn(s[prev : i+size])
+		prev = i
+		i += size
+		n++
+	}
+	if n == 1 {
+		fn(s[prev:i])
+	}
+	return i
 }
 
 // caseBoundary reports whether a new word starts at r, given the rune
