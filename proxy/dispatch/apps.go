@@ -7,8 +7,27 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
+
+// publicAppURIs gives the ui:// contents of a read their public URI
+// (router.AppURI with the server's prefix), as the client reads them
+// back; their bytes, MIME type and _meta stay the server's. Contents are
+// copied before they change: a UI resource is the upstream's own value.
+func publicAppURIs(res *mcp.ReadResourceResult, prefix string) {
+	if res == nil {
+		return
+	}
+	for i, c := range res.Contents {
+		if c == nil || !router.IsAppURI(c.URI) {
+			continue
+		}
+		cp := *c
+		cp.URI = router.AppURI(prefix, c.URI)
+		res.Contents[i] = &cp
+	}
+}
 
 // readResult passes a resources/read answer from server through the trust
 // boundary. MCP Apps UI resources (sanitize.IsApp) are not model-facing:
