@@ -42,8 +42,8 @@ type appServer struct {
 // the UI extension, and the fixtures' show_admin_app denied. Every UI
 // resource a tool names is published under ui://<server>/…, and reads
 // through switchboard exactly as directly (bytes, MIME type, _meta), its
-// contents under the public URI; every resourceUri a tool or a listed
-// resource names resolves; the downstream initialize declares the
+// contents under the public URI; every resourceUri a tool, a tool's
+// result (resource link, _meta.ui) or a listed resource names resolves; the downstream initialize declares the
 // extension and the upstreams get the client's; a UI resource that holds
 // a configured secret is refused with an error naming its server, the
 // secret nowhere in it; the denied tool's page is neither listed nor read.
@@ -160,6 +160,18 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 		if uri := appURI(tool.Meta); uri != "" {
 			uris[uri] = true
 		}
+	}
+	linked := mustCall(t, cs, "mcp_fix_link_app", map[string]any{})
+	for _, c := range linked.Content {
+		if l, ok := c.(*mcp.ResourceLink); ok {
+			uris[l.URI] = true
+			if l.URI != "ui://fix/fixture/app.html" {
+				t.Errorf("a result's resource link names %s, want ui://fix/fixture/app.html", l.URI)
+			}
+		}
+	}
+	if uri := appURI(linked.Meta); uri != "ui://fix/fixture/app.html" {
+		t.Errorf("a result's _meta.ui names %q, want ui://fix/fixture/app.html", uri)
 	}
 	listed := map[string]bool{}
 	for r, err := range cs.Resources(ctx, nil) {

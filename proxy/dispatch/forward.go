@@ -131,6 +131,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = "invalid_output"
 		return errorResult(fmt.Sprintf("the result of tool %q no longer matches its output schema once switchboard cleaned its structured content (%v); it is withheld", r.Public, err)), nil
 	}
+	publicAppResult(out, r.Entry.Prefix)
 	return out, nil
 }
 

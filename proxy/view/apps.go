@@ -56,10 +56,10 @@ func (a *appIndex) deniedApp(e *ServerEntry, uri string) bool {
 	return a.denied[e][uri] && !a.allowed[e][uri]
 }
 
-// publicAppMeta is a tool's _meta with the UI resource it names
+// PublicAppMeta is a tool's (or a result's) _meta with the UI resource it names
 // (_meta.ui.resourceUri, the deprecated flat ui/resourceUri) under its
 // public URI (router.AppURI); meta itself when it names none.
-func publicAppMeta(meta mcp.Meta, prefix string) mcp.Meta {
+func PublicAppMeta(meta mcp.Meta, prefix string) mcp.Meta {
 	ui, _ := meta["ui"].(map[string]any)
 	nested, _ := ui["resourceUri"].(string)
 	flat, _ := meta["ui/resourceUri"].(string)

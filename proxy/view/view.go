@@ -264,7 +264,7 @@ func (b *Builder) publishedRoute(public string, e *ServerEntry, original string,
 		outRaw = json.RawMessage(b)
 	}
 	pub := &mcp.Tool{
-		Meta:         publicAppMeta(clean.Meta, e.Prefix),
+		Meta:         PublicAppMeta(clean.Meta, e.Prefix),
 		Annotations:  clean.Annotations,
 		Description:  clean.Description,
 		InputSchema:  json.RawMessage(inRaw),
