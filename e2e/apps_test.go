@@ -183,14 +183,18 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 			uris[r.URI] = true
 		}
 	}
-	unresolved := 0
+	unresolved, refused := 0, 0
 	for uri := range uris {
-		if _, err := read(cs, uri); err != nil && uri != "ui://fix/fixture/leak.html" {
+		_, err := read(cs, uri)
+		switch {
+		case err != nil && uri == "ui://fix/fixture/leak.html":
+			refused++ // it holds a configured secret: checked below
+		case err != nil:
 			unresolved++
 			t.Errorf("resourceUri %s does not resolve through switchboard: %v", uri, err)
 		}
 	}
-	t.Logf("%d resourceUris, %d unresolvable", len(uris), unresolved)
+	t.Logf("%d resourceUris: %d read, %d refused for a configured secret, %d unresolvable", len(uris), len(uris)-refused-unresolved, refused, unresolved)
 	for _, uri := range []string{"ui://fix/fixture/app.html", "ui://fix2/fixture/app.html", "ui://react/get-time/mcp-app.html"} {
 		if !listed[uri] {
 			t.Errorf("resources/list lacks %s: %v", uri, listed)
@@ -217,7 +221,8 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 // TestMCPAppsAppCalls: an app calls its server's tools by their own names
 // (get-time, not mcp_react_get-time). Behind switchboard, with the example
 // server and two fixtures with apps: every such call is served and
-// audited as the tool it resolved to, a tool for the app only
+// audited as the tool it resolved to and held to the caller's rate limit,
+// a tool for the app only
 // (_meta.ui.visibility ["app"]) is not listed yet callable by either
 // name, a name two servers publish is refused naming both, and a tool
 // denied by policy stays denied by its own name.
@@ -230,7 +235,8 @@ func TestMCPAppsAppCalls(t *testing.T) {
 	}
 	audit := filepath.Join(t.TempDir(), "audit.log")
 	cfg := map[string]any{"audit": map[string]any{"enabled": true, "file": audit},
-		"tools": map[string]any{"deny": []string{"mcp_fix_show_admin_app", "mcp_fix2_*"}},
+		"limits": map[string]any{"callsPerMinute": 1, "burst": 6},
+		"tools":  map[string]any{"deny": []string{"mcp_fix_show_admin_app", "mcp_fix2_*"}},
 		"mcpServers": map[string]any{
 			"react": map[string]any{"command": node, "args": []string{react, "--stdio"}},
 			"fix":   map[string]any{"command": fixture, "args": []string{"--name", "fix", "--apps"}},
@@ -270,6 +276,11 @@ func TestMCPAppsAppCalls(t *testing.T) {
 		served++
 	}
 	t.Logf("app calls: %d of %d served", served, len(calls))
+	// The six calls took the burst: the caller's rate limit holds the
+	// next, by whatever name.
+	if res, err := callTool(t, cs, "get-time", map[string]any{}); err != nil || !res.IsError || !strings.Contains(textOf(res), "rate limit exceeded") {
+		t.Errorf("a seventh call by bare name: %v %s, want the rate limit", err, js(res))
+	}
 
 	// Denied: the fixture's show_admin_app by any name, every tool of
 	// fix2, and echo of the server without apps by its bare name (an app
@@ -284,6 +295,9 @@ func TestMCPAppsAppCalls(t *testing.T) {
 	b, err := os.ReadFile(audit)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"called_as":"get-time","duration_ms"`) || !strings.Contains(string(b), `"outcome":"rate_limited"`) {
+		t.Errorf("the audit log lacks the rate-limited call by bare name:\n%s", b)
 	}
 	for _, want := range []string{`"tool":"mcp_react_get-time","server":"react","original":"get-time","called_as":"get-time"`,
 		`"tool":"mcp_fix_app_refresh","server":"fix","original":"app_refresh","called_as":"app_refresh"`} {
