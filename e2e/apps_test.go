@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,14 +36,17 @@ type appServer struct {
 }
 
 // TestMCPAppsThroughSwitchboard puts the MCP Apps example servers from npm
-// (server-basic-react, server-map) and the fixture's apps (a text and a blob page with
-// a CSP, permissions and a domain in _meta.ui) behind one switchboard,
-// with a client that declares the UI extension. Every UI resource a tool
-// names reads through switchboard exactly as directly (contents, bytes,
-// MIME type, _meta), each tool's _meta.ui is the server's, the downstream
-// initialize declares the extension, the upstreams get the client's
-// extension, and a UI resource that holds a configured secret is refused
-// with an error naming its server, the secret nowhere in it.
+// (server-basic-react, server-map) and two fixtures with apps (a text and a
+// blob page with a CSP, permissions and a domain in _meta.ui, the same
+// ui:// URIs in both) behind one switchboard, with a client that declares
+// the UI extension, and the fixtures' show_admin_app denied. Every UI
+// resource a tool names is published under ui://<server>/…, and reads
+// through switchboard exactly as directly (bytes, MIME type, _meta), its
+// contents under the public URI; every resourceUri a tool, a tool's
+// result (resource link, _meta.ui) or a listed resource names resolves; the downstream initialize declares the
+// extension and the upstreams get the client's; a UI resource that holds
+// a configured secret is refused with an error naming its server, the
+// secret nowhere in it; the denied tool's page is neither listed nor read.
 func TestMCPAppsThroughSwitchboard(t *testing.T) {
 	dir := npmDir(t)
 	node := node22(t)
@@ -59,12 +63,16 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 		{name: "react", argv: []string{node, react, "--stdio"}},
 		{name: "map", argv: []string{node, cesium, "--stdio"}},
 		{name: "fix", argv: []string{fixture, "--name", "fix", "--apps"}},
+		{name: "fix2", argv: []string{fixture, "--name", "fix2", "--apps"}},
 	}
-	cfg := map[string]any{"mcpServers": map[string]any{
+	denyAdmin := map[string]any{"deny": []string{"mcp_*_show_admin_app"}}
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	cfg := map[string]any{"audit": map[string]any{"enabled": true, "file": audit}, "mcpServers": map[string]any{
 		"react": map[string]any{"command": node, "args": []string{react, "--stdio"}},
 		"map":   map[string]any{"command": node, "args": []string{cesium, "--stdio"}},
 		"fix": map[string]any{"command": fixture, "args": []string{"--name", "fix", "--apps", "--app-env", "S_APP"},
-			"env": map[string]string{"S_APP": "secret://env/APP_SECRET"}},
+			"env": map[string]string{"S_APP": "secret://env/APP_SECRET"}, "tools": denyAdmin},
+		"fix2": map[string]any{"command": fixture, "args": []string{"--name", "fix2", "--apps"}, "tools": denyAdmin},
 	}}
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, append(npmEnv(t), "APP_SECRET="+secret))
 	cs := s.client(t, appsClientOptions())
@@ -76,7 +84,7 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 	var tools map[string]*mcp.Tool
 	testutil.Eventually(t, 60*time.Second, "the app servers listed", func() bool {
 		tools = listTools(t, cs)
-		return tools["mcp_react_get-time"] != nil && tools["mcp_map_show-map"] != nil && tools["mcp_fix_show_app"] != nil
+		return tools["mcp_react_get-time"] != nil && tools["mcp_map_show-map"] != nil && tools["mcp_fix_show_app"] != nil && tools["mcp_fix2_show_app"] != nil
 	})
 	got := unwrap(textOf(mustCall(t, cs, "mcp_fix_client_extensions", map[string]any{})))
 	if !strings.Contains(got, appsExtension) || !strings.Contains(got, "text/html;profile=mcp-app") {
@@ -88,7 +96,7 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 	read := func(cs *mcp.ClientSession, uri string) (*mcp.ReadResourceResult, error) {
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	}
-	compared := 0
+	compared, bytes, differing := 0, 0, 0
 	for _, srv := range servers {
 		direct := connectCommand(t, ctx, srv)
 		for _, tool := range listTools(t, direct) {
@@ -97,12 +105,19 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 				continue
 			}
 			proxied := tools["mcp_"+srv.name+"_"+tool.Name]
+			if tool.Name == "show_admin_app" {
+				if proxied != nil {
+					t.Errorf("%s: the denied tool %s is listed", srv.name, tool.Name)
+				}
+				continue
+			}
 			if proxied == nil {
 				t.Errorf("%s: tool %s naming %s is not listed through switchboard", srv.name, tool.Name, uri)
 				continue
 			}
-			if !reflect.DeepEqual(proxied.Meta["ui"], tool.Meta["ui"]) || proxied.Meta["ui/resourceUri"] != tool.Meta["ui/resourceUri"] {
-				t.Errorf("%s: tool %s: _meta.ui through switchboard %s, directly %s", srv.name, tool.Name, js(proxied.Meta), js(tool.Meta))
+			public := publicAppURI(srv.name, uri)
+			if want := publicAppMeta(srv.name, tool.Meta); !reflect.DeepEqual(proxied.Meta, want) {
+				t.Errorf("%s: tool %s: _meta through switchboard %s, want %s", srv.name, tool.Name, js(proxied.Meta), js(want))
 			}
 			want, err := read(direct, uri)
 			if err != nil {
@@ -110,29 +125,241 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 			}
 			res, err := read(cs, appURI(proxied.Meta))
 			if err != nil {
-				t.Errorf("%s: read of %s through switchboard: %v", srv.name, uri, err)
+				t.Errorf("%s: read of %s through switchboard: %v", srv.name, public, err)
 				continue
 			}
-			if len(want.Contents) == 0 {
-				t.Errorf("%s: %s has no contents", srv.name, uri)
+			if len(want.Contents) == 0 || len(res.Contents) != len(want.Contents) {
+				t.Errorf("%s: %s has %d contents through switchboard, %d directly", srv.name, uri, len(res.Contents), len(want.Contents))
+				continue
 			}
-			if !reflect.DeepEqual(res.Contents, want.Contents) {
-				t.Errorf("%s: %s through switchboard differs from a direct read:\n%.600s\nwant\n%.600s", srv.name, uri, js(res.Contents), js(want.Contents))
+			for i, c := range res.Contents {
+				w := want.Contents[i]
+				if c.URI != publicAppURI(srv.name, w.URI) {
+					t.Errorf("%s: contents[%d] of %s has URI %s, want %s", srv.name, i, public, c.URI, publicAppURI(srv.name, w.URI))
+				}
+				back := *c
+				back.URI = w.URI
+				if !reflect.DeepEqual(&back, w) {
+					differing++
+					t.Errorf("%s: %s through switchboard differs from a direct read:\n%.600s\nwant\n%.600s", srv.name, uri, js(c), js(w))
+				}
+				bytes += len(w.Text) + len(w.Blob)
 			}
 			compared++
 		}
 	}
-	if compared < 4 {
-		t.Errorf("compared %d UI resources, want the react and map servers' one each and the fixture's two", compared)
+	t.Logf("%d UI resources, %d bytes, compared: %d differ", compared, bytes, differing)
+	if compared < 6 {
+		t.Errorf("compared %d UI resources, want the react and map servers' one each and the fixtures' two each", compared)
 	}
 
-	_, err = read(cs, "ui://fixture/leak.html")
+	// Every resourceUri a published tool names, and every ui:// resource
+	// listed, reads through switchboard; the fixtures' same URIs are two.
+	uris := map[string]bool{}
+	for _, tool := range tools {
+		if uri := appURI(tool.Meta); uri != "" {
+			uris[uri] = true
+		}
+	}
+	linked := mustCall(t, cs, "mcp_fix_link_app", map[string]any{})
+	for _, c := range linked.Content {
+		if l, ok := c.(*mcp.ResourceLink); ok {
+			uris[l.URI] = true
+			if l.URI != "ui://fix/fixture/app.html" {
+				t.Errorf("a result's resource link names %s, want ui://fix/fixture/app.html", l.URI)
+			}
+		}
+	}
+	if uri := appURI(linked.Meta); uri != "ui://fix/fixture/app.html" {
+		t.Errorf("a result's _meta.ui names %q, want ui://fix/fixture/app.html", uri)
+	}
+	listed := map[string]bool{}
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(r.URI, "ui://") {
+			listed[r.URI] = true
+			uris[r.URI] = true
+		}
+	}
+	unresolved, refused := 0, 0
+	for uri := range uris {
+		_, err := read(cs, uri)
+		switch {
+		case err != nil && uri == "ui://fix/fixture/leak.html":
+			refused++ // it holds a configured secret: checked below
+		case err != nil:
+			unresolved++
+			t.Errorf("resourceUri %s does not resolve through switchboard: %v", uri, err)
+		}
+	}
+	t.Logf("%d resourceUris: %d read, %d refused for a configured secret, %d unresolvable", len(uris), len(uris)-refused-unresolved, refused, unresolved)
+	for _, uri := range []string{"ui://fix/fixture/app.html", "ui://fix2/fixture/app.html", "ui://react/get-time/mcp-app.html"} {
+		if !listed[uri] {
+			t.Errorf("resources/list lacks %s: %v", uri, listed)
+		}
+	}
+	for _, uri := range []string{"ui://fix/fixture/admin.html", "ui://fix2/fixture/admin.html"} {
+		if listed[uri] {
+			t.Errorf("resources/list holds %s, whose only tool is denied", uri)
+		}
+		if _, err := read(cs, uri); err == nil {
+			t.Errorf("%s, whose only tool is denied, reads through switchboard", uri)
+		}
+	}
+
+	_, err = read(cs, "ui://fix/fixture/leak.html")
 	if err == nil || !strings.Contains(err.Error(), "server 'fix'") || !strings.Contains(err.Error(), "secret") {
 		t.Errorf("the leaking UI resource: error %v, want one naming server 'fix' and the secret", err)
 	}
 	if err != nil && strings.Contains(err.Error(), secret) {
 		t.Errorf("the error holds the secret: %v", err)
 	}
+}
+
+// TestMCPAppsAppCalls: an app calls its server's tools by their own names
+// (get-time, not mcp_react_get-time). Behind switchboard, with the example
+// server and two fixtures with apps: every such call is served and
+// audited as the tool it resolved to and held to the caller's rate limit,
+// a tool for the app only
+// (_meta.ui.visibility ["app"]) is not listed yet callable by either
+// name, a name two servers publish is refused naming both, and a tool
+// denied by policy stays denied by its own name.
+func TestMCPAppsAppCalls(t *testing.T) {
+	dir := npmDir(t)
+	node := node22(t)
+	react, err := filepath.EvalSymlinks(npmBin(t, "mcp-server-basic-react"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	cfg := map[string]any{"audit": map[string]any{"enabled": true, "file": audit},
+		"limits": map[string]any{"callsPerMinute": 1, "burst": 6},
+		"tools":  map[string]any{"deny": []string{"mcp_fix_show_admin_app", "mcp_fix2_*"}},
+		"mcpServers": map[string]any{
+			"react": map[string]any{"command": node, "args": []string{react, "--stdio"}},
+			"fix":   map[string]any{"command": fixture, "args": []string{"--name", "fix", "--apps"}},
+			"fix2":  map[string]any{"command": fixture, "args": []string{"--name", "fix2", "--apps"}, "tools": map[string]any{"deny": []string{"echo"}}},
+			"plain": map[string]any{"command": fixture, "args": []string{"--name", "plain"}},
+		}}
+	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, npmEnv(t))
+	cs := s.client(t, appsClientOptions())
+	var tools map[string]*mcp.Tool
+	testutil.Eventually(t, 60*time.Second, "the app servers listed", func() bool {
+		tools = listTools(t, cs)
+		return tools["mcp_react_get-time"] != nil && tools["mcp_fix_show_app"] != nil && tools["mcp_plain_echo"] != nil
+	})
+	if tools["mcp_fix_app_refresh"] != nil {
+		t.Errorf("the tool for the app only is listed: %s", js(tools["mcp_fix_app_refresh"]))
+	}
+
+	calls := []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"get-time", map[string]any{}, "20"},
+		{"show_app", map[string]any{}, "shown"},
+		{"show_blob_app", map[string]any{}, "shown"},
+		{"app_refresh", map[string]any{}, "shown"},
+		{"mcp_fix_app_refresh", map[string]any{}, "shown"},
+		{"echo", map[string]any{"text": "from the app"}, "from the app"},
+	}
+	served := 0
+	for _, c := range calls {
+		res, err := callTool(t, cs, c.name, c.args)
+		if err != nil || res.IsError || !strings.Contains(textOf(res), c.want) {
+			t.Errorf("app call %s: %v %s", c.name, err, js(res))
+			continue
+		}
+		served++
+	}
+	t.Logf("app calls: %d of %d served", served, len(calls))
+	// The six calls took the burst: the caller's rate limit holds the
+	// next, by whatever name.
+	if res, err := callTool(t, cs, "get-time", map[string]any{}); err != nil || !res.IsError || !strings.Contains(textOf(res), "rate limit exceeded") {
+		t.Errorf("a seventh call by bare name: %v %s, want the rate limit", err, js(res))
+	}
+
+	// Denied: the fixture's show_admin_app by any name, every tool of
+	// fix2, and echo of the server without apps by its bare name (an app
+	// reaches the servers that serve apps only).
+	for _, name := range []string{"show_admin_app", "mcp_fix_show_admin_app", "mcp_fix2_show_app", "client_extensions_x"} {
+		_, err := callTool(t, cs, name, map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "unknown tool") {
+			t.Errorf("denied or unknown %s: error %v, want unknown tool", name, err)
+		}
+	}
+
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"called_as":"get-time","duration_ms"`) || !strings.Contains(string(b), `"outcome":"rate_limited"`) {
+		t.Errorf("the audit log lacks the rate-limited call by bare name:\n%s", b)
+	}
+	for _, want := range []string{`"tool":"mcp_react_get-time","server":"react","original":"get-time","called_as":"get-time"`,
+		`"tool":"mcp_fix_app_refresh","server":"fix","original":"app_refresh","called_as":"app_refresh"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the audit log lacks %s:\n%s", want, b)
+		}
+	}
+	if strings.Contains(string(b), `"original":"show_admin_app"`) || strings.Contains(string(b), `"server":"fix2"`) {
+		t.Errorf("a denied tool ran: %s", b)
+	}
+}
+
+// TestMCPAppsAmbiguousAppCall: two servers with apps both publish
+// show_app; an app call by that name is refused with an error that names
+// both candidates, and each stays callable by its public name.
+func TestMCPAppsAmbiguousAppCall(t *testing.T) {
+	cfg := map[string]any{"mcpServers": map[string]any{
+		"fix":  map[string]any{"command": fixture, "args": []string{"--name", "fix", "--apps"}},
+		"fix2": map[string]any{"command": fixture, "args": []string{"--name", "fix2", "--apps"}},
+	}}
+	s := startSwitchboard(t, cfg)
+	cs := s.client(t, appsClientOptions())
+	testutil.Eventually(t, 30*time.Second, "the fixtures listed", func() bool {
+		tools := listTools(t, cs)
+		return tools["mcp_fix_show_app"] != nil && tools["mcp_fix2_show_app"] != nil
+	})
+	_, err := callTool(t, cs, "show_app", map[string]any{})
+	if err == nil || !strings.Contains(err.Error(), "ambiguous") || !strings.Contains(err.Error(), "mcp_fix_show_app") || !strings.Contains(err.Error(), "mcp_fix2_show_app") {
+		t.Errorf("ambiguous app call: error %v, want one naming mcp_fix_show_app and mcp_fix2_show_app", err)
+	}
+	for _, name := range []string{"mcp_fix_show_app", "mcp_fix2_show_app"} {
+		if res := mustCall(t, cs, name, map[string]any{}); res.IsError {
+			t.Errorf("%s: %s", name, js(res))
+		}
+	}
+}
+
+// publicAppURI is the URI switchboard publishes a server's ui:// URI
+// under: ui://<server>/<rest>.
+func publicAppURI(server, uri string) string {
+	rest, ok := strings.CutPrefix(uri, "ui://")
+	if !ok {
+		return uri
+	}
+	return "ui://" + server + "/" + rest
+}
+
+// publicAppMeta is a tool's _meta as switchboard publishes it: the UI
+// resource it names (nested and flat) under its public URI.
+func publicAppMeta(server string, meta mcp.Meta) mcp.Meta {
+	out := maps.Clone(meta)
+	if ui, ok := meta["ui"].(map[string]any); ok {
+		if uri, ok := ui["resourceUri"].(string); ok {
+			ui = maps.Clone(ui)
+			ui["resourceUri"] = publicAppURI(server, uri)
+			out["ui"] = ui
+		}
+	}
+	if uri, ok := meta["ui/resourceUri"].(string); ok {
+		out["ui/resourceUri"] = publicAppURI(server, uri)
+	}
+	return out
 }
 
 // connectCommand starts srv directly and connects a client that declares

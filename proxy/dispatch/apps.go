@@ -7,8 +7,57 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 )
+
+// publicAppResult gives the ui:// URIs a tool result names their public
+// form (router.AppURI with the server's prefix), as a client reads them
+// back: resource links, embedded resources and the result's _meta.ui
+// resourceUri. What changes is copied: the rest is the upstream's value.
+func publicAppResult(res *mcp.CallToolResult, prefix string) {
+	if res == nil {
+		return
+	}
+	res.Meta = view.PublicAppMeta(res.Meta, prefix)
+	for i, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.ResourceLink:
+			if router.IsAppURI(c.URI) {
+				cp := *c
+				cp.URI = router.AppURI(prefix, c.URI)
+				res.Content[i] = &cp
+			}
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && router.IsAppURI(c.Resource.URI) {
+				rc := *c.Resource
+				rc.URI = router.AppURI(prefix, rc.URI)
+				cp := *c
+				cp.Resource = &rc
+				res.Content[i] = &cp
+			}
+		}
+	}
+}
+
+// publicAppURIs gives the ui:// contents of a read their public URI
+// (router.AppURI with the server's prefix), as the client reads them
+// back; their bytes, MIME type and _meta stay the server's. Contents are
+// copied before they change: a UI resource is the upstream's own value.
+func publicAppURIs(res *mcp.ReadResourceResult, prefix string) {
+	if res == nil {
+		return
+	}
+	for i, c := range res.Contents {
+		if c == nil || !router.IsAppURI(c.URI) {
+			continue
+		}
+		cp := *c
+		cp.URI = router.AppURI(prefix, c.URI)
+		res.Contents[i] = &cp
+	}
+}
 
 // readResult passes a resources/read answer from server through the trust
 // boundary. MCP Apps UI resources (sanitize.IsApp) are not model-facing:

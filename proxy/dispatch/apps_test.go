@@ -75,3 +75,30 @@ func TestReadResultRefusesLeakingUIResource(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicAppURIs: the ui:// URIs a read's contents and a tool result
+// name (resource link, embedded resource, _meta.ui) get the server's
+// prefix; other URIs, and the upstream's own values, stay as they were.
+func TestPublicAppURIs(t *testing.T) {
+	page := &mcp.ResourceContents{URI: "ui://w/app.html", Text: appPage}
+	read := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{page, {URI: "file:///x", Text: "x"}}}
+	publicAppURIs(read, "s")
+	if read.Contents[0].URI != "ui://s/w/app.html" || read.Contents[0].Text != appPage || read.Contents[1].URI != "file:///x" || page.URI != "ui://w/app.html" {
+		t.Errorf("read contents %q %q (the upstream's %s)", read.Contents[0].URI, read.Contents[1].URI, page.URI)
+	}
+	link := &mcp.ResourceLink{URI: "ui://w/app.html", Name: "app"}
+	meta := mcp.Meta{"ui": map[string]any{"resourceUri": "ui://w/app.html"}}
+	res := &mcp.CallToolResult{Meta: meta, Content: []mcp.Content{&mcp.TextContent{Text: "t"}, link,
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "ui://w/app.html", Text: "p"}},
+		&mcp.ResourceLink{URI: "https://h.example/x", Name: "x"}}}
+	publicAppResult(res, "s")
+	got := []string{res.Content[1].(*mcp.ResourceLink).URI, res.Content[2].(*mcp.EmbeddedResource).Resource.URI,
+		res.Content[3].(*mcp.ResourceLink).URI, res.Meta["ui"].(map[string]any)["resourceUri"].(string)}
+	want := []string{"ui://s/w/app.html", "ui://s/w/app.html", "https://h.example/x", "ui://s/w/app.html"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("result URIs %v, want %v", got, want)
+	}
+	if link.URI != "ui://w/app.html" || meta["ui"].(map[string]any)["resourceUri"] != "ui://w/app.html" {
+		t.Error("the upstream's own values changed")
+	}
+}

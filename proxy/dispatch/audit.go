@@ -24,6 +24,7 @@ type auditRecord struct {
 	Tool       string    `json:"tool"`
 	Server     string    `json:"server"`
 	Original   string    `json:"original"`
+	CalledAs   string    `json:"called_as,omitempty"` // the name called by, when not Tool (an app's)
 	DurationMS float64   `json:"duration_ms"`
 	Outcome    string    `json:"outcome"`
 	Bytes      int64     `json:"result_bytes"`

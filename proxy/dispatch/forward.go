@@ -40,6 +40,9 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	pr := PrincipalOf(req.Session)
 	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
 		Token: pr.TokenID, Session: req.Session.ID()}
+	if in.Name != r.Public {
+		rec.CalledAs = in.Name
+	}
 	var raw []byte
 	// One audit log for the call: the one that refuses it records it.
 	audit := d.serving.genOr(ctx).Audit
@@ -128,6 +131,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = "invalid_output"
 		return errorResult(fmt.Sprintf("the result of tool %q no longer matches its output schema once switchboard cleaned its structured content (%v); it is withheld", r.Public, err)), nil
 	}
+	publicAppResult(out, r.Entry.Prefix)
 	return out, nil
 }
 

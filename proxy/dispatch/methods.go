@@ -135,6 +135,15 @@ func (d *Dispatcher) callTool(ctx context.Context, v *view.View, r *session.Requ
 		}
 	}
 	if !ok {
+		// An app calls its server's tools by their own names
+		// (view.View.AppTool); the tool found is served exactly as by
+		// its public name.
+		var err error
+		if rt, ok, err = v.AppTool(params.Name); err != nil {
+			return nil, err
+		}
+	}
+	if !ok {
 		// Unknown or hidden by policy: the two are indistinguishable.
 		d.serving.genOr(ctx).Tel.Denial(ctx)
 		return nil, unknownTool(params.Name)

@@ -55,12 +55,14 @@ func (d *Dispatcher) readResource(ctx context.Context, v *view.View, req *sessio
 	if err := decodeParams(req, &params); err != nil {
 		return nil, err
 	}
-	e := v.OwnerOf(params.URI)
+	e, own := v.Locate(params.URI)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
+	public := params.URI
 	params.Meta = forwardableMeta(params.Meta)
-	return d.readFrom(ctx, v, e, req, &params, params.URI)
+	params.URI = own
+	return d.readFrom(ctx, v, e, req, &params, public)
 }
 
 // readFrom reads a resource from e; params are the upstream's (their
@@ -81,6 +83,7 @@ func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerE
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
+	publicAppURIs(out, e.Prefix)
 	return out, nil
 }
 
@@ -92,9 +95,9 @@ func (d *Dispatcher) resourceContext(ctx context.Context, v *view.View, req *ses
 	limit := v.Snap.Sanitize.MaxResultBytes
 	for _, uri := range view.SortedKeys(v.Resources) {
 		r := v.Resources[uri]
-		// The view is keyed by the upstream's URI, which is what the
-		// upstream is asked for; what the text names is the listed one.
-		res, err := d.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: uri}, r.Resource.URI)
+		// The upstream is asked for its own URI; what the text names
+		// is the listed one.
+		res, err := d.readFrom(ctx, v, r.Entry, req, &mcp.ReadResourceParams{URI: r.URI}, r.Resource.URI)
 		// Everything about a resource, its failure and its blobs' notes
 		// included, comes from its server: each inside a boundary.
 		src := sanitize.Source{Server: r.Entry.Key, Resource: r.Resource.URI}
@@ -152,11 +155,17 @@ func (d *Dispatcher) complete(ctx context.Context, v *view.View, req *session.Re
 		for _, t := range v.Templates {
 			if t.Template.URITemplate == ref.URI {
 				e = t.Entry
+				// A ui:// template is published namespaced: the
+				// server completes its own.
+				params.Ref = &mcp.CompleteReference{Type: ref.Type, URI: t.Compiled.Raw()}
 				break
 			}
 		}
 		if e == nil {
-			e = v.OwnerOf(ref.URI)
+			var own string
+			if e, own = v.Locate(ref.URI); e != nil {
+				params.Ref = &mcp.CompleteReference{Type: ref.Type, URI: own}
+			}
 		}
 		if e == nil {
 			return nil, mcp.ResourceNotFoundError(ref.URI)

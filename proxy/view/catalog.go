@@ -28,9 +28,11 @@ type PromptRoute struct {
 	defHash  string
 }
 
-// ResourceRoute is one exposed resource, keyed by its upstream URI.
+// ResourceRoute is one exposed resource, keyed by its public URI: the
+// upstream's, or for a ui:// URI its namespaced form (router.AppURI).
 type ResourceRoute struct {
 	Entry    *ServerEntry
+	URI      string        // the upstream's own
 	Resource *mcp.Resource // as published
 	defHash  string
 }
@@ -38,9 +40,12 @@ type ResourceRoute struct {
 // TemplateRoute is one exposed resource template.
 type TemplateRoute struct {
 	Entry    *ServerEntry
-	Template *mcp.ResourceTemplate
-	Compiled *uritemplate.Template
-	defHash  string
+	Template *mcp.ResourceTemplate // as published: a ui:// one namespaced
+	Compiled *uritemplate.Template // the upstream's
+	// App: a ui:// template, published namespaced; its URIs are routed
+	// by their prefix (Locate), never matched against other servers'.
+	App     bool
+	defHash string
 }
 
 func defHash(v any, extra string) string {
@@ -89,7 +94,10 @@ func (b *Builder) buildPrompts(snap *Snapshot, spec *Spec, v *View) {
 }
 
 // buildResources builds the owner map: a URI served by two servers belongs
-// to the first in key order (noted as a collision).
+// to the first in key order (noted as a collision). A ui:// URI is
+// published under its server's prefix (router.AppURI), so it never
+// collides; one that only tools the view's policy hides name is not
+// published.
 func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 	maxDesc := maxDescriptionChars(snap.Config)
 	v.Resources = map[string]*ResourceRoute{}
@@ -103,10 +111,15 @@ func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 			if r == nil || !keepURI(e.Filter, r.URI) {
 				continue
 			}
+			if v.apps.deniedApp(e, r.URI) {
+				continue
+			}
 			pub, findings := sanitize.Resource(r, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
+			key := router.AppURI(e.Prefix, r.URI)
+			pub.URI = router.AppURI(e.Prefix, pub.URI)
 			// Notes reach /status and the log: they name the cleaned
 			// URI, never the upstream's (a secret or a marker in it).
-			if owner, taken := v.Resources[r.URI]; taken {
+			if owner, taken := v.Resources[key]; taken {
 				v.Notes.collide("resource", pub.URI, owner.Entry.Key, e.Key, "")
 				continue
 			}
@@ -114,7 +127,7 @@ func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
-			v.Resources[r.URI] = &ResourceRoute{Entry: e, Resource: pub, defHash: defHash(pub, e.HandleKey)}
+			v.Resources[key] = &ResourceRoute{Entry: e, URI: r.URI, Resource: pub, defHash: defHash(pub, e.HandleKey)}
 		}
 		for _, t := range cat.Templates {
 			if t == nil {
@@ -130,7 +143,9 @@ func (b *Builder) buildResources(snap *Snapshot, spec *Spec, v *View) {
 				continue
 			}
 			pub.Title = serverTitle(pub.Title, pub.Name, e.Key)
-			v.Templates = append(v.Templates, &TemplateRoute{Entry: e, Template: pub, Compiled: compiled, defHash: defHash(pub, e.HandleKey)})
+			app := router.IsAppURI(t.URITemplate)
+			pub.URITemplate = router.AppURI(e.Prefix, pub.URITemplate)
+			v.Templates = append(v.Templates, &TemplateRoute{Entry: e, Template: pub, Compiled: compiled, App: app, defHash: defHash(pub, e.HandleKey)})
 		}
 	}
 }
@@ -155,18 +170,37 @@ func keepURI(filter []string, uri string) bool {
 	return false
 }
 
-// OwnerOf finds the route that serves uri: an exact listed URI first, then
-// the first template that matches (servers in key order).
+// OwnerOf finds the server that serves uri (see Locate).
 func (v *View) OwnerOf(uri string) *ServerEntry {
+	e, _ := v.Locate(uri)
+	return e
+}
+
+// Locate finds the server that serves uri, as a client names it, and the
+// URI that server knows it by: an exact listed URI first; then a public
+// ui:// URI (router.AppURI) by its prefix, when the view shows that
+// server, its resources are exposed, its resourceFilter keeps the URI and
+// the view's policy does not deny it (appIndex.deniedApp), listed or not
+// (a tool may name a UI resource its server does not list); then the
+// first template that matches (servers in key order). A nil entry: no
+// server of the view serves uri.
+func (v *View) Locate(uri string) (*ServerEntry, string) {
 	if r, ok := v.Resources[uri]; ok {
-		return r.Entry
+		return r.Entry, r.URI
+	}
+	if prefix, own, ok := router.SplitAppURI(uri); ok {
+		e := v.apps.byPrefix[prefix]
+		if e != nil && v.ShowsServer(e) && e.Resources && keepURI(e.Filter, own) && !v.apps.deniedApp(e, own) {
+			return e, own
+		}
+		return nil, ""
 	}
 	for _, t := range v.Templates {
-		if t.Compiled.Match(uri) != nil {
-			return t.Entry
+		if !t.App && t.Compiled.Match(uri) != nil {
+			return t.Entry, uri
 		}
 	}
-	return nil
+	return nil, ""
 }
 
 // catalogOf returns the catalog a server entry currently exposes, or nil.

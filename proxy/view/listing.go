@@ -46,20 +46,27 @@ type SearchIndex struct {
 // capped at discovery.maxDescriptionChars, and in search mode, with
 // dropSchemaDescriptions, input schemas lose their descriptions (find_tools
 // returns them whole).
+//
+// A tool for apps only (_meta.ui.visibility without "model",
+// ModelVisible) is neither listed nor found: it stays callable by name.
 func (v *View) buildListing(spec *Spec) {
 	d := spec.Discovery
-	shown := make([]*mcp.Tool, len(v.List))
-	for i, r := range v.List {
+	routes := v.List
+	if slices.ContainsFunc(routes, func(r *Route) bool { return !ModelVisible(r.Tool.Meta) }) {
+		routes = slices.DeleteFunc(slices.Clone(routes), func(r *Route) bool { return !ModelVisible(r.Tool.Meta) })
+	}
+	shown := make([]*mcp.Tool, len(routes))
+	for i, r := range routes {
 		shown[i] = listedForm(r.Tool, d)
 	}
 	if !d.Search() {
 		v.Listed = shown
 		return
 	}
-	sv := &SearchIndex{Shown: make(map[string]*mcp.Tool, len(v.List)), Routes: v.List}
-	docs := make([]ranker.Doc, len(v.List))
+	sv := &SearchIndex{Shown: make(map[string]*mcp.Tool, len(routes)), Routes: routes}
+	docs := make([]ranker.Doc, len(routes))
 	listed := slices.Clone(ownTools)
-	for i, r := range v.List {
+	for i, r := range routes {
 		docs[i] = docOf(r)
 		sv.Shown[r.Public] = shown[i]
 		if spec.AlwaysVisible != nil && spec.AlwaysVisible.AllowsAny(policyNames(r.Public, r.Entry, r.Original)...) {

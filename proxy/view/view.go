@@ -45,6 +45,8 @@ type View struct {
 	// Hidden are the tools the view's servers list that it does not
 	// publish, by public name, with why (the status page).
 	Hidden []Hidden
+	// apps is what MCP Apps need of the view (apps.go).
+	apps appIndex
 }
 
 // Hidden is a tool a view does not publish.
@@ -81,6 +83,7 @@ func (b *Builder) Build(snap *Snapshot, id string) *View {
 	v.ID = id
 	b.buildPrompts(snap, spec, v)
 	b.buildResources(snap, spec, v)
+	v.indexAppTools()
 	v.buildListing(spec)
 	v.Hashes = v.Fingerprint()
 	return v
@@ -140,7 +143,9 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 		profile = snap.Config.Sanitize.SchemaProfile
 	}
 	st := &View{Snap: snap, Tools: make(map[string]*Route, table.Len()), shown: map[*ServerEntry]bool{}, Notes: notes}
+	st.apps.byPrefix = make(map[string]*ServerEntry, len(spec.Servers))
 	for _, e := range spec.Servers {
+		st.apps.byPrefix[e.Prefix] = e
 		if spec.Tools.AllowsAny("mcp_" + e.Prefix + "_") {
 			st.shown[e] = true
 		}
@@ -159,8 +164,10 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 		}
 		if !viewOK || !allowsTool(spec, s.entry, s.tool, names) {
 			hide("policy")
+			st.apps.named(s.entry, s.tool, false)
 			continue
 		}
+		st.apps.named(s.entry, s.tool, true)
 		if !b.Pins.Check(s.entry.HandleKey, s.tool, snap.PinMode) {
 			hide("pin")
 			continue // a changed definition held back until approved
@@ -257,7 +264,7 @@ func (b *Builder) publishedRoute(public string, e *ServerEntry, original string,
 		outRaw = json.RawMessage(b)
 	}
 	pub := &mcp.Tool{
-		Meta:         clean.Meta,
+		Meta:         PublicAppMeta(clean.Meta, e.Prefix),
 		Annotations:  clean.Annotations,
 		Description:  clean.Description,
 		InputSchema:  json.RawMessage(inRaw),
