@@ -7,11 +7,13 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/accesstoken"
 )
 
-// resolveAuth resolves every downstream token (they may be secret
-// references). Resolution happens at load and reload, never per request.
-func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*dispatch.Tokens, string, error) {
+// resolveAuth resolves every downstream token and credential (they may be
+// secret references) and builds the identity provider's token check.
+// Resolution happens at load and reload, never per request.
+func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (dispatch.Access, error) {
 	t := &dispatch.Tokens{}
 	var errs []error
 	add := func(path, ref, view string, any bool) {
@@ -42,17 +44,29 @@ func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*dispatch.To
 			}
 		}
 	}
-	reload := ""
-	if c.Admin != nil && c.Admin.ReloadToken != "" {
-		v, err := p.resolver.Expand(ctx, c.Admin.ReloadToken)
+	acc := dispatch.Access{Tokens: t}
+	resolve := func(path, ref string) string {
+		v, err := p.resolver.Expand(ctx, ref)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("admin.reloadToken: %w", err))
-		} else {
-			p.redactor.Add(v)
-			reload = v
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+			return ""
 		}
+		p.redactor.Add(v)
+		return v
 	}
-	return t, reload, errors.Join(errs...)
+	if c.Admin != nil && c.Admin.ReloadToken != "" {
+		acc.ReloadToken = resolve("admin.reloadToken", c.Admin.ReloadToken)
+	}
+	if c.Auth != nil && c.Auth.OAuth != nil {
+		// Built once per config: its key and introspection caches serve
+		// every request of the generation.
+		secret := ""
+		if in := c.Auth.OAuth.Introspection; in != nil {
+			secret = resolve("auth.oauth.introspection.clientSecret", in.ClientSecret)
+		}
+		acc.OAuth = accesstoken.FromConfig(c.Auth.OAuth, secret)
+	}
+	return acc, errors.Join(errs...)
 }
 
 // minKey is the fewest bytes requestStateKey and sessionKey may resolve to.
