@@ -313,6 +313,23 @@ func TestOAuthProtectedResource(t *testing.T) {
 		}
 	})
 
+	t.Run("reload", func(t *testing.T) {
+		// A reload builds the check anew from the new config: a scope
+		// the tokens lack is now required; static tokens are unaffected.
+		oauth := cfg["auth"].(map[string]any)["oauth"].(map[string]any)
+		oauth["scopes"] = []string{"mcp:admin"}
+		g := s.gen(t)
+		rewrite(t, s.config, cfg)
+		s.waitGen(t, g+1)
+		tok := clientToken(t, issuer, "bob-app", "bob-app-secret", "mcp:tools")
+		if code, www := pingPath(t, s.addr, "/mcp", tok); code != http.StatusForbidden || !strings.Contains(www, `scope="mcp:admin"`) {
+			t.Errorf("after the reload, a token without mcp:admin: %d %q, want 403 naming mcp:admin", code, www)
+		}
+		if code, _ := pingPath(t, s.addr, "/mcp", static); code != http.StatusOK {
+			t.Errorf("the static token after the reload: %d", code)
+		}
+	})
+
 	for _, secret := range []string{"introspect-secret", static} {
 		if strings.Contains(s.Stderr(), secret) {
 			t.Errorf("a credential reached the log")
