@@ -39,7 +39,8 @@
 // login_hint (an unknown or missing one is refused), so a test plays the
 // person with an HTTP client that follows redirects; client credentials
 // (secret, or a private_key_jwt client assertion); the JWT-profile grant
-// (RFC 7523, assertion signed by the client's key, iss = sub = client id);
+// (RFC 7523, assertion signed by the client's key, iss = sub = client id;
+// op issues an opaque, introspectable token for it);
 // token exchange (RFC 8693); revocation (/revoke, RFC 7009); introspection
 // (/oauth/introspect, RFC 7662; the introspecting client must authenticate
 // and be in the token's audience, or the client the token was issued to).
