@@ -23,16 +23,19 @@ const keyRefetch = 30 * time.Second
 const maxDocument = 1 << 20
 
 // keySet is the issuer's signing keys, fetched on first use and again on
-// an unknown key id (rate limited).
+// an unknown key id (rate limited). A fetch runs outside the lock: tokens
+// of known keys never wait for it; those of unknown keys wait for the one
+// fetch in flight.
 type keySet struct {
-	client  *http.Client
-	issuer  string
-	jwksURL string // "" until discovered
+	client *http.Client
+	issuer string
 
-	mu      sync.Mutex
-	keys    jose.JSONWebKeySet
-	fetched time.Time // zero: never
-	lastErr error
+	mu       sync.Mutex
+	jwksURL  string // "" until discovered
+	keys     jose.JSONWebKeySet
+	fetched  time.Time     // start of the last fetch; zero: never
+	inflight chan struct{} // closed when the fetch in flight ends; nil: none
+	lastErr  error
 }
 
 func newKeySet(c *http.Client, issuer, jwksURL string) *keySet {
@@ -40,30 +43,61 @@ func newKeySet(c *http.Client, issuer, jwksURL string) *keySet {
 }
 
 // key is the verification key kid names; an unknown kid fetches the set
-// again unless that happened less than keyRefetch ago.
+// again unless a fetch started less than keyRefetch ago (one in flight is
+// waited for).
 func (s *keySet) key(ctx context.Context, kid string, now time.Time) (any, error) {
+	s.mu.Lock()
+	if k, ok := s.find(kid); ok {
+		s.mu.Unlock()
+		return k, nil
+	}
+	wait := s.inflight
+	if wait == nil && (s.fetched.IsZero() || now.Sub(s.fetched) >= keyRefetch) {
+		wait = make(chan struct{})
+		s.inflight, s.fetched = wait, now
+		jwksURL := s.jwksURL
+		go s.fetch(jwksURL, wait)
+	}
+	s.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, invalid("the issuer's keys are not available")
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if k, ok := s.find(kid); ok {
 		return k, nil
 	}
-	if !s.fetched.IsZero() && now.Sub(s.fetched) < keyRefetch {
-		if s.lastErr != nil {
-			return nil, invalid("the issuer's keys are not available")
-		}
-		return nil, invalid("unknown signing key %q", kid)
-	}
-	s.fetched = now
-	// Not the request's own context: a client that goes away must not leave
-	// the keys unfetched until the next keyRefetch.
-	s.lastErr = s.fetch(context.WithoutCancel(ctx))
 	if s.lastErr != nil {
 		return nil, invalid("the issuer's keys are not available")
 	}
-	if k, ok := s.find(kid); ok {
-		return k, nil
-	}
 	return nil, invalid("unknown signing key %q", kid)
+}
+
+// fetch reads the key set (discovering its URL first if jwksURL is "")
+// and closes done. It runs on its own, not in the context of the request
+// that started it: a client that goes away must not leave the keys
+// unfetched until the next keyRefetch (the client's timeout bounds it).
+func (s *keySet) fetch(jwksURL string, done chan struct{}) {
+	ctx := context.Background()
+	var set jose.JSONWebKeySet
+	err := error(nil)
+	if jwksURL == "" {
+		jwksURL, err = s.discover(ctx)
+	}
+	if err == nil {
+		err = getJSON(ctx, s.client, jwksURL, &set)
+	}
+	s.mu.Lock()
+	if err == nil {
+		s.jwksURL, s.keys = jwksURL, set
+	}
+	s.lastErr, s.inflight = err, nil
+	s.mu.Unlock()
+	close(done)
 }
 
 // find is the public key of kid ("" : the only signing key); s.mu held.
@@ -78,23 +112,6 @@ func (s *keySet) find(kid string) (any, bool) {
 		return nil, false
 	}
 	return match[0].Public().Key, true
-}
-
-// fetch reads the key set, discovering its URL first if needed; s.mu held.
-func (s *keySet) fetch(ctx context.Context) error {
-	if s.jwksURL == "" {
-		u, err := s.discover(ctx)
-		if err != nil {
-			return err
-		}
-		s.jwksURL = u
-	}
-	var set jose.JSONWebKeySet
-	if err := getJSON(ctx, s.client, s.jwksURL, &set); err != nil {
-		return err
-	}
-	s.keys = set
-	return nil
 }
 
 // discover finds jwks_uri in the issuer's OpenID configuration, else its

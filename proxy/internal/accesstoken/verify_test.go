@@ -26,6 +26,7 @@ type idp struct {
 	keys             []jose.JSONWebKey
 	keyFetches, asks atomic.Int32
 	active           map[string]map[string]any
+	block            chan struct{} // when set, key fetches wait for it
 }
 
 func newIDP(t *testing.T) *idp {
@@ -36,6 +37,12 @@ func newIDP(t *testing.T) *idp {
 	})
 	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
 		p.keyFetches.Add(1)
+		p.mu.Lock()
+		block := p.block
+		p.mu.Unlock()
+		if block != nil {
+			<-block
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: p.keys})
@@ -219,5 +226,53 @@ func TestIntrospectionCached(t *testing.T) {
 	}
 	if _, err := v.Verify(ctx, "never-issued", res); code(err) != "invalid_token" {
 		t.Errorf("unknown token: %v", err)
+	}
+}
+
+// TestKnownKeyNeverWaitsForFetch: while a fetch for an unknown key id is
+// in flight (the issuer is slow), tokens of known keys are checked at once.
+func TestKnownKeyNeverWaitsForFetch(t *testing.T) {
+	p := newIDP(t)
+	s1 := p.key(t, "k1")
+	now := time.Now()
+	var mu sync.Mutex
+	v := New(Options{Resource: "https://sb.test", Issuer: p.srv.URL})
+	v.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, sign(t, s1, p.claims(nil)), res); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(keyRefetch)
+	mu.Unlock()
+	block := make(chan struct{})
+	p.mu.Lock()
+	p.block = block
+	p.mu.Unlock()
+	unknown := p.key(t, "k9")
+	slow := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(ctx, sign(t, unknown, p.claims(nil)), res)
+		slow <- err
+	}()
+	for p.keyFetches.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(ctx, sign(t, s1, p.claims(nil)), res)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("known key during a fetch: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("a token of a known key waited for the key fetch in flight")
+	}
+	close(block)
+	if err := <-slow; err != nil {
+		t.Errorf("the key the fetch brought: %v", err)
 	}
 }
