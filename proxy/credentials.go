@@ -16,18 +16,21 @@ import (
 func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (dispatch.Access, error) {
 	t := &dispatch.Tokens{}
 	var errs []error
-	add := func(path, ref, view string, any bool) {
+	resolve := func(path, ref string) (string, bool) {
 		v, err := p.resolver.Expand(ctx, ref)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", path, err))
-			return
-		}
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s: resolved to an empty token", path))
-			return
+			return "", false
 		}
 		p.redactor.Add(v)
-		t.Add(v, path, view, any)
+		return v, true
+	}
+	add := func(path, ref, view string, any bool) {
+		if v, ok := resolve(path, ref); ok && v == "" {
+			errs = append(errs, fmt.Errorf("%s: resolved to an empty token", path))
+		} else if ok {
+			t.Add(v, path, view, any)
+		}
 	}
 	if c.Auth != nil {
 		for i, tok := range c.Auth.Tokens {
@@ -45,26 +48,11 @@ func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (dispatch.Acc
 		}
 	}
 	acc := dispatch.Access{Tokens: t}
-	resolve := func(path, ref string) string {
-		v, err := p.resolver.Expand(ctx, ref)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", path, err))
-			return ""
-		}
-		p.redactor.Add(v)
-		return v
-	}
 	if c.Admin != nil && c.Admin.ReloadToken != "" {
-		acc.ReloadToken = resolve("admin.reloadToken", c.Admin.ReloadToken)
+		acc.ReloadToken, _ = resolve("admin.reloadToken", c.Admin.ReloadToken)
 	}
-	if c.Auth != nil && c.Auth.OAuth != nil {
-		// Built once per config: its key and introspection caches serve
-		// every request of the generation.
-		secret := ""
-		if in := c.Auth.OAuth.Introspection; in != nil {
-			secret = resolve("auth.oauth.introspection.clientSecret", in.ClientSecret)
-		}
-		acc.OAuth = accesstoken.FromConfig(c.Auth.OAuth, secret)
+	if c.Auth != nil && c.Auth.OAuth != nil { // built once per config, its caches kept for the generation
+		acc.OAuth = accesstoken.FromConfig(c.Auth.OAuth, resolve)
 	}
 	return acc, errors.Join(errs...)
 }

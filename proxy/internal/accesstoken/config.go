@@ -7,14 +7,16 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 )
 
-// FromConfig makes the Verifier of auth.oauth; secret is its
-// introspection client secret, resolved.
-func FromConfig(o *config.OAuth, secret string) *Verifier {
+// FromConfig makes the Verifier of auth.oauth; resolve resolves its
+// introspection client secret (a secret reference), given its config
+// path, and reports it failed.
+func FromConfig(o *config.OAuth, resolve func(path, ref string) (string, bool)) *Verifier {
 	opts := Options{
 		Resource: o.Resource, Issuer: o.Issuer, JWKSURL: o.JWKSURL, Audience: o.Audience, Scopes: o.Scopes,
 		SubjectClaim: o.SubjectClaim, AgentClaim: o.AgentClaim, Agents: o.Agents,
 	}
 	if in := o.Introspection; in != nil {
+		secret, _ := resolve("auth.oauth.introspection.clientSecret", in.ClientSecret)
 		opts.Introspection = &Introspection{URL: in.URL, ClientID: in.ClientID, ClientSecret: secret,
 			Cache: time.Duration(in.Cache()) * time.Second}
 	}
