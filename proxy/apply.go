@@ -27,7 +27,7 @@ import (
 // swapped in as they come up. apply itself never waits for a start.
 func (p *Proxy) apply(ctx context.Context, c *config.Config, rec *reloadRecord) error {
 	// Token references may be remote lookups: resolved before the lock.
-	at, reloadToken, err := p.resolveAuth(ctx, c)
+	acc, err := p.resolveAuth(ctx, c)
 	if err != nil {
 		return &ConfigError{err}
 	}
@@ -83,7 +83,7 @@ func (p *Proxy) apply(ctx context.Context, c *config.Config, rec *reloadRecord) 
 			p.bg.Go(func() { awaitStart(ctx, ps, p.startFinished) })
 		}
 	}
-	j := &reloadJob{c: c, specs: specs, planned: planned, acc: dispatch.Access{Tokens: at, ReloadToken: reloadToken},
+	j := &reloadJob{c: c, specs: specs, planned: planned, acc: acc,
 		stateKey: stateKey, sessionKey: sessionKey, obs: obs, starts: starts, rec: rec}
 	if rec != nil && len(starts) > 0 {
 		p.hs.next = j

@@ -7,25 +7,30 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/accesstoken"
 )
 
-// resolveAuth resolves every downstream token (they may be secret
-// references). Resolution happens at load and reload, never per request.
-func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*dispatch.Tokens, string, error) {
+// resolveAuth resolves every downstream token and credential (they may be
+// secret references) and builds the identity provider's token check.
+// Resolution happens at load and reload, never per request.
+func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (dispatch.Access, error) {
 	t := &dispatch.Tokens{}
 	var errs []error
-	add := func(path, ref, view string, any bool) {
+	resolve := func(path, ref string) (string, bool) {
 		v, err := p.resolver.Expand(ctx, ref)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", path, err))
-			return
-		}
-		if v == "" {
-			errs = append(errs, fmt.Errorf("%s: resolved to an empty token", path))
-			return
+			return "", false
 		}
 		p.redactor.Add(v)
-		t.Add(v, path, view, any)
+		return v, true
+	}
+	add := func(path, ref, view string, any bool) {
+		if v, ok := resolve(path, ref); ok && v == "" {
+			errs = append(errs, fmt.Errorf("%s: resolved to an empty token", path))
+		} else if ok {
+			t.Add(v, path, view, any)
+		}
 	}
 	if c.Auth != nil {
 		for i, tok := range c.Auth.Tokens {
@@ -42,17 +47,14 @@ func (p *Proxy) resolveAuth(ctx context.Context, c *config.Config) (*dispatch.To
 			}
 		}
 	}
-	reload := ""
+	acc := dispatch.Access{Tokens: t}
 	if c.Admin != nil && c.Admin.ReloadToken != "" {
-		v, err := p.resolver.Expand(ctx, c.Admin.ReloadToken)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("admin.reloadToken: %w", err))
-		} else {
-			p.redactor.Add(v)
-			reload = v
-		}
+		acc.ReloadToken, _ = resolve("admin.reloadToken", c.Admin.ReloadToken)
 	}
-	return t, reload, errors.Join(errs...)
+	if c.Auth != nil && c.Auth.OAuth != nil { // built once per config, its caches kept for the generation
+		acc.OAuth = accesstoken.FromConfig(c.Auth.OAuth, resolve)
+	}
+	return acc, errors.Join(errs...)
 }
 
 // minKey is the fewest bytes requestStateKey and sessionKey may resolve to.

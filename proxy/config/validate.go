@@ -47,6 +47,7 @@ func (c *Config) Validate() error {
 	v.agents(c.Agents, c.MCPServers)
 	if c.Auth != nil {
 		v.tokens("auth.tokens", c.Auth.Tokens)
+		v.oauth("auth.oauth", c.Auth.OAuth, c.Agents)
 	}
 	if c.Admin != nil && c.Admin.ReloadToken != "" {
 		v.secretRefs("admin.reloadToken", c.Admin.ReloadToken)

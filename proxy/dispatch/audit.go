@@ -19,7 +19,7 @@ import (
 type auditRecord struct {
 	Time       time.Time `json:"time"`
 	View       string    `json:"view"`
-	Token      string    `json:"token,omitempty"` // the token's config path, never the token
+	Token      string    `json:"token,omitempty"` // the token's config path (oauth:SUBJECT for an identity provider's), never the token
 	Session    string    `json:"session,omitempty"`
 	Tool       string    `json:"tool"`
 	Server     string    `json:"server"`

@@ -45,11 +45,16 @@ func (pr Principal) id() callerID { return callerID{pr.View, pr.Holder} }
 // string).
 func (pr Principal) Caller() string { return string(pr.Holder[:]) + pr.View }
 
-// Access is who may use one generation: the downstream tokens and the
-// admin reload token, resolved from its config.
+// Access is who may use one generation: the downstream tokens, the
+// identity provider's access-token check and the admin reload token,
+// resolved from its config.
 type Access struct {
 	Tokens      *Tokens
 	ReloadToken string
+	// OAuth checks the identity provider's access tokens (auth.oauth): an
+	// *accesstoken.Verifier, built once per config, that the edge uses;
+	// nil without auth.oauth. dispatch only carries it.
+	OAuth any
 }
 
 // Tokens holds the resolved downstream bearer tokens of one generation.

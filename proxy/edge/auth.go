@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/accesstoken"
 )
 
 type ctxKey int
@@ -16,51 +17,63 @@ type ctxKey int
 const viewKey ctxKey = 0
 
 // authenticate picks the view of a downstream request and checks its bearer
-// token. Without configured tokens every request is let through to the view
-// its path names (an unknown agent is 404). With tokens, a missing or wrong
-// one gets 401 with WWW-Authenticate, whether the agent in the path exists
-// or not; with a valid token, an unknown agent is 404, an agent token on
-// plain /mcp selects that agent's view, and an agent token on another
-// agent's path gets 403.
+// token. Without configured tokens or identity provider every request is
+// let through to the view its path names (an unknown agent is 404). With
+// them, a missing or wrong token gets 401 with WWW-Authenticate, whether
+// the agent in the path exists or not; with a valid token, an unknown
+// agent is 404, an agent token on plain /mcp selects that agent's view,
+// and an agent token on another agent's path gets 403. An access token of
+// the identity provider (auth.oauth) is checked when no static token
+// matches (oauthPrincipal).
 func (e *Edge) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cur := e.genOf(r)
 		snap, at := cur.Snap, cur.Access.Tokens
+		idp, _ := cur.Access.OAuth.(*accesstoken.Verifier)
+		enabled := at.Enabled() || idp != nil
 		pathView, byPath := mux.Vars(r)["agent"]
 		// With tokens, an unknown agent is answered only after the token
 		// is checked: without one, a known and an unknown agent get the
 		// same 401, and the agents cannot be enumerated.
 		unknown := byPath && (pathView == "" || snap.Views[pathView] == nil)
-		if unknown && !at.Enabled() {
+		if unknown && !enabled {
 			http.Error(w, "unknown agent", http.StatusNotFound)
 			return
 		}
 		pr := dispatch.Principal{View: pathView}
-		if at.Enabled() {
+		if enabled {
 			tok, ok := bearer(r)
 			var te dispatch.TokenEntry
-			if ok {
-				te, ok = at.Match(tok)
+			matched := false
+			if ok && at.Enabled() {
+				te, matched = at.Match(tok)
 			}
-			if !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="switchboard"`)
+			switch {
+			case matched:
+				switch {
+				case unknown:
+					http.Error(w, "unknown agent", http.StatusNotFound)
+					return
+				case te.Any:
+				case byPath && te.View != pathView:
+					http.Error(w, "token not valid for this agent", http.StatusForbidden)
+					return
+				case !byPath:
+					pr.View = te.View
+				}
+				// Sessions are bound to the value of the token that opened
+				// them, not to its place in the config (see authorize).
+				pr.TokenID, pr.Holder = te.ID, te.Holder()
+			case ok && idp != nil:
+				var done bool
+				if pr, done = oauthPrincipal(w, r, idp, tok, pathView, byPath, unknown, func(v string) bool { return snap.Views[v] != nil }); done {
+					return
+				}
+			default:
+				challenge(w, idp, r.URL.Path, nil)
 				http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
 				return
 			}
-			switch {
-			case unknown:
-				http.Error(w, "unknown agent", http.StatusNotFound)
-				return
-			case te.Any:
-			case byPath && te.View != pathView:
-				http.Error(w, "token not valid for this agent", http.StatusForbidden)
-				return
-			case !byPath:
-				pr.View = te.View
-			}
-			// Sessions are bound to the value of the token that opened
-			// them, not to its place in the config (see authorize).
-			pr.TokenID, pr.Holder = te.ID, te.Holder()
 		}
 		if held := dispatch.HeldIn(r.Context()); held != nil {
 			// A POST: the principal rides on the context that holds its

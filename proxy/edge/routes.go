@@ -34,6 +34,10 @@ func (e *Edge) routes() http.Handler {
 	r.Handle("/sse", wrap(legacy))
 	r.Handle("/agents/{agent}/mcp", wrap(streamable))
 	r.Handle("/agents/{agent}/sse", wrap(legacy))
+	const prm = "/.well-known/oauth-protected-resource"
+	for _, p := range []string{prm, prm + "/mcp", prm + "/agents/{agent}/mcp"} {
+		r.HandleFunc(p, e.resourceMetadata)
+	}
 	return http.NewCrossOriginProtection().Handler(r)
 }
 
