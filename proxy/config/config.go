@@ -153,6 +153,8 @@ type Server struct {
 	// TrustAnnotations and Annotations: see annotations.go.
 	TrustAnnotations bool                        `json:"trustAnnotations,omitempty"`
 	Annotations      map[string]*ToolAnnotations `json:"annotations,omitempty"`
+	// OAuth makes switchboard an OAuth client of a remote server (oauth.go).
+	OAuth *OAuth `json:"oauth,omitempty"`
 
 	// urlKey is the key the URL came from when it is not "url"
 	// (Windsurf's "serverUrl"), for error paths.

@@ -364,6 +364,7 @@ func (v *validator) server(path, key string, s *Server) {
 	v.oneOf(path+".isolation", s.Isolation, isolations)
 	v.oneOf(path+".protocol", s.Protocol, protocols)
 	v.serverEgress(path, tr, s)
+	v.oauth(path, tr, s)
 	v.rules(path+".tools", s.Tools)
 	v.promptRules(path+".prompts", s.Prompts)
 	v.annotations(path, s)

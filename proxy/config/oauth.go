@@ -1,0 +1,187 @@
+package config
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/mcp-switchboard/switchboard/secrets"
+)
+
+// The grants an oauth block may name (OAuth.Grant).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+	GrantJWTBearer         = "jwt_bearer"
+	GrantEnterprise        = "enterprise"
+)
+
+var (
+	grants           = []string{GrantAuthorizationCode, GrantClientCredentials, GrantJWTBearer, GrantEnterprise}
+	signingAlgs      = []string{"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"}
+	tokenStoreKinds  = []string{"file", "memory"}
+	oauthSecretField = []string{"clientSecret", "privateKey", "assertion", "idpClientSecret", "idToken", "tokenStoreKey"}
+)
+
+// OAuth is how switchboard obtains the access token a remote server asks
+// for (a server with an oauth block is an OAuth 2.1 protected resource and
+// switchboard its client). Values that hold credentials may be secret://
+// references; they are resolved when a token is requested, so rotated
+// values are picked up (assertion is read afresh for every request).
+type OAuth struct {
+	// Grant is authorization_code (a person consents, with
+	// `switchboard auth login NAME`), client_credentials (with
+	// clientSecret, or privateKey for private_key_jwt), jwt_bearer (RFC
+	// 7523 with assertion) or enterprise (ID-JAG).
+	Grant  string   `json:"grant"`
+	Scopes []string `json:"scopes,omitempty"`
+	// ClientID and ClientSecret name a pre-registered client. Without
+	// clientId, authorization_code registers with clientMetadataUrl (a
+	// Client ID Metadata Document) when given, else dynamically.
+	ClientID          string `json:"clientId,omitempty"`
+	ClientSecret      string `json:"clientSecret,omitempty"`
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// PrivateKey (PEM) signs the private_key_jwt client assertion with
+	// SigningAlgorithm (default ES256 for EC keys, RS256 for RSA).
+	PrivateKey       string `json:"privateKey,omitempty"`
+	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
+	// Assertion is the JWT of the jwt_bearer grant, usually
+	// secret://file/… (a projected service-account token).
+	Assertion string `json:"assertion,omitempty"`
+	// TokenStore keeps the tokens: "file" (the default, encrypted) or
+	// "memory" (lost at exit). TokenStoreKey, when set, is the key of the
+	// file store (a secret:// reference); else a key file beside it.
+	TokenStore    string `json:"tokenStore,omitempty"`
+	TokenStoreKey string `json:"tokenStoreKey,omitempty"`
+	// RedirectURI is where the authorization server sends the person back
+	// (authorization_code): a loopback http URL `auth login` listens on.
+	// Default http://127.0.0.1:8976/callback.
+	RedirectURI string `json:"redirectUri,omitempty"`
+	// The enterprise grant: the identity provider's issuer, switchboard's
+	// client there, and the person's ID token (a secret:// reference).
+	IDPIssuer       string `json:"idpIssuer,omitempty"`
+	IDPClientID     string `json:"idpClientId,omitempty"`
+	IDPClientSecret string `json:"idpClientSecret,omitempty"`
+	IDToken         string `json:"idToken,omitempty"`
+}
+
+// secretFields returns the fields that may hold secret references, by
+// their JSON names, in oauthSecretField's order.
+func (o *OAuth) secretFields() []string {
+	return []string{o.ClientSecret, o.PrivateKey, o.Assertion, o.IDPClientSecret, o.IDToken, o.TokenStoreKey}
+}
+
+// oauth checks a server's oauth block at path (the server's path); tr is
+// the server's transport.
+func (v *validator) oauth(path, tr string, s *Server) {
+	o := s.OAuth
+	if o == nil {
+		return
+	}
+	p := path + ".oauth"
+	if tr == "stdio" {
+		v.add(p, `not allowed for transport "stdio" (only a remote server is an OAuth protected resource)`)
+		return
+	}
+	for k := range s.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			v.add(p, fmt.Sprintf("not allowed with a static %s header: the oauth block sets Authorization", joinKey(path+".headers", k)))
+		}
+	}
+	if o.Grant == "" {
+		v.add(p+".grant", "required: one of "+strings.Join(grants, ", "))
+	} else {
+		v.oneOf(p+".grant", o.Grant, grants)
+	}
+	v.oneOf(p+".signingAlgorithm", o.SigningAlgorithm, signingAlgs)
+	v.oneOf(p+".tokenStore", o.TokenStore, tokenStoreKinds)
+	for i, f := range o.secretFields() {
+		v.secretRefs(p+"."+oauthSecretField[i], f)
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+			v.add(joinIndex(p+".scopes", i), fmt.Sprintf("%q is not a scope token (no spaces or quotes)", sc))
+		}
+	}
+	if o.ClientMetadataURL != "" {
+		if u, err := url.Parse(o.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			v.add(p+".clientMetadataUrl", fmt.Sprintf("want an https URL with a path (a Client ID Metadata Document), got %q", o.ClientMetadataURL))
+		}
+	}
+	if o.RedirectURI != "" {
+		if u, err := url.Parse(o.RedirectURI); err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) || u.Port() == "" {
+			v.add(p+".redirectUri", fmt.Sprintf("want a loopback http URL with a port (http://127.0.0.1:PORT/path), got %q", o.RedirectURI))
+		}
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		v.add(p+".clientSecret", "needs clientId")
+	}
+	if o.ClientSecret != "" && o.PrivateKey != "" {
+		v.add(p+".privateKey", "set clientSecret or privateKey, not both")
+	}
+	v.grantFields(p, o)
+}
+
+// grantFields checks what each grant needs and refuses what it would not
+// use.
+func (v *validator) grantFields(p string, o *OAuth) {
+	unused := func(field, val string) {
+		if val != "" {
+			v.add(p+"."+field, fmt.Sprintf("not used by grant %q", o.Grant))
+		}
+	}
+	needs := func(field, val, why string) {
+		if val == "" {
+			v.add(p+"."+field, fmt.Sprintf("required for grant %q%s", o.Grant, why))
+		}
+	}
+	enterpriseOnly := func() {
+		unused("idpIssuer", o.IDPIssuer)
+		unused("idpClientId", o.IDPClientID)
+		unused("idpClientSecret", o.IDPClientSecret)
+		unused("idToken", o.IDToken)
+	}
+	switch o.Grant {
+	case GrantAuthorizationCode:
+		unused("assertion", o.Assertion)
+		unused("privateKey", o.PrivateKey)
+		enterpriseOnly()
+	case GrantClientCredentials:
+		needs("clientId", o.ClientID, "")
+		if o.ClientSecret == "" && o.PrivateKey == "" {
+			v.add(p, `grant "client_credentials" needs clientSecret or privateKey`)
+		}
+		unused("assertion", o.Assertion)
+		unused("clientMetadataUrl", o.ClientMetadataURL)
+		unused("redirectUri", o.RedirectURI)
+		enterpriseOnly()
+	case GrantJWTBearer:
+		needs("assertion", o.Assertion, " (a JWT, e.g. secret://file/var/run/secrets/tokens/mcp)")
+		unused("clientMetadataUrl", o.ClientMetadataURL)
+		unused("redirectUri", o.RedirectURI)
+		enterpriseOnly()
+	case GrantEnterprise:
+		needs("clientId", o.ClientID, " (the client registered at the server's authorization server)")
+		needs("idpIssuer", o.IDPIssuer, "")
+		needs("idpClientId", o.IDPClientID, "")
+		needs("idToken", o.IDToken, " (the person's ID token from the identity provider)")
+		unused("assertion", o.Assertion)
+		unused("privateKey", o.PrivateKey)
+		unused("clientMetadataUrl", o.ClientMetadataURL)
+		unused("redirectUri", o.RedirectURI)
+	}
+	if o.SigningAlgorithm != "" && o.PrivateKey == "" {
+		v.add(p+".signingAlgorithm", "only applies with privateKey")
+	}
+	if o.TokenStoreKey != "" && o.TokenStore == "memory" {
+		v.add(p+".tokenStoreKey", `not used with tokenStore "memory"`)
+	}
+	if o.IDPIssuer != "" && !secrets.HasRefs(o.IDPIssuer) {
+		if u, err := url.Parse(o.IDPIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			v.add(p+".idpIssuer", fmt.Sprintf("want an absolute http or https URL, got %q", o.IDPIssuer))
+		}
+	}
+}
+
+func loopbackHost(h string) bool { return h == "127.0.0.1" || h == "::1" || h == "localhost" }
