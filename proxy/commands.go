@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -93,3 +94,16 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 // serve refuses (a corrupt file, naming it and what to do), a note for one
 // it starts with anyway (an empty file left by a crash).
 func CheckPinFile(path string) (note string, err error) { return pin.CheckFile(path) }
+
+// OAuthServers returns the specs of c's servers that have an oauth block,
+// by handle key, and the expander that resolves their references (auth
+// login, status and logout).
+func OAuthServers(c *config.Config) (map[string]upstream.Spec, upstream.Expander) {
+	_, specs := view.Plan(c)
+	for k, sp := range specs {
+		if sp.OAuth == nil {
+			delete(specs, k)
+		}
+	}
+	return specs, upstreamSecrets{secrets.NewResolver(resolverOptions(secrets.NewSet()))}
+}
