@@ -75,7 +75,7 @@ func run() error {
 		oauth = map[string]any{"grant": "jwt_bearer", "clientId": str("client_id"), "assertion": file("sa-token", str("valid_jwt"))}
 	case "enterprise-managed-authorization":
 		oauth = map[string]any{"grant": "enterprise", "clientId": str("client_id"), "clientSecret": file("secret", str("client_secret")),
-			"idpIssuer": str("idp_issuer"), "idpClientId": str("idp_client_id"), "idToken": file("id_token", str("idp_id_token"))}
+			"idpIssuer": str("idp_issuer"), "idpTokenEndpoint": str("idp_token_endpoint"), "idpClientId": str("idp_client_id"), "idToken": file("id_token", str("idp_id_token"))}
 	default:
 		login = true
 		redirect, err := freeRedirect()

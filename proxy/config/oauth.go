@@ -64,6 +64,9 @@ type OAuth struct {
 	IDPClientID     string `json:"idpClientId,omitempty"`
 	IDPClientSecret string `json:"idpClientSecret,omitempty"`
 	IDToken         string `json:"idToken,omitempty"`
+	// IDPTokenEndpoint, when set, is the identity provider's token
+	// endpoint, not discovered from its metadata.
+	IDPTokenEndpoint string `json:"idpTokenEndpoint,omitempty"`
 }
 
 // secretFields returns the fields that may hold secret references, by
@@ -141,6 +144,7 @@ func (v *validator) grantFields(p string, o *OAuth) {
 		unused("idpClientId", o.IDPClientID)
 		unused("idpClientSecret", o.IDPClientSecret)
 		unused("idToken", o.IDToken)
+		unused("idpTokenEndpoint", o.IDPTokenEndpoint)
 	}
 	switch o.Grant {
 	case GrantAuthorizationCode:
@@ -177,9 +181,11 @@ func (v *validator) grantFields(p string, o *OAuth) {
 	if o.TokenStoreKey != "" && o.TokenStore == "memory" {
 		v.add(p+".tokenStoreKey", `not used with tokenStore "memory"`)
 	}
-	if o.IDPIssuer != "" && !secrets.HasRefs(o.IDPIssuer) {
-		if u, err := url.Parse(o.IDPIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			v.add(p+".idpIssuer", fmt.Sprintf("want an absolute http or https URL, got %q", o.IDPIssuer))
+	for field, val := range map[string]string{"idpIssuer": o.IDPIssuer, "idpTokenEndpoint": o.IDPTokenEndpoint} {
+		if val != "" && !secrets.HasRefs(val) {
+			if u, err := url.Parse(val); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				v.add(p+"."+field, fmt.Sprintf("want an absolute http or https URL, got %q", val))
+			}
 		}
 	}
 }

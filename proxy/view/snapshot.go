@@ -113,7 +113,7 @@ func oauthConfig(o *config.OAuth) *oauth.Config {
 		Grant: o.Grant, Scopes: o.Scopes, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
 		ClientMetadataURL: o.ClientMetadataURL, PrivateKey: o.PrivateKey, SigningAlgorithm: o.SigningAlgorithm,
 		Assertion: o.Assertion, RedirectURI: o.RedirectURI, IDPIssuer: o.IDPIssuer, IDPClientID: o.IDPClientID,
-		IDPClientSecret: o.IDPClientSecret, IDToken: o.IDToken, TokenStore: o.TokenStore, TokenStoreKey: o.TokenStoreKey,
+		IDPClientSecret: o.IDPClientSecret, IDToken: o.IDToken, IDPTokenEndpoint: o.IDPTokenEndpoint, TokenStore: o.TokenStore, TokenStoreKey: o.TokenStoreKey,
 	}
 }
 

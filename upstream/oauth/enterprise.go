@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -18,16 +19,17 @@ import (
 type enterpriseHandler struct {
 	h *Handler
 
-	mu    sync.Mutex
-	inner *extauth.EnterpriseHandler
+	mu     sync.Mutex
+	inner  *extauth.EnterpriseHandler
+	static oauth2.TokenSource // the token of exchange
 }
 
 func (e *enterpriseHandler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	e.mu.Lock()
-	in := e.inner
+	in, static := e.inner, e.static
 	e.mu.Unlock()
 	if in == nil {
-		return nil, nil
+		return static, nil
 	}
 	return in.TokenSource(ctx)
 }
@@ -58,6 +60,18 @@ func (e *enterpriseHandler) Authorize(ctx context.Context, req *http.Request, re
 		}
 		idp.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: s}
 	}
+	fetch := func(ctx context.Context) (*oauth2.Token, error) {
+		// Read afresh at every flow: an ID token is short-lived.
+		id, err := e.h.expand(ctx, "idToken", c.IDToken, true)
+		if err != nil {
+			return nil, err
+		}
+		return (&oauth2.Token{}).WithExtra(map[string]any{"id_token": id}), nil
+	}
+	if c.IDPTokenEndpoint != "" {
+		resp.Body.Close()
+		return e.exchange(ctx, d, idp, mcp, fetch)
+	}
 	issuer, err := e.h.expand(ctx, "idpIssuer", c.IDPIssuer, false)
 	if err != nil {
 		resp.Body.Close()
@@ -66,15 +80,7 @@ func (e *enterpriseHandler) Authorize(ctx context.Context, req *http.Request, re
 	in, err := extauth.NewEnterpriseHandler(&extauth.EnterpriseHandlerConfig{
 		IdPIssuerURL: issuer, IdPCredentials: idp,
 		MCPAuthServerURL: d.asm.Issuer, MCPResourceURI: d.resource, MCPCredentials: mcp, MCPScopes: d.scopes,
-		IDTokenFetcher: func(ctx context.Context) (*oauth2.Token, error) {
-			// Read afresh at every flow: an ID token is short-lived.
-			id, err := e.h.expand(ctx, "idToken", c.IDToken, true)
-			if err != nil {
-				return nil, err
-			}
-			return (&oauth2.Token{}).WithExtra(map[string]any{"id_token": id}), nil
-		},
-		HTTPClient: p.Client,
+		IDTokenFetcher: fetch, HTTPClient: p.Client,
 	})
 	if err != nil {
 		resp.Body.Close()
@@ -85,6 +91,46 @@ func (e *enterpriseHandler) Authorize(ctx context.Context, req *http.Request, re
 	}
 	e.mu.Lock()
 	e.inner = in
+	e.mu.Unlock()
+	return nil
+}
+
+// exchange is the flow with the identity provider's token endpoint given
+// (idpTokenEndpoint): the go-sdk's handler discovers it from metadata,
+// which it refuses when it does not advertise PKCE, as an identity
+// provider that only exchanges tokens need not. The steps are the same
+// go-sdk and x/oauth2 calls: oauthex.ExchangeToken for the ID-JAG, then
+// the JWT bearer grant at the server's authorization server.
+func (e *enterpriseHandler) exchange(ctx context.Context, d *discovery, idp, mcp *oauthex.ClientCredentials, fetch extauth.IDTokenFetcher) error {
+	c := e.h.p.Config
+	endpoint, err := e.h.expand(ctx, "idpTokenEndpoint", c.IDPTokenEndpoint, false)
+	if err != nil {
+		return err
+	}
+	id, err := fetch(ctx)
+	if err != nil {
+		return err
+	}
+	idToken, _ := id.Extra("id_token").(string)
+	jag, err := oauthex.ExchangeToken(ctx, endpoint, &oauthex.TokenExchangeRequest{
+		RequestedTokenType: oauthex.TokenTypeIDJAG, Audience: d.asm.Issuer, Resource: d.resource, Scope: d.scopes,
+		SubjectToken: idToken, SubjectTokenType: oauthex.TokenTypeIDToken,
+	}, idp, e.h.p.Client)
+	if err != nil {
+		return fmt.Errorf("token exchange at the identity provider: %w", err)
+	}
+	e.h.p.Redact(jag.AccessToken)
+	oc := &oauth2.Config{ClientID: mcp.ClientID, Endpoint: oauth2.Endpoint{TokenURL: d.asm.TokenEndpoint, AuthStyle: authStyle(d.asm.TokenEndpointAuthMethodsSupported)}}
+	if mcp.ClientSecretAuth != nil {
+		oc.ClientSecret = mcp.ClientSecretAuth.ClientSecret
+	}
+	tok, err := oc.Exchange(context.WithValue(ctx, oauth2.HTTPClient, e.h.p.Client), "",
+		oauth2.SetAuthURLParam("grant_type", grantTypeJWTBearer), oauth2.SetAuthURLParam("assertion", jag.AccessToken))
+	if err != nil {
+		return fmt.Errorf("JWT bearer grant: %w", err)
+	}
+	e.mu.Lock()
+	e.inner, e.static = nil, oauth2.StaticTokenSource(tok)
 	e.mu.Unlock()
 	return nil
 }

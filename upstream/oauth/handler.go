@@ -41,6 +41,7 @@ type Config struct {
 	IDPIssuer         string   `json:",omitempty"`
 	IDPClientID       string   `json:",omitempty"`
 	IDPClientSecret   string   `json:",omitempty"`
+	IDPTokenEndpoint  string   `json:",omitempty"`
 	IDToken           string   `json:",omitempty"`
 	TokenStore        string   `json:",omitempty"`
 	TokenStoreKey     string   `json:",omitempty"`
