@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -202,28 +202,17 @@ func login(ctx context.Context, sp upstream.Spec, x oauth.Expander, st oauth.Sto
 	}
 	home := func(u *url.URL) bool { return u.Scheme == ep.Scheme && u.Host == ep.Host }
 	hc := &http.Client{Transport: &oauth.Transport{Base: http.DefaultTransport, Handler: h, Home: home, Server: sp.Name}}
-	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"switchboard-auth-login","version":"1"}}}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader([]byte(body)))
+	// A session as serve opens it: a server may ask for a token at
+	// initialize or only at tools/list.
+	cl := mcp.NewClient(&mcp.Implementation{Name: "switchboard-auth-login", Version: proxy.Version}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-		del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, endpoint, nil)
-		del.Header.Set("Mcp-Session-Id", id)
-		if r, err := hc.Do(del); err == nil {
-			r.Body.Close()
-		}
-	}
+	_, lerr := cs.ListTools(ctx, nil)
+	cs.Close()
 	if e, _ := st.Load(oauth.Key{Server: sp.Name}); e == nil || e.Token == nil {
-		return fmt.Errorf("%s: no token was obtained (the server answered %s)", sp.Name, resp.Status)
+		return fmt.Errorf("%s: no token was obtained (the server asked for none at initialize and tools/list: %v)", sp.Name, lerr)
 	}
 	fmt.Fprintf(stderr, "%s: token stored\n", sp.Name)
 	return nil

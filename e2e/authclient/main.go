@@ -131,17 +131,19 @@ func authLogin(ctx context.Context, bin, cfg string, env []string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	// The first line is the authorization URL; a step-up prints another.
 	sc := bufio.NewScanner(out)
-	if sc.Scan() {
+	for sc.Scan() {
 		u := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(u, "http") {
+			continue
+		}
 		fmt.Fprintln(os.Stderr, "authclient: following", u)
 		if resp, err := http.Get(u); err != nil {
 			fmt.Fprintln(os.Stderr, "authclient: following the authorization URL:", err)
 		} else {
 			resp.Body.Close()
 		}
-	}
-	for sc.Scan() {
 	}
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("auth login: %w", err)
@@ -182,16 +184,19 @@ func callThrough(ctx context.Context, bin, cfg, dir string, env []string) error 
 	defer cs.Close()
 	// The upstream's tools arrive once switchboard's first connect to it
 	// is through: wait for them.
+	// Under the suite's 30 s for the whole client.
+	lctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
 	var tools []*mcp.Tool
 	for len(tools) == 0 {
-		res, err := cs.ListTools(ctx, nil)
+		res, err := cs.ListTools(lctx, nil)
 		if err != nil {
 			return fmt.Errorf("tools/list: %w", err)
 		}
 		tools = res.Tools // the config has the one server
 		if len(tools) == 0 {
 			select {
-			case <-ctx.Done():
+			case <-lctx.Done():
 				return fmt.Errorf("no tool of the server came through switchboard (got %d tools)", len(res.Tools))
 			case <-time.After(200 * time.Millisecond):
 			}
