@@ -95,15 +95,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 // it starts with anyway (an empty file left by a crash).
 func CheckPinFile(path string) (note string, err error) { return pin.CheckFile(path) }
 
-// OAuthServers returns the specs of c's servers that have an oauth block,
-// by handle key, and the expander that resolves their references (auth
-// login, status and logout).
-func OAuthServers(c *config.Config) (map[string]upstream.Spec, upstream.Expander) {
-	_, specs := view.Plan(c)
-	for k, sp := range specs {
-		if sp.OAuth == nil {
-			delete(specs, k)
-		}
-	}
-	return specs, upstreamSecrets{secrets.NewResolver(resolverOptions(secrets.NewSet()))}
+// Expander resolves references as serve does (auth login, status, logout).
+func Expander() upstream.Expander {
+	return upstreamSecrets{secrets.NewResolver(resolverOptions(secrets.NewSet()))}
 }

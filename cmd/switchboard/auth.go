@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
@@ -55,7 +56,7 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return configError(stderr, err)
 	}
-	specs, x := proxy.OAuthServers(c)
+	specs, x := view.OAuthSpecs(c), proxy.Expander()
 	open := oauth.OpenStore(x)
 	switch sub {
 	case "status":

@@ -104,6 +104,18 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 	}
 }
 
+// OAuthSpecs returns the specs of c's servers that have an oauth block, by
+// handle key (switchboard auth).
+func OAuthSpecs(c *config.Config) map[string]upstream.Spec {
+	_, specs := Plan(c)
+	for k, sp := range specs {
+		if sp.OAuth == nil {
+			delete(specs, k)
+		}
+	}
+	return specs
+}
+
 // oauthConfig is a server's oauth block as upstream takes it.
 func oauthConfig(o *config.OAuth) *oauth.Config {
 	if o == nil {
