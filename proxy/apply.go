@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -163,6 +164,8 @@ func (p *Proxy) handleOptions(peer upstream.Peer) upstream.Options {
 		Expander:    upstreamSecrets{p.resolver},
 		Peer:        peer,
 		RedactLines: p.redactor.RedactJoined,
+		TokenStore:  oauth.OpenStore(upstreamSecrets{p.resolver}),
+		Redact:      func(v string) { p.redactor.Add(v) },
 		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
 	}
 }

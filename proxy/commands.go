@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -94,3 +95,8 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 // serve refuses (a corrupt file, naming it and what to do), a note for one
 // it starts with anyway (an empty file left by a crash).
 func CheckPinFile(path string) (note string, err error) { return pin.CheckFile(path) }
+
+// Expander resolves references as serve does (auth login, status, logout).
+func Expander() upstream.Expander {
+	return upstreamSecrets{secrets.NewResolver(resolverOptions(secrets.NewSet()))}
+}

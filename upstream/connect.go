@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -28,6 +29,7 @@ type connector struct {
 	autoSSE atomic.Bool  // TransportAuto: the endpoint speaks legacy SSE only
 	era     atomic.Int32 // what the auto probe found; eraUnknown: probe
 	tail    stderrTail   // the child's last stderr lines, for Status
+	auth    authSlot     // the OAuth handler, made at the first connect
 }
 
 // sp is the current spec.
@@ -81,7 +83,13 @@ func (cn *connector) transport(ctx context.Context, s *session) (mcp.Transport, 
 	if dial != nil {
 		return dial(*cn.sp())
 	}
-	return remoteTransport(*cn.sp(), cn.remoteKind(), url, headers, cn.log)
+	var h auth.OAuthHandler
+	if cn.sp().OAuth != nil {
+		if h, err = cn.auth.handler(ctx, cn, url); err != nil {
+			return nil, err
+		}
+	}
+	return remoteTransport(*cn.sp(), cn.remoteKind(), url, headers, h, cn.log)
 }
 
 // remoteKind is the transport a remote server is reached with: the

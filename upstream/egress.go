@@ -159,3 +159,15 @@ func (e *egress) checkRedirect(req *http.Request, via []*http.Request) error {
 	}
 	return e.permit(req)
 }
+
+// checkAllowed is the CheckRedirect of requests to other origins than the
+// server's own (its authorization server): the allow-list only.
+func (e *egress) checkAllowed(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("upstream %q: stopped after %d redirects", e.server, maxRedirects)
+	}
+	if o := originOf(req.URL); !e.allowed(o) {
+		return e.refuse("redirect to %s, not on the egress allow-list", o)
+	}
+	return nil
+}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // State is where a Handle's supervisor is.
@@ -60,6 +62,12 @@ type Options struct {
 	// RedactJoined). A line is then logged once the next one arrived, or
 	// 50 ms after it, and cut to its length limit after redaction.
 	RedactLines func(lines []string) []string
+	// TokenStore gives the store of a server's OAuth tokens (Spec.OAuth).
+	// If nil, tokens are kept in memory only.
+	TokenStore func(ctx context.Context, c *oauth.Config) (oauth.Store, error)
+	// Redact, if set, is told every OAuth token and secret a server's
+	// handler meets, so that nothing shows it.
+	Redact func(string)
 }
 
 // Status is a point-in-time view of a Handle for /status.
@@ -187,6 +195,7 @@ func New(spec Spec, opt Options) *Handle {
 	h.conn = connector{
 		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
 		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
+		auth: authSlot{store: opt.TokenStore, redact: opt.Redact},
 	}
 	h.sup = newSupervisor(&h.spec, log, &h.life)
 	h.sup.onChange = func() {

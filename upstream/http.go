@@ -3,13 +3,17 @@ package upstream
 import (
 	"net"
 	"net/http"
+	neturl "net/url"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // headerTransport adds the server's configured headers to every request
@@ -69,24 +73,29 @@ var sharedTransport = &http.Transport{
 	ExpectContinueTimeout: time.Second,
 }
 
-func httpClient(headers map[string]string, eg *egress) *http.Client {
+func httpClient(server string, headers map[string]string, eg *egress, ah auth.OAuthHandler) *http.Client {
 	h := make(http.Header, len(headers))
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	return &http.Client{Transport: &headerTransport{base: sharedTransport, headers: h, eg: eg}, CheckRedirect: eg.checkRedirect}
+	var base http.RoundTripper = sharedTransport
+	if ah != nil {
+		home := func(u *neturl.URL) bool { return eg == nil || originOf(u) == eg.home }
+		base = &oauth.Transport{Base: sharedTransport, Handler: ah, Home: home, Server: server}
+	}
+	return &http.Client{Transport: &headerTransport{base: base, headers: h, eg: eg}, CheckRedirect: eg.checkRedirect}
 }
 
 // remoteTransport reaches a remote server: legacy SSE through the go-sdk's
 // client transport (it needs nothing of the SDK's session), streamable HTTP
 // through switchboard's own, whose connection the client session drives.
 // Every request of either goes through the server's egress rules.
-func remoteTransport(sp Spec, kind, url string, headers map[string]string, log hclog.Logger) (mcp.Transport, error) {
+func remoteTransport(sp Spec, kind, url string, headers map[string]string, ah auth.OAuthHandler, log hclog.Logger) (mcp.Transport, error) {
 	eg, err := newEgress(sp, kind, url)
 	if err != nil {
 		return nil, err
 	}
-	hc := httpClient(headers, eg)
+	hc := httpClient(sp.Name, headers, eg, ah)
 	if kind == TransportSSE {
 		return &mcp.SSEClientTransport{Endpoint: url, HTTPClient: hc}, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // Transports a Spec may name.
@@ -52,6 +54,10 @@ type Spec struct {
 	// EgressAllow lists the origins the server's requests may reach,
 	// redirects included; empty: any origin.
 	EgressAllow []OriginPattern `json:",omitempty"`
+	// OAuth, when set, makes switchboard the server's OAuth client (see
+	// package upstream/oauth): its transport carries the handler's token
+	// to the configured origin. Headers then hold no Authorization.
+	OAuth *oauth.Config `json:",omitempty"`
 
 	// Protocol pins the protocol version offered at initialize. "auto" or ""
 	// lets the SDK probe 2026-07-28 first, which some legacy stdio servers
@@ -113,8 +119,9 @@ func (s Spec) Fingerprint() string {
 		// Unset, they leave the fingerprints of earlier versions unchanged.
 		FollowRedirects string          `json:",omitempty"`
 		EgressAllow     []OriginPattern `json:",omitempty"`
+		OAuth           *oauth.Config   `json:",omitempty"`
 	}{s.Name, s.Transport, s.Command, s.Args, s.Env, s.Dir, s.URL, s.Headers, s.Protocol, s.Roots, s.ClientRoots,
-		s.FollowRedirects, s.EgressAllow})
+		s.FollowRedirects, s.EgressAllow, s.OAuth})
 	if err != nil {
 		panic("upstream: spec fingerprint: " + err.Error()) // only plain data
 	}

@@ -34,6 +34,7 @@ Usage:
   switchboard restart [--admin ADDR | --config FILE] SERVER          restart one server of a running proxy
   switchboard pins list|approve --config FILE [--server S] [--tool T] review changed tool definitions
   switchboard bench search [--config FILE | --catalog DIR] FILE...   score find_tools' ranker on labelled requests
+  switchboard auth login|status|logout [NAME] [--config FILE]        OAuth consent and tokens of remote servers
   switchboard demo-server NAME                                       serve a demo MCP server on stdio
   switchboard version                                                print the version
 
@@ -62,6 +63,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdPins(rest, stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, rest, stdout, stderr)
+	case "auth":
+		return cmdAuth(ctx, rest, stdout, stderr)
 	case "demo-server":
 		if len(rest) != 1 || strings.HasPrefix(rest[0], "-") {
 			fmt.Fprintf(stderr, "usage: switchboard demo-server NAME (one of %s)\n", strings.Join(proxy.DemoServers, ", "))

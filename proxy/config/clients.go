@@ -53,6 +53,14 @@ var clientServerKeys = map[string]string{
 	"targetServiceAccount": "Gemini CLI",
 }
 
+// ownOAuth reports whether a server's key k is switchboard's own oauth
+// block (oauth.go), which names a grant; Gemini CLI's names none.
+func ownOAuth(k string, v any) bool {
+	m, ok := v.(map[string]any)
+	_, grant := m["grant"]
+	return k == "oauth" && ok && grant
+}
+
 // clineMarkers are the server keys only Cline (and Roo Code, its fork)
 // write. A file with one of them in any server is a Cline file, whose
 // timeouts are seconds.
@@ -272,7 +280,7 @@ func serverPass(r *rewriter, sh *clientShape) bool {
 	}
 	e, path := r.e, r.path
 	for _, k := range sortedKeys(e) {
-		if c, ok := clientServerKeys[k]; ok {
+		if c, ok := clientServerKeys[k]; ok && !ownOAuth(k, e[k]) {
 			r.notes.ignore(c, joinKey(path, k))
 			delete(e, k)
 		}

@@ -153,6 +153,8 @@ type Server struct {
 	// TrustAnnotations and Annotations: see annotations.go.
 	TrustAnnotations bool                        `json:"trustAnnotations,omitempty"`
 	Annotations      map[string]*ToolAnnotations `json:"annotations,omitempty"`
+	// OAuth makes switchboard an OAuth client of a remote server (oauth.go).
+	OAuth *OAuth `json:"oauth,omitempty"`
 
 	// urlKey is the key the URL came from when it is not "url"
 	// (Windsurf's "serverUrl"), for error paths.
@@ -238,8 +240,9 @@ func (d *Discovery) Search() bool { return d != nil && d.Mode == DiscoverySearch
 // identity provider whose access tokens switchboard accepts beside them.
 type Auth struct {
 	Tokens []string `json:"tokens,omitempty"`
-	// OAuth makes /mcp and /agents/{id}/mcp an OAuth protected resource.
-	OAuth *OAuth `json:"oauth,omitempty"`
+	// OAuth makes /mcp and /agents/{id}/mcp an OAuth protected resource
+	// (protected.go).
+	OAuth *ProtectedResource `json:"oauth,omitempty"`
 }
 
 // Admin configures the admin API.

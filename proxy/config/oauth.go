@@ -2,143 +2,192 @@ package config
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/mcp-switchboard/switchboard/secrets"
 )
 
-// OAuth makes switchboard an OAuth 2.1 protected resource (RFC 9728): it
-// accepts the access tokens the deployment's identity provider issues for
-// it, JWTs checked against the issuer's keys or opaque tokens checked by
-// introspection (RFC 7662).
+// The grants an oauth block may name (OAuth.Grant).
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+	GrantJWTBearer         = "jwt_bearer"
+	GrantEnterprise        = "enterprise"
+)
+
+var (
+	grants           = []string{GrantAuthorizationCode, GrantClientCredentials, GrantJWTBearer, GrantEnterprise}
+	signingAlgs      = []string{"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"}
+	tokenStoreKinds  = []string{"file", "memory"}
+	oauthSecretField = []string{"clientSecret", "privateKey", "assertion", "idpClientSecret", "idToken", "tokenStoreKey"}
+)
+
+// OAuth is how switchboard obtains the access token a remote server asks
+// for (a server with an oauth block is an OAuth 2.1 protected resource and
+// switchboard its client). Values that hold credentials may be secret://
+// references; they are resolved when a token is requested, so rotated
+// values are picked up (assertion is read afresh for every request).
 type OAuth struct {
-	// Resource is switchboard's public base URL as its clients reach it
-	// (https://mcp.example.com): /mcp is the resource Resource+"/mcp",
-	// an agent's Resource+"/agents/ID/mcp". Required.
-	Resource string `json:"resource"`
-	// Issuer is the identity provider's issuer URL, the iss of its tokens
-	// and the authorization server named in the resource metadata.
-	Issuer string `json:"issuer"`
-	// Audience is what a token's aud must hold one of; unset: the
-	// resource URL of the endpoint it is shown to.
-	Audience []string `json:"audience,omitempty"`
-	// JWKSURL is where the issuer's signing keys are; unset: the
-	// jwks_uri of its discovery document.
-	JWKSURL string `json:"jwksUrl,omitempty"`
-	// Introspection checks tokens that are not JWTs with the issuer's
-	// RFC 7662 endpoint.
-	Introspection *Introspection `json:"introspection,omitempty"`
-	// Scopes are the scopes every token must carry.
+	// Grant is authorization_code (a person consents, with
+	// `switchboard auth login NAME`), client_credentials (with
+	// clientSecret, or privateKey for private_key_jwt), jwt_bearer (RFC
+	// 7523 with assertion) or enterprise (ID-JAG).
+	Grant  string   `json:"grant"`
 	Scopes []string `json:"scopes,omitempty"`
-	// SubjectClaim names the caller (default "sub").
-	SubjectClaim string `json:"subjectClaim,omitempty"`
-	// AgentClaim is the claim whose value selects the caller's agent view;
-	// unset: every token opens the default view.
-	AgentClaim string `json:"agentClaim,omitempty"`
-	// Agents maps a value of AgentClaim to an agent id; unset: the value
-	// is the agent id.
-	Agents map[string]string `json:"agents,omitempty"`
+	// ClientID and ClientSecret name a pre-registered client. Without
+	// clientId, authorization_code registers with clientMetadataUrl (a
+	// Client ID Metadata Document) when given, else dynamically.
+	ClientID          string `json:"clientId,omitempty"`
+	ClientSecret      string `json:"clientSecret,omitempty"`
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+	// PrivateKey (PEM) signs the private_key_jwt client assertion with
+	// SigningAlgorithm (default ES256 for EC keys, RS256 for RSA).
+	PrivateKey       string `json:"privateKey,omitempty"`
+	SigningAlgorithm string `json:"signingAlgorithm,omitempty"`
+	// Assertion is the JWT of the jwt_bearer grant, usually
+	// secret://file/… (a projected service-account token).
+	Assertion string `json:"assertion,omitempty"`
+	// TokenStore keeps the tokens: "file" (the default, encrypted) or
+	// "memory" (lost at exit). TokenStoreKey, when set, is the key of the
+	// file store (a secret:// reference); else a key file beside it.
+	TokenStore    string `json:"tokenStore,omitempty"`
+	TokenStoreKey string `json:"tokenStoreKey,omitempty"`
+	// RedirectURI is where the authorization server sends the person back
+	// (authorization_code): a loopback http URL `auth login` listens on.
+	// Default http://127.0.0.1:8976/callback.
+	RedirectURI string `json:"redirectUri,omitempty"`
+	// The enterprise grant: the identity provider's issuer, switchboard's
+	// client there, and the person's ID token (a secret:// reference).
+	IDPIssuer       string `json:"idpIssuer,omitempty"`
+	IDPClientID     string `json:"idpClientId,omitempty"`
+	IDPClientSecret string `json:"idpClientSecret,omitempty"`
+	IDToken         string `json:"idToken,omitempty"`
+	// IDPTokenEndpoint, when set, is the identity provider's token
+	// endpoint, not discovered from its metadata.
+	IDPTokenEndpoint string `json:"idpTokenEndpoint,omitempty"`
 }
 
-// Introspection is an RFC 7662 endpoint and the credentials switchboard
-// authenticates to it with (client_secret_basic).
-type Introspection struct {
-	URL          string `json:"url"`
-	ClientID     string `json:"clientId"`
-	ClientSecret string `json:"clientSecret"` // usually a secret:// reference
-	// CacheSeconds is how long an answer is reused (default 10; 0: not
-	// cached); a token's expiry shortens it.
-	CacheSeconds *int `json:"cacheSeconds,omitempty"`
+// secretFields returns the fields that may hold secret references, by
+// their JSON names, in oauthSecretField's order.
+func (o *OAuth) secretFields() []string {
+	return []string{o.ClientSecret, o.PrivateKey, o.Assertion, o.IDPClientSecret, o.IDToken, o.TokenStoreKey}
 }
 
-// DefaultIntrospectionCache is how long an introspection answer is reused
-// when cacheSeconds is unset.
-const DefaultIntrospectionCache = 10
-
-// Cache is how long an introspection answer is reused, in seconds.
-func (i *Introspection) Cache() int {
-	if i == nil || i.CacheSeconds == nil {
-		return DefaultIntrospectionCache
-	}
-	return *i.CacheSeconds
-}
-
-// oauth checks auth.oauth at path against the agents it may select.
-func (v *validator) oauth(path string, o *OAuth, agents *Agents) {
+// oauth checks a server's oauth block at path (the server's path); tr is
+// the server's transport.
+func (v *validator) oauth(path, tr string, s *Server) {
+	o := s.OAuth
 	if o == nil {
 		return
 	}
-	if o.Resource == "" {
-		v.add(path+".resource", "required: switchboard's public base URL (e.g. https://mcp.example.com), which tokens are issued for")
+	p := path + ".oauth"
+	if tr == "stdio" {
+		v.add(p, `not allowed for transport "stdio" (only a remote server is an OAuth protected resource)`)
+		return
+	}
+	for k := range s.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			v.add(p, fmt.Sprintf("not allowed with a static %s header: the oauth block sets Authorization", joinKey(path+".headers", k)))
+		}
+	}
+	if o.Grant == "" {
+		v.add(p+".grant", "required: one of "+strings.Join(grants, ", "))
 	} else {
-		v.absoluteURL(path+".resource", o.Resource, true)
+		v.oneOf(p+".grant", o.Grant, grants)
 	}
-	if o.Issuer == "" {
-		v.add(path+".issuer", "required: the identity provider's issuer URL")
-	} else {
-		v.absoluteURL(path+".issuer", o.Issuer, false)
+	v.oneOf(p+".signingAlgorithm", o.SigningAlgorithm, signingAlgs)
+	v.oneOf(p+".tokenStore", o.TokenStore, tokenStoreKinds)
+	for i, f := range o.secretFields() {
+		v.secretRefs(p+"."+oauthSecretField[i], f)
 	}
-	if o.JWKSURL != "" {
-		v.absoluteURL(path+".jwksUrl", o.JWKSURL, false)
-	}
-	for i, a := range o.Audience {
-		if strings.TrimSpace(a) == "" {
-			v.add(joinIndex(path+".audience", i), "must not be empty")
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+			v.add(joinIndex(p+".scopes", i), fmt.Sprintf("%q is not a scope token (no spaces or quotes)", sc))
 		}
 	}
-	for i, s := range o.Scopes {
-		if s == "" || strings.ContainsAny(s, " \t\n\"") {
-			v.add(joinIndex(path+".scopes", i), fmt.Sprintf("%q is not a scope (no spaces or quotes)", s))
+	if o.ClientMetadataURL != "" {
+		if u, err := url.Parse(o.ClientMetadataURL); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			v.add(p+".clientMetadataUrl", fmt.Sprintf("want an https URL with a path (a Client ID Metadata Document), got %q", o.ClientMetadataURL))
 		}
 	}
-	if in := o.Introspection; in != nil {
-		p := path + ".introspection"
-		if in.URL == "" {
-			v.add(p+".url", "required: the issuer's RFC 7662 introspection endpoint")
-		} else {
-			v.absoluteURL(p+".url", in.URL, false)
-		}
-		if in.ClientID == "" {
-			v.add(p+".clientId", "required: the client switchboard introspects as")
-		}
-		if in.ClientSecret == "" {
-			v.add(p+".clientSecret", "required (usually a secret:// reference)")
-		} else {
-			v.secretRefs(p+".clientSecret", in.ClientSecret)
-		}
-		if c := in.CacheSeconds; c != nil && (*c < 0 || *c > 300) {
-			v.add(p+".cacheSeconds", "must be between 0 (no cache) and 300 seconds")
+	if o.RedirectURI != "" {
+		if u, err := url.Parse(o.RedirectURI); err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) || u.Port() == "" {
+			v.add(p+".redirectUri", fmt.Sprintf("want a loopback http URL with a port (http://127.0.0.1:PORT/path), got %q", o.RedirectURI))
 		}
 	}
-	if len(o.Agents) > 0 && o.AgentClaim == "" {
-		v.add(path+".agents", "needs agentClaim: the claim whose values it maps")
+	if o.ClientSecret != "" && o.ClientID == "" {
+		v.add(p+".clientSecret", "needs clientId")
 	}
-	known := map[string]bool{}
-	if agents != nil {
-		for _, ag := range agents.List {
-			if ag != nil {
-				known[ag.ID] = true
+	if o.ClientSecret != "" && o.PrivateKey != "" {
+		v.add(p+".privateKey", "set clientSecret or privateKey, not both")
+	}
+	v.grantFields(p, o)
+}
+
+// grantFields checks what each grant needs and refuses what it would not
+// use.
+func (v *validator) grantFields(p string, o *OAuth) {
+	unused := func(field, val string) {
+		if val != "" {
+			v.add(p+"."+field, fmt.Sprintf("not used by grant %q", o.Grant))
+		}
+	}
+	needs := func(field, val, why string) {
+		if val == "" {
+			v.add(p+"."+field, fmt.Sprintf("required for grant %q%s", o.Grant, why))
+		}
+	}
+	enterpriseOnly := func() {
+		unused("idpIssuer", o.IDPIssuer)
+		unused("idpClientId", o.IDPClientID)
+		unused("idpClientSecret", o.IDPClientSecret)
+		unused("idToken", o.IDToken)
+		unused("idpTokenEndpoint", o.IDPTokenEndpoint)
+	}
+	switch o.Grant {
+	case GrantAuthorizationCode:
+		unused("assertion", o.Assertion)
+		unused("privateKey", o.PrivateKey)
+		enterpriseOnly()
+	case GrantClientCredentials:
+		needs("clientId", o.ClientID, "")
+		if o.ClientSecret == "" && o.PrivateKey == "" {
+			v.add(p, `grant "client_credentials" needs clientSecret or privateKey`)
+		}
+		unused("assertion", o.Assertion)
+		unused("clientMetadataUrl", o.ClientMetadataURL)
+		unused("redirectUri", o.RedirectURI)
+		enterpriseOnly()
+	case GrantJWTBearer:
+		needs("assertion", o.Assertion, " (a JWT, e.g. secret://file/var/run/secrets/tokens/mcp)")
+		unused("clientMetadataUrl", o.ClientMetadataURL)
+		unused("redirectUri", o.RedirectURI)
+		enterpriseOnly()
+	case GrantEnterprise:
+		needs("clientId", o.ClientID, " (the client registered at the server's authorization server)")
+		needs("idpIssuer", o.IDPIssuer, "")
+		needs("idpClientId", o.IDPClientID, "")
+		needs("idToken", o.IDToken, " (the person's ID token from the identity provider)")
+		unused("assertion", o.Assertion)
+		unused("privateKey", o.PrivateKey)
+		unused("clientMetadataUrl", o.ClientMetadataURL)
+		unused("redirectUri", o.RedirectURI)
+	}
+	if o.SigningAlgorithm != "" && o.PrivateKey == "" {
+		v.add(p+".signingAlgorithm", "only applies with privateKey")
+	}
+	if o.TokenStoreKey != "" && o.TokenStore == "memory" {
+		v.add(p+".tokenStoreKey", `not used with tokenStore "memory"`)
+	}
+	for field, val := range map[string]string{"idpIssuer": o.IDPIssuer, "idpTokenEndpoint": o.IDPTokenEndpoint} {
+		if val != "" && !secrets.HasRefs(val) {
+			if u, err := url.Parse(val); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				v.add(p+"."+field, fmt.Sprintf("want an absolute http or https URL, got %q", val))
 			}
-		}
-	}
-	for _, k := range sortedKeys(o.Agents) {
-		if id := o.Agents[k]; !known[id] {
-			v.add(joinKey(path+".agents", k), fmt.Sprintf("agent %q is not in agents.list", id))
 		}
 	}
 }
 
-// absoluteURL checks that s is an http(s) URL with a host, without query
-// or fragment (and, for a base, without a path beyond "/").
-func (v *validator) absoluteURL(path, s string, base bool) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.add(path, fmt.Sprintf("want an absolute http or https URL, got %q", s))
-		return
-	}
-	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		v.add(path, fmt.Sprintf("%q: no query, fragment or user info", s))
-	}
-	if base && strings.Trim(u.Path, "/") != "" {
-		v.add(path, fmt.Sprintf("%q: the base URL, without a path (the endpoints' paths are added to it)", s))
-	}
-}
+func loopbackHost(h string) bool { return h == "127.0.0.1" || h == "::1" || h == "localhost" }

@@ -47,7 +47,7 @@ func (c *Config) Validate() error {
 	v.agents(c.Agents, c.MCPServers)
 	if c.Auth != nil {
 		v.tokens("auth.tokens", c.Auth.Tokens)
-		v.oauth("auth.oauth", c.Auth.OAuth, c.Agents)
+		v.protectedResource("auth.oauth", c.Auth.OAuth, c.Agents)
 	}
 	if c.Admin != nil && c.Admin.ReloadToken != "" {
 		v.secretRefs("admin.reloadToken", c.Admin.ReloadToken)
@@ -365,6 +365,7 @@ func (v *validator) server(path, key string, s *Server) {
 	v.oneOf(path+".isolation", s.Isolation, isolations)
 	v.oneOf(path+".protocol", s.Protocol, protocols)
 	v.serverEgress(path, tr, s)
+	v.oauth(path, tr, s)
 	v.rules(path+".tools", s.Tools)
 	v.promptRules(path+".prompts", s.Prompts)
 	v.annotations(path, s)

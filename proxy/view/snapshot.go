@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // Snapshot is one immutable config generation: what every request of that
@@ -99,6 +100,32 @@ func serverSpec(key string, s *config.Server) upstream.Spec {
 		BreakerOpen:     s.Breaker.OpenPeriod(),
 		SkipResources:   !boolOr(s.Resources, true),
 		SkipPrompts:     !boolOr(s.ListPrompts, true),
+		OAuth:           oauthConfig(s.OAuth),
+	}
+}
+
+// OAuthSpecs returns the specs of c's servers that have an oauth block, by
+// handle key (switchboard auth).
+func OAuthSpecs(c *config.Config) map[string]upstream.Spec {
+	_, specs := Plan(c)
+	for k, sp := range specs {
+		if sp.OAuth == nil {
+			delete(specs, k)
+		}
+	}
+	return specs
+}
+
+// oauthConfig is a server's oauth block as upstream takes it.
+func oauthConfig(o *config.OAuth) *oauth.Config {
+	if o == nil {
+		return nil
+	}
+	return &oauth.Config{
+		Grant: o.Grant, Scopes: o.Scopes, ClientID: o.ClientID, ClientSecret: o.ClientSecret,
+		ClientMetadataURL: o.ClientMetadataURL, PrivateKey: o.PrivateKey, SigningAlgorithm: o.SigningAlgorithm,
+		Assertion: o.Assertion, RedirectURI: o.RedirectURI, IDPIssuer: o.IDPIssuer, IDPClientID: o.IDPClientID,
+		IDPClientSecret: o.IDPClientSecret, IDToken: o.IDToken, IDPTokenEndpoint: o.IDPTokenEndpoint, TokenStore: o.TokenStore, TokenStoreKey: o.TokenStoreKey,
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 // FromConfig makes the Verifier of auth.oauth; resolve resolves its
 // introspection client secret (a secret reference), given its config
 // path, and reports it failed.
-func FromConfig(o *config.OAuth, resolve func(path, ref string) (string, bool)) *Verifier {
+func FromConfig(o *config.ProtectedResource, resolve func(path, ref string) (string, bool)) *Verifier {
 	opts := Options{
 		Resource: o.Resource, Issuer: o.Issuer, JWKSURL: o.JWKSURL, Audience: o.Audience, Scopes: o.Scopes,
 		SubjectClaim: o.SubjectClaim, AgentClaim: o.AgentClaim, Agents: o.Agents,

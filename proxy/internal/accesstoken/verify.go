@@ -14,7 +14,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 )
 
-// Options configure a Verifier (config.OAuth, resolved).
+// Options configure a Verifier (config.ProtectedResource, resolved).
 type Options struct {
 	// Resource is switchboard's public base URL; an endpoint's resource
 	// URL is it and the endpoint's path.

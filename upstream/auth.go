@@ -1,0 +1,69 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
+)
+
+// authSlot holds a server's OAuth handler (Spec.OAuth), made at its first
+// connect and kept across reconnects, so that a token outlives a session.
+// A Spec whose oauth block changes is a new Handle, with a new slot.
+type authSlot struct {
+	store  func(ctx context.Context, c *oauth.Config) (oauth.Store, error)
+	redact func(string)
+
+	mu sync.Mutex
+	h  *oauth.Handler
+}
+
+// handler returns the server's handler, making it on first use for the
+// endpoint url.
+func (a *authSlot) handler(ctx context.Context, cn *connector, url string) (auth.OAuthHandler, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.h != nil {
+		return a.h, nil
+	}
+	sp := cn.sp()
+	var st oauth.Store
+	if a.store != nil {
+		var err error
+		if st, err = a.store(ctx, sp.OAuth); err != nil {
+			return nil, Permanent(err)
+		}
+	}
+	eg, err := newEgress(*sp, cn.remoteKind(), url)
+	if err != nil {
+		return nil, err
+	}
+	h, err := oauth.New(ctx, oauth.Params{
+		Key: oauth.Key{Server: sp.Name}, URL: url, Config: sp.OAuth, Expand: cn.expand, Store: st, Redact: a.redact,
+		// Discovery, registration and token requests go to the
+		// authorization server, another origin as a rule: the egress
+		// allow-list bounds them, not the server's own origin.
+		Client: &http.Client{Transport: allowList{eg}, CheckRedirect: eg.checkAllowed},
+	})
+	if err != nil {
+		return nil, Permanent(err)
+	}
+	a.h = h
+	return h, nil
+}
+
+// allowList sends a request only to an origin on the egress allow-list.
+type allowList struct{ eg *egress }
+
+func (l allowList) RoundTrip(r *http.Request) (*http.Response, error) {
+	if o := originOf(r.URL); !l.eg.allowed(o) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, l.eg.refuse("%s is not on the egress allow-list", o)
+	}
+	return sharedTransport.RoundTrip(r)
+}

@@ -1,0 +1,15 @@
+// Package oauth makes switchboard an OAuth 2.1 client of a remote MCP
+// server: it builds the go-sdk's auth.OAuthHandler for a server's grant
+// (authorization code with a pre-registered client, a Client ID Metadata
+// Document or dynamic registration; client credentials with a secret or a
+// private_key_jwt assertion; the RFC 7523 JWT bearer grant; enterprise-
+// managed authorization) and keeps its tokens in a Store, encrypted at
+// rest, keyed by server and principal. The upstream package's HTTP
+// transport sets the Authorization header from the handler and calls its
+// Authorize once on a 401 or 403.
+//
+// Discovery, registration, PKCE, the iss check and the token requests are
+// the go-sdk's (auth, auth/extauth, oauthex) and golang.org/x/oauth2's;
+// this package only chooses among them, signs client assertions
+// (golang-jwt) and keeps the tokens.
+package oauth

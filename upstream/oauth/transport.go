@@ -1,0 +1,104 @@
+package oauth
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Transport sets the Authorization header of every request to the
+// server's own origin from Handler's token, and on a 401 or 403 from there
+// calls Handler.Authorize once and sends the request again. A request to
+// any other origin (a redirect the egress rules allow) carries no token,
+// whoever set one. It sits below the client's egress checks, so POSTs, the
+// standalone GET stream, DELETE and legacy SSE all go through it.
+type Transport struct {
+	Base    http.RoundTripper
+	Handler auth.OAuthHandler
+	// Home reports whether u is the server's configured origin.
+	Home func(u *url.URL) bool
+	// Server names the server in errors.
+	Server string
+
+	mu sync.Mutex // one Authorize at a time
+}
+
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.Home(r.URL) {
+		if r.Header.Get("Authorization") != "" {
+			r = r.Clone(r.Context())
+			r.Header.Del("Authorization")
+		}
+		return t.Base.RoundTrip(r)
+	}
+	if r.Body != nil && r.Body != http.NoBody && r.GetBody == nil {
+		// Buffer the body so that the request can be sent again.
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		r = r.Clone(r.Context())
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		r.Body, _ = r.GetBody()
+	}
+	sent, first, err := t.authorized(r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.Base.RoundTrip(first)
+	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
+		return resp, err
+	}
+	if err := t.authorize(first, resp, sent); err != nil {
+		return nil, fmt.Errorf("upstream %q: authorization: %w", t.Server, err)
+	}
+	retry := r.Clone(r.Context())
+	if r.GetBody != nil {
+		if retry.Body, err = r.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	_, retry, err = t.authorized(retry)
+	if err != nil {
+		return nil, err
+	}
+	return t.Base.RoundTrip(retry)
+}
+
+// authorized returns r with the current token, and that token ("" none).
+func (t *Transport) authorized(r *http.Request) (string, *http.Request, error) {
+	ts, err := t.Handler.TokenSource(r.Context())
+	if err != nil || ts == nil {
+		return "", r, err
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		// A refresh that failed (a revoked refresh token): the request
+		// goes without, and its 401 starts a new authorization.
+		return "", r, nil
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	return tok.AccessToken, r, nil
+}
+
+// authorize calls Authorize for a request sent with token sent, unless
+// another request's authorization already replaced that token.
+func (t *Transport) authorize(r *http.Request, resp *http.Response, sent string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ts, err := t.Handler.TokenSource(r.Context()); err == nil && ts != nil && resp.StatusCode == http.StatusUnauthorized {
+		if tok, err := ts.Token(); err == nil && tok.AccessToken != sent {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return nil
+		}
+	}
+	return t.Handler.Authorize(r.Context(), r, resp)
+}
