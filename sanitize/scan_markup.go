@@ -45,10 +45,12 @@ var (
 		return m
 	}()
 	// alpacaHeads are the section names of Alpaca-style templates
-	// ("### Instruction:").
+	// ("### Instruction:"). A role name (false here) counts only as the
+	// whole line, as templates write it: "### User: 'Fix this bug'" is
+	// a Markdown heading quoting what a user may ask.
 	alpacaHeads = map[string]bool{
 		"instruction": true, "instructions": true, "response": true, "input": true,
-		"system": true, "human": true, "assistant": true, "user": true,
+		"system": true, "human": false, "assistant": false, "user": false,
 	}
 )
 
@@ -129,7 +131,18 @@ func alpacaHead(rest []byte) patternSet {
 	for k < len(rest) && rest[k] == ' ' {
 		k++
 	}
-	if k < len(rest) && rest[k] == ':' && alpacaHeads[string(name)] {
+	if k >= len(rest) || rest[k] != ':' {
+		return 0
+	}
+	section, ok := alpacaHeads[string(name)]
+	if !ok {
+		return 0
+	}
+	k++
+	for k < len(rest) && rest[k] == ' ' {
+		k++
+	}
+	if section || k == len(rest) || rest[k] == '\n' {
 		return pChatTemplate | pStrong
 	}
 	return 0
@@ -241,7 +254,7 @@ func scanTag(rest []byte) (patternSet, int) {
 }
 
 // aiCue are the word classes that make hidden text an instruction.
-const aiCue = cAddressee | cVerb | cStrongNoun | cUrgent | cToolNoun | cTell | cSensitive
+const aiCue = cAddressee | cVerb | cStrongNoun | cUrgent | cMust | cToolNoun | cTell | cAsk | cSensitive
 
 // speaksToAI reports whether hidden text addresses a model or speaks of
 // instructions, tools or secrets: a hidden comment or element is everyday

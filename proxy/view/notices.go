@@ -78,11 +78,12 @@ func (n *viewNotes) skipped(server, kind, name string, err error) {
 }
 
 // definitionOK notes a definition the trust boundary found suspicious and
-// reports whether it may be published: not with onSuspicious block.
+// reports whether it may be published: not with onSuspicious block when
+// its findings withhold it (one strong or two weak, as for results).
 func (n *viewNotes) definitionOK(snap *Snapshot, server, kind, name string, findings []sanitize.Finding) bool {
-	block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
+	block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock && sanitize.Withholds(findings)
 	n.suspicious(server, kind, name, findings, block)
-	return len(findings) == 0 || !block
+	return !block
 }
 
 // Notes is what every view of a generation found, each thing once, in
