@@ -297,6 +297,7 @@ func scanWords(sk []byte) patternSet {
 		}
 		switch c {
 		case '\n':
+			m.endLine()
 			m.feed(cNL)
 		case ':':
 			m.feed(cColon)
@@ -322,6 +323,20 @@ func scanWords(sk []byte) patternSet {
 		m.endQuote(false)
 	}
 	return m.found | combine(m.feats)
+}
+
+// endLine combines the features of the line that ends and forgets them:
+// the parts of a tool or leak instruction count together within one line.
+// A long tool description that says "use the list_projects tool" in one
+// paragraph and "you must" in another is no instruction to the model.
+func (m *matcher) endLine() {
+	if m.feats == 0 {
+		return
+	}
+	m.found |= combine(m.feats)
+	m.feats = 0
+	m.doneMask = 0
+	m.updateDone()
 }
 
 // word feeds the word or leetspeak word at sk[i:] and returns where the
