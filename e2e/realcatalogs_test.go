@@ -251,16 +251,30 @@ func TestBlockModeRealCatalogs(t *testing.T) {
 	for name, names := range direct {
 		want[name] = len(names)
 	}
-	var got map[string]int
-	testutil.Eventually(t, 180*time.Second, "every server's tools listed", func() bool {
-		got = perServer(listTools(t, cs))
-		for name := range want {
-			if got[name] == 0 {
-				return false
+	// Every server up, then the view holds all it will publish: a server
+	// whose every tool is withheld publishes none, so waiting for tools
+	// alone would not end.
+	testutil.Eventually(t, 180*time.Second, "every server ready", func() bool {
+		st, _ := s.status(t)["servers"].([]any)
+		ready := 0
+		for _, e := range st {
+			if m, _ := e.(map[string]any); m["state"] == "ready" {
+				ready++
 			}
 		}
-		return true
+		return ready == len(want)
 	})
+	var got map[string]int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got = perServer(listTools(t, cs))
+		all := true
+		for name, n := range want {
+			all = all && got[name] >= n
+		}
+		if all || time.Now().After(deadline) {
+			break
+		}
+	}
 	findings := map[string]string{} // server/tool -> patterns and places, withheld
 	if fs, ok := s.status(t)["findings"].([]any); ok {
 		for _, f := range fs {
