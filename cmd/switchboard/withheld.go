@@ -12,7 +12,7 @@ import (
 // (docs/security.md, Detection, has the full table).
 var patternWhy = map[string]string{
 	"marker-spoof":         "a look-alike of switchboard's boundary marker",
-	"role-tag":             "a Human:/Assistant:/System: line or <system> tag",
+	"role-tag":             "a Human:/Assistant:/System: line, or a <system> or <IMPORTANT> tag",
 	"chat-template":        "chat-template or tool-calling tokens",
 	"ignore-previous":      `"ignore previous instructions" or a relative`,
 	"fake-system":          "a fake system notice or jailbreak",
