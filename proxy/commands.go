@@ -40,12 +40,13 @@ type ToolRow struct {
 // ListTools starts the servers of the config o names, lazy ones too (a
 // listing is what they wait for), waits for each first start attempt (at
 // most wait; zero: the largest server timeout), and returns the default
-// view's tool table, and the servers that are not up with their (redacted)
-// errors and stderr.
-func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, []upstream.Status, error) {
+// view's tool table, the definitions the trust boundary withheld, flagged
+// or skipped (in every view), and the servers that are not up with their
+// (redacted) errors and stderr.
+func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, []view.FindingStatus, []upstream.Status, error) {
 	p, c, err := New(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, s := range c.BaseServers() {
 		s.Lazy = false
@@ -54,7 +55,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 	// run is not shown (what they list is kept for serve).
 	p.catalogs.seedOff = true
 	if err := p.apply(ctx, c, nil); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	defer p.closeAll()
 	snap := p.serving.Load().Snap
@@ -70,7 +71,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 		case <-h.FirstAttempt():
 		case <-deadline:
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, nil, nil, ctx.Err()
 		}
 	}
 	p.rebuildAll()
@@ -88,7 +89,7 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 			down = append(down, st)
 		}
 	}
-	return rows, down, nil
+	return rows, p.serving.Load().Notes.Redacted(p.redact), down, nil
 }
 
 // CheckPinFile reads the pin file at path as serve would: an error for one

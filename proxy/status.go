@@ -213,11 +213,7 @@ func (p *Proxy) statusReport() StatusReport {
 		rep.Servers = append(rep.Servers, st)
 	}
 	if n := cur.Notes; n != nil {
-		rep.Collisions = n.Collisions
-		for _, f := range n.Findings {
-			f.Skipped = p.redact(f.Skipped)
-			rep.Findings = append(rep.Findings, f)
-		}
+		rep.Collisions, rep.Findings = n.Collisions, n.Redacted(p.redact)
 	}
 	rep.PendingPins = p.pins.Pending()
 	counts := p.d.SessionCounts()

@@ -42,9 +42,7 @@ func (c *cleaner) prefixed(where, server, s string, limit int) string {
 		found = hiddenBits(s)
 	}
 	d, fs := Description(server, c.redact(t), limit)
-	for _, f := range fs {
-		found |= patternBit(f.ID)
-	}
+	found |= bitsOf(fs)
 	c.add(where, found)
 	return d
 }

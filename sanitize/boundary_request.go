@@ -95,9 +95,7 @@ func CreateMessageWithTools(m *mcp.CreateMessageWithToolsParams, src Source, opt
 				continue
 			}
 			ct, fs := Tool(t, src.Server, DefOptions{Redactor: opt.Redactor})
-			for _, f := range fs {
-				found |= patternBit(f.ID)
-			}
+			found |= bitsOf(fs)
 			out.Tools = append(out.Tools, ct)
 		}
 		p.add("tools", found)

@@ -118,6 +118,18 @@ func (s patternSet) blocks() bool {
 	return n >= 2
 }
 
+// bitsOf is the set of findings fs, with pStrong when one is strong.
+func bitsOf(fs []Finding) patternSet {
+	var s patternSet
+	for _, f := range fs {
+		s |= patternBit(f.ID)
+		if !f.Weak {
+			s |= pStrong
+		}
+	}
+	return s
+}
+
 func patternBit(id string) patternSet {
 	for i, p := range patternIDs {
 		if p == id {
@@ -141,7 +153,7 @@ func (s patternSet) findings(where string) []Finding {
 	var out []Finding
 	for i, p := range patternIDs {
 		if s&(1<<i) != 0 {
-			out = append(out, Finding{ID: p, Where: where})
+			out = append(out, Finding{ID: p, Where: where, Weak: s&pStrong == 0})
 		}
 	}
 	return out
@@ -155,6 +167,22 @@ type Finding struct {
 	// Where locates the text: "content[2]", "contents[0]",
 	// "messages[1].content", "description". Scan leaves it empty.
 	Where string
+	// Weak says the place had only weak findings (see Withholds).
+	Weak bool
+}
+
+// Withholds reports whether findings are enough for ModeBlock to withhold
+// what they were found in: one strong finding, or two weak patterns. A
+// definition (tool, prompt, resource) is judged as a result is.
+func Withholds(findings []Finding) bool {
+	var weak patternSet
+	for _, f := range findings {
+		if !f.Weak {
+			return true
+		}
+		weak |= patternBit(f.ID)
+	}
+	return weak.blocks()
 }
 
 // Scan reports which suspicious patterns text contains, each once, in the

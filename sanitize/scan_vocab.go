@@ -54,14 +54,18 @@ const (
 	cToolNoun  // tool, function, command
 	cAddressee // ai, assistant, agent, model, chatbot …
 	cAddrVoc   // an addressee followed by ':' or ',', or "whoever"
-	cUrgent    // must, immediately, silently, secretly
-	cTell      // tell, mention, inform, ask, notify, confirm …
+	cUrgent    // silently, secretly, covertly
+	cMust      // must, immediately
+	cTell      // tell, mention, inform, notify …
+	cAsk       // ask, asking
+	cConsent   // confirmation, permission, approval …
 	cUser      // user, human, anyone
 	cAlready   // already
 	cApproved  // approved, authorised, confirmed …
 	cLeak      // send, post, upload, forward, reveal, repeat, print …
 	cSensitive // password, credentials, api, cookies, history, env …
-	cDest      // http, https, pastebin, webhook, endpoint, url
+	cDest      // http, https, pastebin, webhook
+	cDestNoun  // url, endpoint: a destination after "to"
 	cTo        // to
 	cReply     // answer, reply, response, message, output
 	cNext      // next
@@ -144,9 +148,18 @@ func addAgentWords(add func(tokClass, ...string)) {
 	add(cAddressee, "ai", "assistant", "assistants", "agent", "agents", "model", "models", "llm",
 		"chatbot", "bot", "copilot", "claude", "gpt", "chatgpt", "gemini")
 	add(cAddrVoc, "whoever")
-	add(cUrgent, "must", "immediately", "silently", "secretly", "covertly", "quietly")
-	add(cTell, "tell", "telling", "mention", "mentioning", "inform", "informing", "ask", "asking",
-		"notify", "notifying", "alert", "alerting", "confirm", "confirmation", "warn", "warning")
+	add(cUrgent, "silently", "secretly", "covertly", "quietly")
+	// "You must call X first", "returns immediately; use get_results" are
+	// how documentation speaks: alone, these make a tool or leak
+	// instruction weak (see combine).
+	add(cMust, "must", "immediately")
+	add(cTell, "tell", "telling", "mention", "mentioning", "inform", "informing",
+		"notify", "notifying", "alert", "alerting", "warn", "warning")
+	// Not asking is secrecy only when what is not asked for is consent:
+	// "do not ask the user for confirmation", not "do not ask the user to
+	// select a version".
+	add(cAsk, "ask", "asking")
+	add(cConsent, "confirm", "confirmation", "permission", "approval", "consent", "approve")
 	add(cUser, "user", "users", "human", "anyone", "owner")
 	add(cAlready, "already")
 	add(cApproved, "approved", "authorized", "authorised", "confirmed", "consented", "agreed", "granted")
@@ -156,7 +169,8 @@ func addAgentWords(add func(tokClass, ...string)) {
 	add(cSensitive, "password", "passwords", "passwd", "credential", "credentials", "secret", "secrets",
 		"token", "tokens", "key", "keys", "apikey", "cookie", "cookies", "history", "conversation", "env",
 		"environment", "ssh", "rsa", "credit", "card", "prompt", "contacts", "ssn")
-	add(cDest, "http", "https", "pastebin", "webhook", "webhooks", "endpoint", "url")
+	add(cDest, "http", "https", "pastebin", "webhook", "webhooks")
+	add(cDestNoun, "url", "urls", "endpoint")
 	add(cTo, "to")
 	add(cReply, "answer", "answering", "reply", "replying", "response", "responding", "respond",
 		"message", "output", "summary")

@@ -24,6 +24,7 @@ const (
 	fLeak                          // send … password; cookies … post
 	fDest                          // a URL, "to …@…"
 	fReplyTo                       // … your reply
+	fMust                          // must
 )
 
 type step struct {
@@ -44,7 +45,7 @@ type wordPattern struct {
 
 // sysCue is what makes a "System:" line an instruction rather than a log
 // line: it addresses the model or speaks of instructions.
-const sysCue = cYou | cYour | cAddressee | cVerb | cInstr | cStrongNoun | cUrgent | cApproved
+const sysCue = cYou | cYour | cAddressee | cVerb | cInstr | cStrongNoun | cUrgent | cMust | cApproved
 
 var wordPatterns = [...]wordPattern{
 	// ignore (all) previous instructions; forget your instructions. With a
@@ -97,33 +98,48 @@ var wordPatterns = [...]wordPattern{
 	{set: pFakeSystem, steps: []step{{cSys, 0}, {cPrompt, 1}, {cChanged, 2}}},
 	// END OF SYSTEM PROMPT.
 	{set: pFakeSystem, steps: []step{{cEnd, 0}, {cSys, 2}, {cPrompt, 1}}},
-	// Repeat your system prompt; print your instructions.
-	{set: pExfiltration, steps: []step{{cLeak, 0}, {cYour | cWeakQual, 2}, {cPrompt | cSys, 2}}},
+	// Repeat your system prompt; print all your instructions (not "send
+	// one as the prompt": the qualifiers of other languages are no cue).
+	{set: pExfiltration, steps: []step{{cLeak, 0}, {cYour | cEverything, 2}, {cPrompt | cSys, 2}}},
 	// The parts of tool and leak instructions.
 	{feat: fToolCall, steps: []step{{cInvoke, 0}, {cSnake | cToolNoun | cTick, 3}}},
 	{feat: fAddress, steps: []step{{cAddrVoc, 0}}},
 	{feat: fUrgent, steps: []step{{cUrgent, 0}}},
 	{feat: fUrgent, steps: []step{{cYour, 0}, {cNext, 1}}},
+	{feat: fMust, steps: []step{{cMust, 0}}},
 	{feat: fBeforeAns, steps: []step{{cBefore, 0}, {cReply, 2}}},
 	{feat: fSecrecy, steps: []step{{cNeg | cWithout, 0}, {cTell, 2}, {cUser | cReply, 4}}},
+	{feat: fSecrecy, steps: []step{{cNeg | cWithout, 0}, {cAsk | cTell, 2}, {cConsent, 4}}},
+	{feat: fSecrecy, steps: []step{{cNeg | cWithout, 0}, {cConsent, 2}, {cUser, 3}}},
 	{feat: fSecrecy, steps: []step{{cUser, 0}, {cAlready, 2}, {cApproved, 1}}},
 	{feat: fLeak, unlessNeg: true, steps: []step{{cLeak, 0}, {cSensitive, 5}}},
 	{feat: fLeak, unlessNeg: true, steps: []step{{cSensitive, 0}, {cLeak, 3}}},
 	{feat: fDest, steps: []step{{cDest, 0}}},
 	{feat: fDest, steps: []step{{cTo, 0}, {cAt, 3}}},
+	// to this URL, to the endpoint; a URL mentioned otherwise ("navigate
+	// by URL") is no destination.
+	{feat: fDest, steps: []step{{cTo, 0}, {cDestNoun, 3}}},
 	{feat: fReplyTo, steps: []step{{cYour, 0}, {cReply, 2}}},
 }
 
 // combine turns the features of a text into patterns: a tool call or a
 // leak is an instruction to the model when something else in the text
-// addresses, hurries or hides it, or says where the data goes.
+// addresses, hurries or hides it, or says where the data goes. When only
+// "must" goes with it the finding is weak: tool descriptions and error
+// messages say "you must call X first" (issue 37).
 func combine(f feature) patternSet {
 	var s patternSet
-	if f&fToolCall != 0 && f&(fAddress|fUrgent|fBeforeAns) != 0 || f&fSecrecy != 0 {
+	switch {
+	case f&fToolCall != 0 && f&(fAddress|fUrgent|fBeforeAns) != 0 || f&fSecrecy != 0:
 		s |= pToolInstruction | pStrong
+	case f&fToolCall != 0 && f&fMust != 0:
+		s |= pToolInstruction
 	}
-	if f&fLeak != 0 && f&(fDest|fReplyTo|fAddress|fSecrecy|fBeforeAns|fUrgent) != 0 {
+	switch {
+	case f&fLeak != 0 && f&(fDest|fReplyTo|fAddress|fSecrecy|fBeforeAns|fUrgent) != 0:
 		s |= pExfiltration | pStrong
+	case f&fLeak != 0 && f&fMust != 0:
+		s |= pExfiltration
 	}
 	return s
 }
@@ -281,6 +297,7 @@ func scanWords(sk []byte) patternSet {
 		}
 		switch c {
 		case '\n':
+			m.endLine()
 			m.feed(cNL)
 		case ':':
 			m.feed(cColon)
@@ -306,6 +323,20 @@ func scanWords(sk []byte) patternSet {
 		m.endQuote(false)
 	}
 	return m.found | combine(m.feats)
+}
+
+// endLine combines the features of the line that ends and forgets them:
+// the parts of a tool or leak instruction count together within one line.
+// A long tool description that says "use the list_projects tool" in one
+// paragraph and "you must" in another is no instruction to the model.
+func (m *matcher) endLine() {
+	if m.feats == 0 {
+		return
+	}
+	m.found |= combine(m.feats)
+	m.feats = 0
+	m.doneMask = 0
+	m.updateDone()
 }
 
 // word feeds the word or leetspeak word at sk[i:] and returns where the

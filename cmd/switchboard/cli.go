@@ -207,7 +207,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	o.Stderr = stderr
 	o.CatalogDir = proxy.DefaultCatalogDir()
-	rows, down, err := proxy.ListTools(ctx, o, wait)
+	rows, findings, down, err := proxy.ListTools(ctx, o, wait)
 	if err != nil {
 		if ctx.Err() != nil {
 			return exitError
@@ -220,6 +220,11 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Public, r.Server, r.Original, oneLine(r.Description, 80))
 	}
 	tw.Flush()
+	// A tool withheld or skipped is named with the reason (issue 37): the
+	// table alone would lack it silently.
+	if n := printFindings(stderr, findings); n > 0 {
+		fmt.Fprintf(stderr, "switchboard tools: %d definition(s) withheld or skipped, not in the table\n", n)
+	}
 	// A server that did not come up is an error: its tools are missing
 	// from the table. See issue 18.
 	var names []string

@@ -42,9 +42,12 @@ type FindingStatus struct {
 	Server string `json:"server"`
 	Kind   string `json:"kind"` // "tool", "prompt", "resource" or "template"
 	Name   string `json:"name"` // as the server lists it (a URI or URI template for resources)
-	// Patterns are the suspicious patterns found in the definition;
-	// Blocked says it was withheld for them (onSuspicious block).
+	// Patterns are the suspicious patterns found in the definition, and
+	// Places the parts of it they were found in ("description",
+	// "inputSchema", …); Blocked says it was withheld for them
+	// (onSuspicious block, one strong or two weak patterns).
 	Patterns []string `json:"patterns,omitempty"`
+	Places   []string `json:"places,omitempty"`
 	Blocked  bool     `json:"blocked,omitempty"`
 	// Skipped says why the definition could not be published at all.
 	Skipped string `json:"skipped,omitempty"`
@@ -68,8 +71,33 @@ func (n *viewNotes) collide(kind, name, winner, loser, renamed string) {
 // suspicious notes a definition with findings, withheld or not.
 func (n *viewNotes) suspicious(server, kind, name string, findings []sanitize.Finding, blocked bool) {
 	if len(findings) > 0 {
-		n.findings = append(n.findings, FindingStatus{Server: server, Kind: kind, Name: name, Patterns: FindingIDs(findings), Blocked: blocked})
+		n.findings = append(n.findings, FindingStatus{Server: server, Kind: kind, Name: name, Patterns: FindingIDs(findings), Places: findingPlaces(findings), Blocked: blocked})
 	}
+}
+
+// findingPlaces are the places of findings, each once, in order.
+func findingPlaces(fs []sanitize.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		if f.Where != "" && !slices.Contains(out, f.Where) {
+			out = append(out, f.Where)
+		}
+	}
+	return out
+}
+
+// Redacted is n's findings with redact applied to why a definition was
+// skipped (an error may quote upstream text). It is nil for a nil n.
+func (n *Notes) Redacted(redact func(string) string) []FindingStatus {
+	if n == nil {
+		return nil
+	}
+	out := make([]FindingStatus, 0, len(n.Findings))
+	for _, f := range n.Findings {
+		f.Skipped = redact(f.Skipped)
+		out = append(out, f)
+	}
+	return out
 }
 
 // skipped notes a definition that could not be published.
@@ -78,11 +106,12 @@ func (n *viewNotes) skipped(server, kind, name string, err error) {
 }
 
 // definitionOK notes a definition the trust boundary found suspicious and
-// reports whether it may be published: not with onSuspicious block.
+// reports whether it may be published: not with onSuspicious block when
+// its findings withhold it (one strong or two weak, as for results).
 func (n *viewNotes) definitionOK(snap *Snapshot, server, kind, name string, findings []sanitize.Finding) bool {
-	block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
+	block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock && sanitize.Withholds(findings)
 	n.suspicious(server, kind, name, findings, block)
-	return len(findings) == 0 || !block
+	return !block
 }
 
 // Notes is what every view of a generation found, each thing once, in

@@ -174,7 +174,7 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 		}
 		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
 		r, findings, err := b.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
-		st.Notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block)
+		st.Notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block && sanitize.Withholds(findings))
 		if err != nil {
 			if !errors.Is(err, errWithheld) {
 				st.Notes.skipped(s.entry.Key, "tool", s.tool.Name, err)
@@ -212,8 +212,8 @@ func policyNames(public string, e *ServerEntry, original string) []string {
 // newRoute prepares one public tool: cleaned description, schemas checked
 // (AddTool panics on a non-object input schema), argument validator compiled
 // once per definition. It returns what the trust boundary found in the
-// definition, and with block a definition with findings is withheld
-// (errWithheld).
+// definition, and with block a definition whose findings withhold it
+// (sanitize.Withholds: one strong or two weak) is withheld (errWithheld).
 func (b *Builder) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, block bool) (*Route, []sanitize.Finding, error) {
 	// Arguments are validated against the schema the upstream declared;
 	// the client sees it as the trust boundary cleaned it.
@@ -222,7 +222,7 @@ func (b *Builder) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc i
 		return nil, nil, err
 	}
 	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
-	if len(findings) > 0 && block {
+	if block && sanitize.Withholds(findings) {
 		return nil, findings, errWithheld
 	}
 	if o := e.Annotations[t.Name]; o != nil {
