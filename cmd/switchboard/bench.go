@@ -115,7 +115,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 func configDocs(ctx context.Context, o proxy.Options, wait time.Duration, stderr io.Writer) ([]ranker.Doc, error) {
 	o.Stderr = stderr
 	o.CatalogDir = proxy.DefaultCatalogDir()
-	rows, down, err := proxy.ListTools(ctx, o, wait)
+	rows, _, down, err := proxy.ListTools(ctx, o, wait) // withheld tools are not searched
 	if err != nil {
 		return nil, err
 	}
