@@ -18,7 +18,7 @@ type authSlot struct {
 	redact func(string)
 
 	mu sync.Mutex
-	h  *oauth.Handler
+	h  *oauth.Client
 }
 
 // handler returns the server's handler, making it on first use for the

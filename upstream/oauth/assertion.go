@@ -31,7 +31,7 @@ const (
 // requests are x/oauth2's, the signing golang-jwt's.
 type assertionHandler struct {
 	p      *Params
-	h      *Handler
+	h      *Client
 	bearer bool
 
 	mu  sync.Mutex

@@ -14,7 +14,7 @@ import (
 // Document when clientMetadataUrl is (dynamic registration when the
 // authorization server takes none), else dynamic registration. A token
 // kept in the store from an earlier consent is used, and refreshed, first.
-func (h *Handler) authorizationCode(ctx context.Context, e *Entry) (auth.OAuthHandler, error) {
+func (h *Client) authorizationCode(ctx context.Context, e *Entry) (auth.OAuthHandler, error) {
 	c := h.p.Config
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         c.Redirect(),
@@ -74,7 +74,7 @@ func (h *Handler) authorizationCode(ctx context.Context, e *Entry) (auth.OAuthHa
 }
 
 // registration is the metadata switchboard registers dynamically with.
-func (h *Handler) registration() *auth.DynamicClientRegistrationConfig {
+func (h *Client) registration() *auth.DynamicClientRegistrationConfig {
 	return &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:  []string{h.p.Config.Redirect()},
 		ClientName:    "switchboard",

@@ -17,7 +17,7 @@ import (
 // bearer grant). That handler needs the server's authorization server up
 // front; this one finds it from the 401 first.
 type enterpriseHandler struct {
-	h *Handler
+	h *Client
 
 	mu     sync.Mutex
 	inner  *extauth.EnterpriseHandler

@@ -77,10 +77,10 @@ type Params struct {
 	Fetcher auth.AuthorizationCodeFetcher
 }
 
-// Handler is the auth.OAuthHandler of one server: the grant's handler,
+// Client is the auth.OAuthHandler of one server: the grant's handler,
 // with its tokens kept in the store, told to the redactor, and refreshed
 // before they expire.
-type Handler struct {
+type Client struct {
 	p     Params
 	inner auth.OAuthHandler
 
@@ -95,7 +95,7 @@ type Handler struct {
 const earlyExpiry = 30 * time.Second
 
 // New builds the handler for p.Config.Grant.
-func New(ctx context.Context, p Params) (*Handler, error) {
+func New(ctx context.Context, p Params) (*Client, error) {
 	if p.Client == nil {
 		p.Client = http.DefaultClient
 	}
@@ -108,7 +108,7 @@ func New(ctx context.Context, p Params) (*Handler, error) {
 	if p.Store == nil {
 		p.Store = NewMemoryStore()
 	}
-	h := &Handler{p: p}
+	h := &Client{p: p}
 	e, err := p.Store.Load(p.Key)
 	if err != nil {
 		return nil, err
@@ -147,7 +147,7 @@ func New(ctx context.Context, p Params) (*Handler, error) {
 
 // expand resolves one config value and tells the redactor of it when it
 // is secret.
-func (h *Handler) expand(ctx context.Context, field, v string, secret bool) (string, error) {
+func (h *Client) expand(ctx context.Context, field, v string, secret bool) (string, error) {
 	x, err := h.p.Expand(ctx, v)
 	if err != nil {
 		return "", fmt.Errorf("oauth.%s: %w", field, err)
@@ -160,7 +160,7 @@ func (h *Handler) expand(ctx context.Context, field, v string, secret bool) (str
 
 // TokenSource is the inner handler's, saving what it hands out; before
 // the inner has one, a token still valid from the store.
-func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
+func (h *Client) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 	h.mu.Lock()
 	inner := h.inner
 	h.mu.Unlock()
@@ -189,7 +189,7 @@ func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 // Without a Fetcher (a running server, not auth login), an
 // authorization_code server first looks in the store again: a consent
 // given with auth login since is taken up at once.
-func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+func (h *Client) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	h.mu.Lock()
 	h.stored = nil
 	last := h.last
@@ -210,12 +210,12 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 }
 
 // Grant is the configured grant.
-func (h *Handler) Grant() string { return h.p.Config.Grant }
+func (h *Client) Grant() string { return h.p.Config.Grant }
 
 // savingSource saves every new token its base hands out and tells the
 // redactor of it.
 type savingSource struct {
-	h    *Handler
+	h    *Client
 	base oauth2.TokenSource
 
 	mu   sync.Mutex
@@ -238,7 +238,7 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 }
 
 // keep tells the redactor of tok and saves it with meta.
-func (h *Handler) keep(tok *oauth2.Token, meta *Entry) {
+func (h *Client) keep(tok *oauth2.Token, meta *Entry) {
 	h.mu.Lock()
 	h.last = tok.AccessToken
 	h.mu.Unlock()
@@ -252,7 +252,7 @@ func (h *Handler) keep(tok *oauth2.Token, meta *Entry) {
 }
 
 // clientSecret is client_credentials with a secret: the go-sdk's handler.
-func (h *Handler) clientSecret(ctx context.Context) (auth.OAuthHandler, error) {
+func (h *Client) clientSecret(ctx context.Context) (auth.OAuthHandler, error) {
 	c := h.p.Config
 	secret, err := h.expand(ctx, "clientSecret", c.ClientSecret, true)
 	if err != nil {
