@@ -236,15 +236,6 @@ const (
 // Search reports whether d asks for search mode.
 func (d *Discovery) Search() bool { return d != nil && d.Mode == DiscoverySearch }
 
-// Auth holds downstream bearer tokens that open every view, and the
-// identity provider whose access tokens switchboard accepts beside them.
-type Auth struct {
-	Tokens []string `json:"tokens,omitempty"`
-	// OAuth makes /mcp and /agents/{id}/mcp an OAuth protected resource
-	// (protected.go).
-	OAuth *ProtectedResource `json:"oauth,omitempty"`
-}
-
 // Admin configures the admin API.
 type Admin struct {
 	ReloadToken string `json:"reloadToken,omitempty"`

@@ -6,6 +6,15 @@ import (
 	"strings"
 )
 
+// Auth holds downstream bearer tokens that open every view, and the
+// identity provider whose access tokens switchboard accepts beside them.
+type Auth struct {
+	Tokens []string `json:"tokens,omitempty"`
+	// OAuth makes /mcp and /agents/{id}/mcp an OAuth protected resource
+	// (below).
+	OAuth *ProtectedResource `json:"oauth,omitempty"`
+}
+
 // ProtectedResource makes switchboard an OAuth 2.1 protected resource (RFC 9728): it
 // accepts the access tokens the deployment's identity provider issues for
 // it, JWTs checked against the issuer's keys or opaque tokens checked by
