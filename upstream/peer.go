@@ -121,7 +121,11 @@ func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) er
 // server is listened to (watch.go).
 func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 	if s := h.sess.subscribe(uri); s != nil && s.cl.isModern() {
-		return s.cl.watchResource(ctx, uri)
+		err := s.cl.watchResource(ctx, uri)
+		if err != nil {
+			h.sess.unsubscribe(uri) // not to be opened again on the next session
+		}
+		return err
 	}
 	_, err := h.Call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: uri}, nil)
 	return err
