@@ -163,3 +163,53 @@ func TestConformanceNext(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceLegacyClientModernUpstream runs the 2025-11-25
+// requirements through switchboard with the upstream era left at auto,
+// against the fixture serving 2026-07-28 (stateless over HTTP, probed over
+// stdio): what the upstream asks inside a call (input_required) reaches
+// the legacy client as requests on its session, and subscriptions open a
+// subscriptions/listen upstream. Every check that passes directly against
+// the stateful fixture must pass through switchboard too.
+func TestConformanceLegacyClientModernUpstream(t *testing.T) {
+	t.Parallel()
+	startFixture := func(t *testing.T, args ...string) string {
+		dir := t.TempDir()
+		ready := filepath.Join(dir, "url")
+		p := start(t, dir, nil, conffix, append([]string{"--transport", "http", "--listen", "127.0.0.1:0", "--ready-file", ready}, args...)...)
+		return strings.TrimSpace(waitFile(t, ready, 20*time.Second, p))
+	}
+	direct := runConformanceNext(t, startFixture(t), "2025-11-25")
+	t.Logf("directly: %d of %d checks passed", direct.ok, direct.total)
+	if direct.ok == 0 {
+		t.Fatal("the fixture passed nothing directly")
+	}
+	upstreams := map[string]map[string]any{
+		"stdio": {"command": conffix, "namespace": false, "protocol": "auto"},
+		"http":  {"type": "http", "url": startFixture(t, "--stateless"), "namespace": false},
+	}
+	for _, name := range []string{"stdio", "http"} {
+		t.Run(name, func(t *testing.T) {
+			s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"conformance": upstreams[name]}})
+			waitTools(t, s, "test_simple_text")
+			if p := s.serverStatus(t, "conformance")["protocol"]; p != "2026-07-28" {
+				t.Fatalf("the upstream speaks %v, want 2026-07-28", p)
+			}
+			through := runConformanceNext(t, "http://"+s.addr+"/mcp", "2025-11-25")
+			t.Logf("through switchboard over a %s upstream of 2026-07-28: %d of %d checks passed", name, through.ok, through.total)
+			// Neither a stdio server nor a stateless one closes a
+			// request's stream mid-call for the client to resume.
+			except := map[string]string{
+				"server-sse-polling server-sse-disconnect-resume": "a 2026-07-28 upstream's request streams are not resumable, so it never closes one mid-call",
+			}
+			for key, why := range except {
+				if direct.passed[key] > 0 {
+					t.Logf("over a %s upstream of 2026-07-28, %s passes directly and not through switchboard: %s", name, key, why)
+				}
+			}
+			if lost := lostThrough(direct, through, except); len(lost) > 0 {
+				t.Errorf("over a %s upstream of 2026-07-28, checks that pass directly fail through switchboard:\n  %s", name, strings.Join(lost, "\n  "))
+			}
+		})
+	}
+}

@@ -80,6 +80,7 @@ type client struct {
 	tokens atomic.Uint64
 	init   atomic.Pointer[mcp.InitializeResult]
 	modern atomic.Pointer[modernClient] // set once the server speaks 2026-07-28 (modern.go)
+	watch  watches                      // its resource subscriptions (watch.go)
 
 	mu       sync.Mutex
 	calls    map[jsonrpc.ID]*pending
@@ -282,6 +283,8 @@ func (c *client) notification(r *jsonrpc.Request) {
 		if c.hooks.listChanged != nil {
 			c.hooks.listChanged()
 		}
+	case "notifications/subscriptions/acknowledged":
+		c.acknowledged(r.Params)
 	case "notifications/resources/updated":
 		if c.hooks.notify != nil {
 			c.hooks.notify(r.Method, r.Params)

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,10 +117,15 @@ func (h *Handle) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) er
 	return err
 }
 
-// Subscribe subscribes to uri upstream (kept for restarts).
+// Subscribe subscribes to uri upstream (kept for restarts): a 2026-07-28
+// server is listened to (watch.go).
 func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 	if s := h.sess.subscribe(uri); s != nil && s.cl.isModern() {
-		return fmt.Errorf("server '%s' speaks protocol %s, whose resource subscriptions (subscriptions/listen) switchboard does not open upstream yet", h.Name(), Modern)
+		err := s.cl.watchResource(ctx, uri)
+		if err != nil {
+			h.sess.unsubscribe(uri) // not to be opened again on the next session
+		}
+		return err
 	}
 	_, err := h.Call(ctx, "resources/subscribe", &mcp.SubscribeParams{URI: uri}, nil)
 	return err
@@ -130,6 +134,7 @@ func (h *Handle) Subscribe(ctx context.Context, uri string) error {
 // Unsubscribe ends a subscription upstream.
 func (h *Handle) Unsubscribe(ctx context.Context, uri string) error {
 	if s := h.sess.unsubscribe(uri); s != nil && s.cl.isModern() {
+		s.cl.unwatchResource(uri)
 		return nil
 	}
 	_, err := h.Call(ctx, "resources/unsubscribe", &mcp.UnsubscribeParams{URI: uri}, nil)

@@ -156,7 +156,13 @@ func (sl *sessionSlot) restore(ctx context.Context, cl *client) {
 	}
 	sl.mu.Unlock()
 	if cl.isModern() {
-		return // levels go with each request; subscriptions/listen is not opened upstream yet
+		// Levels go with each request; subscriptions are listens.
+		for _, u := range uris {
+			if err := cl.watchResource(ctx, u); err != nil {
+				sl.log.Warn("upstream subscription not restored", "error", err)
+			}
+		}
+		return
 	}
 	caps := serverCaps(cl)
 	if level != "" && caps != nil && caps.Logging != nil {

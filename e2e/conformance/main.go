@@ -14,10 +14,11 @@
 // requests, resumable streams) unless --stateless is given.
 //
 // The sampling and elicitation tools send sampling/createMessage and
-// elicitation/create to the client, as the scenarios require; that needs a
-// session on protocol 2025-11-25 or older (protocol 2026-07-28 forbids
-// server-to-client requests during a call), so clients of the stdio
-// transport should pin that version.
+// elicitation/create to the client, as the scenarios require, on a session
+// of protocol 2025-11-25 or older. Protocol 2026-07-28 forbids
+// server-to-client requests during a call: a request of that protocol
+// gets the same question in an input_required result, and the retry with
+// the answer completes the call (SEP-2322).
 package main
 
 import (

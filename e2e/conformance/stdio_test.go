@@ -172,3 +172,50 @@ func TestStdio(t *testing.T) {
 		t.Errorf("completion values = %q", cr.Completion.Values)
 	}
 }
+
+// TestStdioModernInput: over protocol 2026-07-28 the legacy scenarios'
+// sampling and elicitation tools ask in an input_required result (the
+// protocol forbids requests to the client during a call), and the SDK
+// client's retry with the answer completes them.
+func TestStdioModernInput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-modern-test", Version: "1.0.0"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			prompt := req.Params.Messages[0].Content.(*mcp.TextContent).Text
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "echo " + prompt}}, nil
+		},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "u", "email": "u@example.com"}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(fixtureBin)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q, want 2026-07-28", v)
+	}
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"test_sampling", map[string]any{"prompt": "hi"}, "LLM response: echo hi"},
+		{"test_elicitation", map[string]any{"message": "who?"}, `User response: action=accept, content={"email":"u@example.com","username":"u"}`},
+		{"test_elicitation_sep1034_defaults", nil, "Elicitation completed: action=accept"},
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		got := ""
+		if len(res.Content) > 0 {
+			got = res.Content[0].(*mcp.TextContent).Text
+		}
+		if res.IsError || !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q (error %v), want %q", tc.tool, got, res.IsError, tc.want)
+		}
+	}
+}

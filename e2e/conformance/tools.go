@@ -195,10 +195,32 @@ func samplingTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolR
 	if caps := req.ClientCapabilities(); caps == nil || caps.Sampling == nil {
 		return toolError("the client does not support sampling"), nil
 	}
-	res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+	params := &mcp.CreateMessageParams{
 		Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: prompt}}},
 		MaxTokens: 100,
-	})
+	}
+	var res *mcp.CreateMessageResult
+	if modernRequest(req) {
+		// A 2026-07-28 request is asked in its result (SEP-2322).
+		in, ok := req.Params.InputResponses["sampling"]
+		if !ok {
+			return askInput(mcp.InputRequestMap{"sampling": params}, ""), nil
+		}
+		switch r := in.(type) {
+		case *mcp.CreateMessageResult:
+			res = r
+		case *mcp.CreateMessageWithToolsResult:
+			// How the SDK decodes an answer of several blocks, or any.
+			res = &mcp.CreateMessageResult{Model: r.Model, Role: r.Role}
+			if len(r.Content) > 0 {
+				res.Content = r.Content[0]
+			}
+		default:
+			return toolError("sampling failed: the answer is a %T", in), nil
+		}
+	} else {
+		res, err = req.Session.CreateMessage(ctx, params)
+	}
 	if err != nil {
 		return toolError("sampling failed: %v", err), nil
 	}
@@ -214,18 +236,21 @@ func elicitationTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	if err != nil {
 		return toolError("%v", err), nil
 	}
-	res, err := elicit(ctx, req, msg, `{"type":"object","properties":{`+
+	res, ask, err := elicit(ctx, req, msg, `{"type":"object","properties":{`+
 		`"username":{"type":"string","description":"User's response"},`+
 		`"email":{"type":"string","description":"User's email address"}},`+
 		`"required":["username","email"]}`)
 	if err != nil {
 		return toolError("elicitation failed: %v", err), nil
 	}
+	if ask != nil {
+		return ask, nil
+	}
 	return text("User response: " + describeElicitation(res)), nil
 }
 
 func elicitationDefaultsTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, err := elicit(ctx, req, "Please review and update the form fields with defaults", `{"type":"object","properties":{`+
+	res, ask, err := elicit(ctx, req, "Please review and update the form fields with defaults", `{"type":"object","properties":{`+
 		`"name":{"type":"string","description":"User name","default":"John Doe"},`+
 		`"age":{"type":"integer","description":"User age","default":30},`+
 		`"score":{"type":"number","description":"User score","default":95.5},`+
@@ -234,11 +259,14 @@ func elicitationDefaultsTool(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return toolError("elicitation failed: %v", err), nil
 	}
+	if ask != nil {
+		return ask, nil
+	}
 	return text("Elicitation completed: " + describeElicitation(res)), nil
 }
 
 func elicitationEnumsTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	res, err := elicit(ctx, req, "Please select options from the enum fields", `{"type":"object","properties":{`+
+	res, ask, err := elicit(ctx, req, "Please select options from the enum fields", `{"type":"object","properties":{`+
 		`"untitledSingle":{"type":"string","description":"Untitled single-select","enum":["option1","option2","option3"]},`+
 		`"titledSingle":{"type":"string","description":"Titled single-select","oneOf":[`+
 		`{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},`+
@@ -249,16 +277,43 @@ func elicitationEnumsTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	if err != nil {
 		return toolError("elicitation failed: %v", err), nil
 	}
+	if ask != nil {
+		return ask, nil
+	}
 	return text("Elicitation completed: " + describeElicitation(res)), nil
 }
 
 // elicit sends a form elicitation with a literal requested schema, so that
-// the request carries the schema exactly as written.
-func elicit(ctx context.Context, req *mcp.CallToolRequest, message, schema string) (*mcp.ElicitResult, error) {
+// the request carries the schema exactly as written. A 2026-07-28 request
+// cannot be sent requests during the call: it gets the elicitation in an
+// input_required result (ask), and the retry brings the answer.
+func elicit(ctx context.Context, req *mcp.CallToolRequest, message, schema string) (res *mcp.ElicitResult, ask *mcp.CallToolResult, err error) {
 	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-		return nil, errors.New("the client does not support elicitation")
+		return nil, nil, errors.New("the client does not support elicitation")
 	}
-	return req.Session.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)})
+	params := &mcp.ElicitParams{Message: message, RequestedSchema: json.RawMessage(schema)}
+	if !modernRequest(req) {
+		res, err = req.Session.Elicit(ctx, params)
+		return res, nil, err
+	}
+	in, ok := req.Params.InputResponses["elicitation"]
+	if !ok {
+		return nil, askInput(mcp.InputRequestMap{"elicitation": params}, ""), nil
+	}
+	if res, ok = in.(*mcp.ElicitResult); !ok {
+		return nil, nil, fmt.Errorf("the answer is a %T", in)
+	}
+	return res, nil, nil
+}
+
+// modernRequest reports whether req is of protocol 2026-07-28, which asks
+// for input in results rather than with requests to the client.
+func modernRequest(req *mcp.CallToolRequest) bool {
+	if v, ok := req.Params.GetMeta()[mcp.MetaKeyProtocolVersion].(string); ok {
+		return v >= "2026-07-28"
+	}
+	p := req.Session.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }
 
 func describeElicitation(res *mcp.ElicitResult) string {
