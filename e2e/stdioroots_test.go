@@ -17,7 +17,8 @@ import (
 // filesystem server, started without directories, takes its allowed
 // directories from the client's roots: list_allowed_directories names the
 // root the go-sdk client declared, then the one it adds (roots/list_changed
-// relayed), and no longer the one it removes.
+// relayed), and no longer the one it removes. A 2026-07-28 server (the
+// fixture) that asks for roots in a call gets them as well.
 func TestStdioRootsReachSharedServer(t *testing.T) {
 	dir := t.TempDir()
 	env := npmEnv(t)
@@ -39,6 +40,7 @@ func TestStdioRootsReachSharedServer(t *testing.T) {
 			"command": npmBin(t, "mcp-server-filesystem"),
 			"env":     map[string]string{"PATH": env[0][len("PATH="):]},
 		},
+		"fx": map[string]any{"command": fixture, "args": []string{"--name", "fx"}, "protocol": "2026-07-28"},
 	}})
 
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
@@ -72,6 +74,12 @@ func TestStdioRootsReachSharedServer(t *testing.T) {
 		}
 	}
 	wait("the client's root", func(s string) bool { return strings.Contains(s, roots[0]) })
+
+	// A 2026-07-28 server asks inside a call (an input request), and is
+	// told the client's roots too.
+	if got := textOf(mustCall(t, cs, "mcp_fx_roots", map[string]any{})); !strings.Contains(got, fileURI(roots[0])) {
+		t.Errorf("a 2026-07-28 server's roots input request got:\n%s", got)
+	}
 
 	c.AddRoots(&mcp.Root{URI: fileURI(roots[1]), Name: "second"})
 	wait("an added root", func(s string) bool { return strings.Contains(s, roots[0]) && strings.Contains(s, roots[1]) })
