@@ -30,7 +30,7 @@ func (pr *peer) soleSession(h *upstream.Handle, method string) (*session.Session
 		return sole, nil
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("switchboard cannot route %s from server '%s' yet: its client has not initialized; notifications/roots/list_changed follows once it has", method, h.Name())}
+		Message: fmt.Sprintf("switchboard cannot route %s from server '%s' outside a call yet: its client has not initialized (notifications/roots/list_changed follows once it has; a 2026-07-28 client opens no session, and is asked only within its calls)", method, h.Name())}
 }
 
 // rootsChanged relays the one client's notifications/roots/list_changed to
