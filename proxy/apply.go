@@ -167,6 +167,7 @@ func (p *Proxy) handleOptions(peer upstream.Peer) upstream.Options {
 		TokenStore:  oauth.OpenStore(upstreamSecrets{p.resolver}),
 		Redact:      func(v string) { p.redactor.Add(v) },
 		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
+		OneClient:   p.opts.Stdio,
 	}
 }
 

@@ -258,6 +258,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		Resumable:  p.parked.Wrap,
 		Started:    p.started,
 		Activity:   p.activity,
+		OneClient:  o.Stdio,
 	})
 	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv}); err != nil {
 		tel.Close(context.Background())

@@ -25,6 +25,8 @@ type connector struct {
 	hooks    clientHooks // what a session's client hands to the Handle
 	cat      *catalogStore
 	sess     *sessionSlot
+	// oneClient: the server's roots are its one client's (Options.OneClient)
+	oneClient bool
 
 	autoSSE atomic.Bool  // TransportAuto: the endpoint speaks legacy SSE only
 	era     atomic.Int32 // what the auto probe found; eraUnknown: probe

@@ -68,6 +68,10 @@ type Options struct {
 	// Redact, if set, is told every OAuth token and secret a server's
 	// handler meets, so that nothing shows it.
 	Redact func(string)
+	// OneClient says the server has one downstream client (`serve
+	// --stdio`): like a per-client instance (Spec.ClientRoots), it is
+	// offered that client's roots, unless Spec.Roots configures its own.
+	OneClient bool
 }
 
 // Status is a point-in-time view of a Handle for /status.
@@ -194,7 +198,7 @@ func New(spec Spec, opt Options) *Handle {
 	h.calls.brk.reset(&spec)
 	h.conn = connector{
 		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
-		peered: opt.Peer != nil, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
+		peered: opt.Peer != nil, oneClient: opt.OneClient, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
 		auth: authSlot{store: opt.TokenStore, redact: opt.Redact},
 	}
 	h.sup = newSupervisor(&h.spec, log, &h.life)

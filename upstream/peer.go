@@ -17,7 +17,8 @@ type Peer interface {
 	// flight, and notifications/resources/updated.
 	Notify(h *Handle, method string, params json.RawMessage)
 	// Request answers a server→client request no call could take:
-	// roots/list from a per-client instance (Spec.ClientRoots), and
+	// roots/list from a per-client instance (Spec.ClientRoots) or a server
+	// of the one client (Options.OneClient), and
 	// sampling/createMessage or elicitation/create when no single call is
 	// in flight.
 	Request(ctx context.Context, h *Handle, method string, params json.RawMessage) (json.RawMessage, error)
@@ -36,7 +37,7 @@ func (h *Handle) hooks() clientHooks {
 			}
 		},
 		request: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-			if method == "roots/list" && !h.sp().ClientRoots {
+			if method == "roots/list" && !clientRoots(h.sp(), h.opt.OneClient) {
 				if h.sp().Roots == nil {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "switchboard offers this server no roots"}
 				}
@@ -52,8 +53,9 @@ func (h *Handle) hooks() clientHooks {
 
 // capabilities are what switchboard advertises to the server: sampling and
 // elicitation when a Peer can route them, roots only when the server has
-// configured roots or forwards its one client's roots: a shared server
-// must never see one client's roots and use them for another. The MCP Apps
+// configured roots or forwards its one client's roots: a server shared by
+// several clients must never see one client's roots and use them for
+// another. The MCP Apps
 // extension is declared as switchboard relays it (RelayedExtensions); a
 // 2026-07-28 server gets the caller's own extensions with each request.
 func (cn *connector) capabilities() *mcp.ClientCapabilities {
@@ -62,14 +64,22 @@ func (cn *connector) capabilities() *mcp.ClientCapabilities {
 		caps.Sampling = &mcp.SamplingCapabilities{}
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	}
-	if sp := cn.sp(); sp.ClientRoots || sp.Roots != nil {
-		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: sp.ClientRoots}
+	if sp := cn.sp(); clientRoots(sp, cn.oneClient) || sp.Roots != nil {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: clientRoots(sp, cn.oneClient)}
 	}
 	return caps
 }
 
+// clientRoots reports whether a server is offered its downstream client's
+// roots: a per-client instance's, or with one client (`serve --stdio`)
+// every server's that has no roots configured. There is then nobody else
+// the roots could leak to.
+func clientRoots(sp *Spec, oneClient bool) bool {
+	return sp.ClientRoots || oneClient && sp.Roots == nil
+}
+
 // Notify sends a notification to the server (roots/list_changed from the
-// one client of a per-client instance). It does nothing while the server
+// one client of a per-client instance, or of `serve --stdio`). It does nothing while the server
 // is not up.
 func (h *Handle) Notify(ctx context.Context, method string, params any) error {
 	s := h.sess.load()

@@ -32,6 +32,9 @@ type Options struct {
 	// Activity counts each view's calls per minute (the status page);
 	// nil: not counted.
 	Activity *telemetry.Activity
+	// OneClient says there is one downstream session (`serve --stdio`):
+	// the shared servers' roots are its client's (upstream.Options.OneClient).
+	OneClient bool
 }
 
 // Dispatcher answers every downstream session's requests in its view.
@@ -77,7 +80,8 @@ func New(o Options) *Dispatcher {
 	d.callers = newCallerFound(time.Now)
 	d.clients = &clientHandles{log: o.Log, make: o.NewClient, held: &d.held,
 		limit: func() int { return d.serving.Load().Snap.Config.SessionLimit() }}
-	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{}}
+	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{},
+		oneClient: o.OneClient}
 	d.clients.peer = d.peer
 	d.methods = d.table()
 	d.offerModernFn, d.closeFn = d.offerModern, d.closeSession

@@ -36,6 +36,8 @@ type peer struct {
 	serving  *Serving
 	sessions *sessionTable
 	clients  *clientHandles
+	// oneClient: a shared server's requests go to the one session (stdio).
+	oneClient bool
 
 	subMu sync.Mutex
 	subs  map[subKey]int // upstream subscriptions, ref-counted over downstream sessions
@@ -193,9 +195,15 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 }
 
 // Request implements upstream.Peer: only a per-client instance's requests
-// have a session to go to.
+// have a session to go to, and with one client (stdio) every server's.
 func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, params json.RawMessage) (json.RawMessage, error) {
 	ss := pr.clients.sessionOf(h)
+	if ss == nil && pr.oneClient {
+		var err error
+		if ss, err = pr.soleSession(h, method); err != nil {
+			return nil, err
+		}
+	}
 	if ss == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
 			Message: fmt.Sprintf("switchboard cannot route %s from server '%s': it needs exactly one of the server's calls in flight (set isolation: per-client)", method, h.Name())}

@@ -116,7 +116,9 @@ func (d *Dispatcher) Open(pr Principal, id string, out session.Stream, resumed *
 		for _, h := range d.clients.of(rec) {
 			_ = h.Notify(context.Background(), "notifications/roots/list_changed", nil)
 		}
+		d.peer.rootsChanged(pr.View)
 	}
+	opt.OnInitialized = d.peer.initialized(pr.View)
 	ss := session.New(opt, out)
 	d.sessions.m.Store(ss, rec)
 	return ss, nil

@@ -137,6 +137,7 @@ func (s *Session) notification(r *jsonrpc.Request) {
 	switch r.Method {
 	case "notifications/initialized":
 		// Nothing waits for it: a session serves once initialize is answered.
+		s.hook(s.opt.OnInitialized)
 	case "notifications/cancelled":
 		var p struct {
 			ID any `json:"requestId"`
@@ -148,23 +149,29 @@ func (s *Session) notification(r *jsonrpc.Request) {
 			s.Cancel(id)
 		}
 	case "notifications/roots/list_changed":
-		if s.opt.OnRootsChanged != nil {
-			// Not on the reader: the callback may ask the client.
-			s.mu.Lock()
-			if s.closed {
-				s.mu.Unlock()
-				return
-			}
-			s.wg.Add(1)
-			s.mu.Unlock()
-			go func() {
-				defer s.wg.Done()
-				s.opt.OnRootsChanged(s)
-			}()
-		}
+		s.hook(s.opt.OnRootsChanged)
 	default:
 		s.log.Debug("notification ignored", "method", r.Method)
 	}
+}
+
+// hook runs a callback of the Options (nil: none) for a notification from
+// the client, not on the reader: the callback may ask the client.
+func (s *Session) hook(f func(*Session)) {
+	if f == nil {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		f(s)
+	}()
 }
 
 // begin puts a request in flight: its context ends with the session or a

@@ -219,6 +219,32 @@ func TestRootsChanged(t *testing.T) {
 	}
 }
 
+// TestOnInitialized: notifications/initialized calls OnInitialized with
+// the session, off the reader, and not after Close.
+func TestOnInitialized(t *testing.T) {
+	checkGoroutines(t)
+	called := make(chan *session.Session, 1)
+	s := newSession(t, session.Options{OnInitialized: func(s *session.Session) { called <- s }}, nil)
+	s.Handle(context.Background(), notification(t, "notifications/initialized", nil), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	select {
+	case got := <-called:
+		if got != s {
+			t.Fatal("OnInitialized got another session")
+		}
+	case <-ctx.Done():
+		t.Fatal("OnInitialized not called")
+	}
+	s.Close()
+	s.Handle(context.Background(), notification(t, "notifications/initialized", nil), nil)
+	select {
+	case <-called:
+		t.Fatal("OnInitialized called after Close")
+	default:
+	}
+}
+
 // TestRootsChangedMayAsk: the callback runs off the caller's goroutine, so
 // it may ask the client while the transport waits for the answer.
 func TestRootsChangedMayAsk(t *testing.T) {

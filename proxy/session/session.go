@@ -75,8 +75,10 @@ type Options struct {
 	Resumed *Resumed
 	// OnLevel is called after the client set its log level.
 	OnLevel func(*Session, mcp.LoggingLevel)
-	// OnRootsChanged is called for notifications/roots/list_changed.
+	// OnRootsChanged is called for notifications/roots/list_changed, and
+	// OnInitialized for notifications/initialized.
 	OnRootsChanged func(*Session)
+	OnInitialized  func(*Session)
 	// OnClose is called once, when the session closes.
 	OnClose func(*Session)
 	// Logger receives debug lines about the protocol; if nil, none.
