@@ -30,9 +30,16 @@ type UnavailableError struct {
 	// transport failed, or switchboard is reconnecting. RetryIn is when a
 	// call may find it back.
 	Unreachable bool
+	// Consent marks a server whose OAuth token cannot be had without a
+	// person's consent (none given yet, or its refresh token revoked):
+	// the error says to run `switchboard auth login`.
+	Consent bool
 }
 
 func (e *UnavailableError) Error() string {
+	if e.Consent {
+		return fmt.Sprintf("server '%s' needs a person's consent: run `switchboard auth login %s`", e.Server, e.Server)
+	}
 	if e.Unreachable {
 		return fmt.Sprintf("server '%s' is unreachable, retrying in ~%ds", e.Server, wholeSeconds(e.RetryIn))
 	}
@@ -199,7 +206,7 @@ func (cs *calls) live(ctx context.Context) (*session, error) {
 					retry = min(retry, time.Until(cs.sup.earliestAttempt()))
 				}
 			}
-			return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: last, RetryIn: retry}
+			return nil, &UnavailableError{Server: cs.sp().Name, State: st, Reason: last, RetryIn: retry, Consent: needsConsent(last)}
 		default:
 			return nil, &UnavailableError{Server: cs.sp().Name, State: st}
 		}
@@ -285,7 +292,9 @@ func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.D
 		s.markLost(err)
 		if s.proc == nil {
 			cs.sup.wantAttempt()
-			return cs.sup.unreachable()
+			u := cs.sup.unreachable()
+			u.Consent = needsConsent(err.Error()) // this call's cause, not an earlier one
+			return u
 		}
 		return &UnavailableError{Server: cs.sp().Name, Reason: "connection lost during the call; it restarts"}
 	}

@@ -1,6 +1,11 @@
 package upstream
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
+)
 
 // A remote server that goes away (#17). A call whose transport fails
 // (connection refused or reset, an HTTP error status, a session the server
@@ -43,13 +48,20 @@ func (sv *supervisor) wantAttempt() {
 // scheduled attempt, or sooner, when the next call can ask for one.
 func (sv *supervisor) unreachable() *UnavailableError {
 	sv.mu.Lock()
-	next := sv.nextAttempt
+	next, last := sv.nextAttempt, sv.lastErr
 	sv.mu.Unlock()
 	retry := time.Until(sv.earliestAttempt())
 	if !next.IsZero() {
 		retry = min(retry, time.Until(next))
 	}
-	return &UnavailableError{Server: sv.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry}
+	return &UnavailableError{Server: sv.sp().Name, State: StateRestarting, Unreachable: true, RetryIn: retry, Consent: needsConsent(last)}
+}
+
+// needsConsent reports whether a connect or call error (as text: errors
+// cross the SDK's transport as strings) is the OAuth client's
+// oauth.ErrConsent: the server's token needs `switchboard auth login`.
+func needsConsent(err string) bool {
+	return strings.Contains(err, oauth.ErrConsent.Error()+": run `switchboard auth login")
 }
 
 // earlyFailed records a failed attempt that a call asked for. It is logged

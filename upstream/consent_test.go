@@ -1,0 +1,56 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
+)
+
+// TestConsentError: the error the OAuth client's transport returns for an
+// authorization-code server with no usable token (no consent yet, or a
+// revoked refresh token) is recognised, and the call's error says to run
+// `switchboard auth login NAME` rather than "unreachable".
+func TestConsentError(t *testing.T) {
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	writeJSON := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"resource": srv.URL + "/mcp", "authorization_servers": []string{srv.URL}})
+	})
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, map[string]any{"issuer": srv.URL, "token_endpoint": srv.URL + "/token", "authorization_endpoint": srv.URL + "/authorize",
+			"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"}})
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+srv.URL+`/.well-known/oauth-protected-resource/mcp"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	})
+	h, err := oauth.New(context.Background(), oauth.Params{Key: oauth.Key{Server: "notion"}, URL: srv.URL + "/mcp",
+		Config: &oauth.Config{Grant: oauth.GrantAuthorizationCode, ClientID: "app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &oauth.Transport{Base: http.DefaultTransport, Handler: h, Server: "notion",
+		Home: func(u *url.URL) bool { return "http://"+u.Host == srv.URL }}}
+	_, err = hc.Post(srv.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err == nil || !needsConsent(err.Error()) {
+		t.Fatalf("the transport's error is not recognised as needing consent: %v", err)
+	}
+	if needsConsent("connect: dial tcp 127.0.0.1:1: connection refused") {
+		t.Error("a refused connection taken for a missing consent")
+	}
+	got := (&UnavailableError{Server: "notion", Unreachable: true, Consent: true}).Error()
+	if !strings.Contains(got, "run `switchboard auth login notion`") {
+		t.Errorf("the call's error: %q", got)
+	}
+}
