@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -23,7 +24,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
-	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // TestOAuthUpstreamRealAS: switchboard (A) as the OAuth client of a
@@ -203,15 +203,7 @@ func TestOAuthUpstreamRealAS(t *testing.T) {
 
 		// The refresh token revoked at the authorization server: the
 		// next call fails and names the way out.
-		st, err := oauth.NewFileStore(filepath.Join(dir, "tokens"), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := st.Load(oauth.Key{Server: "up"})
-		if err != nil || e == nil || e.Token == nil || e.Token.RefreshToken == "" {
-			t.Fatalf("the stored token: %+v, %v", e, err)
-		}
-		revoke(t, issuer, "sb-code", "sb-code-5a1f3b", e.Token.RefreshToken)
+		revoke(t, issuer, "sb-code", "sb-code-5a1f3b", lastRefreshToken(t, issuer, "sb-code"))
 		res, err := call(t, s)
 		wantLogin(t, "after the refresh token was revoked", res, err)
 
@@ -278,6 +270,22 @@ func authLogin(t *testing.T, config string, env []string) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("auth login: %v\n%s", err, stderr.String())
 	}
+}
+
+// lastRefreshToken is the refresh token the authorization server last
+// issued to client: what A's sealed token store holds.
+func lastRefreshToken(t *testing.T, issuer, client string) string {
+	t.Helper()
+	resp, err := http.Get(issuer + "/test/refresh-token?client=" + url.QueryEscape(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || len(b) == 0 {
+		t.Fatalf("the refresh token issued to %s: %d %q %v", client, resp.StatusCode, b, err)
+	}
+	return string(b)
 }
 
 // revoke revokes token at the authorization server (RFC 7009).

@@ -136,6 +136,16 @@ func run() error {
 		}
 		http.Redirect(w, r, callback(op.ContextWithIssuer(r.Context(), issuer), id), http.StatusFound)
 	})
+	mux.HandleFunc("/test/refresh-token", func(w http.ResponseWriter, r *http.Request) {
+		// What a test revokes: the refresh token last issued to a client,
+		// which only the client's own token store holds otherwise.
+		tok := st.lastRefresh(r.URL.Query().Get("client"))
+		if tok == "" {
+			http.Error(w, "no refresh token issued to this client", http.StatusNotFound)
+			return
+		}
+		w.Write([]byte(tok))
+	})
 	mux.Handle("/", oidc)
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(ln) }()

@@ -50,8 +50,9 @@ type store struct {
 	users   map[string]userConfig
 	key     *rsa.PrivateKey
 
-	mu     sync.Mutex
-	tokens map[string]issued // access-token ID → what it was issued for
+	mu      sync.Mutex
+	tokens  map[string]issued // access-token ID → what it was issued for
+	refresh map[string]string // client ID → the refresh token last issued to it
 }
 
 type issued struct {
@@ -72,7 +73,7 @@ func (u users) GetUserByUsername(name string) *storage.User { return u.GetUserBy
 func (u users) ExampleClientID() string                     { return "" }
 
 func newStore(cfg config, key *rsa.PrivateKey) (*store, error) {
-	s := &store{clients: map[string]*client{}, users: map[string]userConfig{}, key: key, tokens: map[string]issued{}}
+	s := &store{clients: map[string]*client{}, users: map[string]userConfig{}, key: key, tokens: map[string]issued{}, refresh: map[string]string{}}
 	for _, u := range cfg.Users {
 		s.users[u.ID] = u
 	}
@@ -201,7 +202,17 @@ func (s *store) CreateAccessAndRefreshTokens(ctx context.Context, r op.TokenRequ
 	if err != nil {
 		return "", "", time.Time{}, err
 	}
+	s.mu.Lock()
+	s.refresh[s.clientOf(r)] = refresh
+	s.mu.Unlock()
 	return id, refresh, s.note(id, r, exp), nil
+}
+
+// lastRefresh is the refresh token last issued to clientID ("" none).
+func (s *store) lastRefresh(clientID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refresh[clientID]
 }
 
 func (s *store) RevokeToken(ctx context.Context, token, userID, clientID string) *oidc.Error {
