@@ -188,6 +188,11 @@ func TestRebuildLogsNoWarnTwice(t *testing.T) {
 	log := &lineLog{}
 	p, path := runLogged(t, sharedConfig(u, n, map[string]any{"namespace": false}), log)
 	waitReport(t, p, "every server ready", allReady(n))
+	// The views that log them may be published just after the servers
+	// report ready: the collision line and each server's finding.
+	testutil.Eventually(t, 10*time.Second, "the collision and the findings logged", func() bool {
+		return len(log.Matching("[WARN]")) >= n+1
+	})
 	first := warnCounts(log)
 
 	for i := range 3 {
