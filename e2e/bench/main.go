@@ -1,23 +1,23 @@
 // Command bench measures what switchboard adds to a tools/call — latency,
 // throughput, CPU and memory — against a direct connection to the same
-// upstream and against a bare mcp-go forwarder (the peer, ./peer) in front
-// of it, all measured in the same run (the machines it runs on are shared
-// and noisy, so only same-run comparisons mean much). It prints issue 20's
+// upstream and against the real peer, TBXark/mcp-proxy (on mark3labs/mcp-go),
+// in front of it, all measured in the same run (the machines it runs on are
+// shared and noisy, so only same-run comparisons mean much). It prints the
 // targets with their same-run ratios.
 //
 // The benchmark is a module of its own (e2e/bench), so gonum/plot stays
 // out of switchboard's dependencies. Usage, from the repository root:
 //
-//	go -C e2e/bench run . [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE]
+//	go -C e2e/bench run . [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE] [--peer-src DIR]
 //
 // (-C runs it in e2e/bench: relative paths in its flags are taken from
-// there.) It builds cmd/switchboard, e2e/fixture and the peer (its own
-// module too, so mcp-go stays out of switchboard's dependencies), finds
-// @modelcontextprotocol/server-everything in the npm tool cache .ci/setup
-// fills, starts every server on 127.0.0.1 port 0, and prints a markdown
-// report. Every process it starts is stopped by PID on exit, including on
-// errors and Ctrl-C. It imports only the standard library, go-sdk and
-// gonum/plot.
+// there.) It builds cmd/switchboard, e2e/fixture and the peer (from a
+// scratch copy of its source, with GOWORK=off, so mcp-go stays out of
+// switchboard's dependencies), finds @modelcontextprotocol/server-everything
+// in the npm tool cache .ci/setup fills, starts every server on 127.0.0.1
+// (port 0 where the server allows it), and prints a markdown report. Every
+// process it starts is stopped by PID on exit, including on errors and
+// Ctrl-C. It imports only the standard library, go-sdk and gonum/plot.
 package main
 
 import (
@@ -53,6 +53,7 @@ type options struct {
 	npm       string     // directory whose node_modules holds server-everything
 	perf      string     // perf.data file for switchboard at c = 8 (the peer's gets .peer)
 	perfCalls int
+	peerSrc   string // TBXark/mcp-proxy's source, built in a scratch copy
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -72,6 +73,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.npm, "npm", defaultNPM(), "`directory` whose node_modules holds Node 22 and @modelcontextprotocol/server-everything (.ci/setup installs them)")
 	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
+	fs.StringVar(&o.peerSrc, "peer-src", "", "`directory` of TBXark/mcp-proxy's source, the peer (default: shared/peers/tbxark-mcp-proxy beside the repository)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -365,8 +367,11 @@ func (b binaries) sizes() []binSize {
 
 // build compiles switchboard, the echo server and the peer (without -race,
 // with go build's defaults), or reuses them from --bin. The switchboard
-// module is two directories above the benchmark's own. The peer is its own
-// module and is built in its directory with GOWORK=off; if it does not
+// module is two directories above the benchmark's own. The peer is
+// TBXark/mcp-proxy, whose module is not on the module proxy: its source
+// (--peer-src, by default shared/peers/tbxark-mcp-proxy beside the
+// repository) is copied into the work directory and built there with
+// GOWORK=off, so mcp-go never enters switchboard's go.mod. If it does not
 // build, the run goes on without it.
 func build(ctx context.Context, o *options, work string) (binaries, error) {
 	dir := o.bin
@@ -387,40 +392,65 @@ func build(ctx context.Context, o *options, work string) (binaries, error) {
 	b := binaries{
 		switchboard: filepath.Join(dir, "switchboard"),
 		fixture:     filepath.Join(dir, "fixture"),
-		peer:        filepath.Join(dir, "peer"),
+		peer:        filepath.Join(dir, "mcp-proxy"),
 	}
 	for _, t := range []struct{ out, pkg, dir string }{
 		{b.switchboard, "./cmd/switchboard", root},
 		{b.fixture, "./e2e/fixture", root},
-		{b.peer, ".", filepath.Join(root, "e2e", "bench", "peer")},
 	} {
 		if _, err := os.Stat(t.out); err == nil && o.bin != "" {
 			progress("reusing %s", t.out)
 			continue
 		}
-		name := t.pkg
-		if t.out == b.peer {
-			name = "./e2e/bench/peer"
-		}
-		progress("building %s", name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", t.out, t.pkg)
-		cmd.Dir = t.dir
-		out := &tailBuffer{max: 8 << 10}
-		cmd.Stdout, cmd.Stderr = out, out
-		if t.out == b.peer {
-			cmd.Env = append(os.Environ(), "GOWORK=off")
-		}
-		if err := cmd.Run(); err != nil {
-			err = fmt.Errorf("go build %s: %w\n%s", name, err, out.String())
-			if t.out == b.peer {
-				progress("%v", err)
-				b.peer, b.peerErr = "", err
-				continue
-			}
+		progress("building %s", t.pkg)
+		if err := goBuild(ctx, t.dir, t.out, t.pkg); err != nil {
 			return binaries{}, err
 		}
 	}
+	if _, err := os.Stat(b.peer); err == nil && o.bin != "" {
+		progress("reusing %s", b.peer)
+		return b, nil
+	}
+	src := o.peerSrc
+	if src == "" {
+		src = filepath.Join(root, "..", "shared", "peers", "tbxark-mcp-proxy")
+	}
+	progress("building the peer from %s", src)
+	if b.peerErr = buildPeer(ctx, src, filepath.Join(work, "peer-src"), b.peer); b.peerErr != nil {
+		progress("%v", b.peerErr)
+		b.peer = ""
+	}
 	return b, nil
+}
+
+// goBuild runs go build -o out pkg in dir, with extra environment added.
+func goBuild(ctx context.Context, dir, out, pkg string, env ...string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	buf := &tailBuffer{max: 8 << 10}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s in %s: %w\n%s", pkg, dir, err, buf.String())
+	}
+	return nil
+}
+
+// buildPeer copies the peer's source tree src into scratch (never building
+// in the shared tree) and builds it to out. Its go.sum may lack entries
+// for today's module proxy, so -mod=mod lets go build complete it in the
+// copy.
+func buildPeer(ctx context.Context, src, scratch, out string) error {
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
+		return fmt.Errorf("the peer's source is not at %s (--peer-src): %w", src, err)
+	}
+	if err := os.RemoveAll(scratch); err != nil {
+		return err
+	}
+	if err := os.CopyFS(scratch, os.DirFS(src)); err != nil {
+		return fmt.Errorf("copying the peer's source: %w", err)
+	}
+	return goBuild(ctx, scratch, out, ".", "GOWORK=off", "GOFLAGS=-mod=mod")
 }
 
 // machine describes where the numbers come from.

@@ -75,7 +75,7 @@ func (r *results) writePlot(path string) error {
 // per concurrency in conc, and a horizontal grid.
 func newLatencyPlot(conc []int) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = "p50 latency per tools/call vs concurrency: direct, through switchboard, through the mcp-go peer"
+	p.Title.Text = "p50 latency per tools/call vs concurrency: direct, through switchboard, through TBXark/mcp-proxy"
 	p.Title.TextStyle.Font.Size = vg.Points(14)
 	p.Title.Padding = vg.Points(10)
 	p.X.Label.Text = "concurrent workers (c)"

@@ -185,7 +185,7 @@ func (r *results) header(b *strings.Builder) {
 		up = "@modelcontextprotocol/server-everything " + r.everything + " on Node 22 (tool `echo {message}`)"
 	}
 	p("Upstreams: stdio: %s; HTTP: the go-sdk echo fixture (`e2e/fixture`, tool `echo {text}`), which also serves the 2026-07-28 comparison over stdio. ", up)
-	p("The peer is `e2e/bench/peer`: a bare forwarder on mark3labs/mcp-go, standing in for TBXark/mcp-proxy.\n\n")
+	p("The peer is TBXark/mcp-proxy (on mark3labs/mcp-go), built from its source in the same run, with its defaults and logging off.\n\n")
 	for _, n := range r.notes {
 		p("**Note:** %s\n\n", n)
 	}

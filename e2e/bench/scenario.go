@@ -326,7 +326,7 @@ func containsAll(have, want []string) bool {
 const (
 	direct      = "direct"      // the client talks to the upstream itself
 	switchboard = "switchboard" // through switchboard, wrap+policy
-	peer        = "peer"        // through the mcp-go peer
+	peer        = "peer"        // through TBXark/mcp-proxy
 )
 
 // The upstreams, as scenario groups.
@@ -437,15 +437,12 @@ func (e *env) setupScenarios(ctx context.Context) ([]*scenario, error) {
 
 		if e.peer != "" {
 			pc := &scenario{id: "peer-" + up, name: "peer → " + label, upstream: up, kind: peer, tool: tool, argKey: arg, version: protocolVersion}
-			// The version switchboard negotiates with both upstreams; see
-			// the peer's doc comment for why it is asked for explicitly.
-			argv := []string{"--protocol", protocolVersion}
+			server := map[string]any{"transportType": "streamable-http", "url": e.fixtureURL}
 			if up == everything {
-				argv = append(append(argv, "--"), e.everythingArgv()...)
-			} else {
-				argv = append(argv, "--url", e.fixtureURL)
+				argv := e.everythingArgv()
+				server = map[string]any{"command": argv[0], "args": argv[1:]}
 			}
-			if err := e.startPeerScenario(ctx, pc, argv...); err != nil {
+			if err := e.startPeerScenario(ctx, pc, upstreamKey(up), server); err != nil {
 				return nil, fmt.Errorf("%s: %w", pc.id, err)
 			}
 			out = append(out, pc)
@@ -528,25 +525,44 @@ func (e *env) startThrough(ctx context.Context, sc *scenario, cfg map[string]any
 	return nil
 }
 
-// startPeerScenario starts the peer in front of an upstream (args are the
-// peer's: --url URL, or -- COMMAND...), waits for its tool, and records
-// the protocols and the idle RSS.
-func (e *env) startPeerScenario(ctx context.Context, sc *scenario, args ...string) error {
-	ready := e.nextName("peer") + ".ready"
-	p, err := startProc(nil, e.peer, append([]string{"--listen", "127.0.0.1:0", "--ready-file", ready}, args...)...)
+// startPeerScenario starts the peer, TBXark/mcp-proxy, in front of one
+// upstream (server, in its config's mcpServers form, under name), waits
+// for its tool, and records the idle RSS. The peer cannot listen on port
+// 0, so it gets a port that was free a moment before; it serves the
+// upstream at /NAME/. Its client asks the upstream for mcp-go's newest
+// version, 2025-11-25, the version switchboard negotiates with the same
+// upstreams; the peer reports none, so that is what the report gives.
+func (e *env) startPeerScenario(ctx context.Context, sc *scenario, name string, server map[string]any) error {
+	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
+	cfg := map[string]any{
+		"mcpProxy": map[string]any{
+			"baseURL": "http://" + addr, "addr": addr, "name": "peer", "version": "1.0.0", "type": "streamable-http",
+			"options": map[string]any{"logEnabled": false, "panicIfInvalid": true},
+		},
+		"mcpServers": map[string]any{name: server},
+	}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	file := e.nextName("peer") + ".json"
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return err
+	}
+	p, err := startProc(nil, e.peer, "--config", file, "--expand-env=false")
+	if err != nil {
+		return err
+	}
+	sc.pid, sc.url, sc.protocol = p.pid(), "http://"+addr+"/"+name+"/", protocolVersion+" (asked)"
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	text, err := waitLines(wctx, ready, p, 2)
-	if err != nil {
+	if err := waitRoute(wctx, sc.url, p); err != nil {
 		p.stop(5 * time.Second)
 		return err
 	}
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	sc.pid, sc.url = p.pid(), "http://"+strings.TrimSpace(lines[0])+"/mcp"
-	sc.protocol = strings.TrimPrefix(strings.TrimSpace(lines[1]), "protocol ")
 	if err := e.probe(ctx, sc, p); err != nil {
 		return err
 	}
@@ -557,17 +573,39 @@ func (e *env) startPeerScenario(ctx context.Context, sc *scenario, args ...strin
 	return nil
 }
 
-// waitLines polls for a file holding at least n complete lines.
-func waitLines(ctx context.Context, path string, p *proc, n int) (string, error) {
+// freeAddr returns a 127.0.0.1 address whose port was free a moment ago.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// waitRoute polls url until it is served: the peer listens at once but
+// routes /NAME/ only once its client has connected to the upstream, and
+// answers 404 until then. It gives up when p exits.
+func waitRoute(ctx context.Context, url string, p *proc) error {
 	for {
-		text, err := waitFile(ctx, path, p, 5*time.Millisecond)
-		if err != nil || strings.Count(text, "\n") >= n {
-			return text, err
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				return nil
+			}
+		}
+		if p.exited() {
+			return fmt.Errorf("the peer exited before serving:\n%s", p.output.String())
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for %s: %w", filepath.Base(path), ctx.Err())
-		case <-time.After(5 * time.Millisecond):
+			return fmt.Errorf("waiting for the peer to serve %s: %w\n%s", url, ctx.Err(), p.output.String())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
