@@ -26,6 +26,16 @@ func decodeArgs(raw json.RawMessage) (map[string]any, error) {
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return map[string]any{}, nil
 	}
+	if raw[0] == '{' && json.Valid(raw) {
+		return decodeValid(raw)
+	}
+	// Not JSON, or not an object: the decoder below says what and where.
+	return decodeStream(raw)
+}
+
+// decodeStream is decodeArgs through encoding/json's token stream: it
+// reads any input, and names the first error in it and where it is.
+func decodeStream(raw []byte) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	tok, err := dec.Token()

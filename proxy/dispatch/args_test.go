@@ -36,3 +36,58 @@ func TestArgErrorPath(t *testing.T) {
 		}
 	}
 }
+
+// argsSamples are valid arguments that take decodeArgs' tokenizer path,
+// with what encoding/json reads differently from a naive unquote:
+// escapes, invalid UTF-8, lone surrogates, deep nesting.
+var argsSamples = []string{
+	`{"a":1,"b":{"c":[1,2,{"d":null}]},"e":true,"f":false,"g":"x"}`,
+	`{"s":"tab\there \u00e9 \ud83d\ude00 \" \\ \/"}`,
+	`{"lone":"\ud800x","bad":"` + "\xff\xfe" + `","mixed":"é` + "\xc3" + `"}`,
+	`{"n":-0.5e-3,"m":12345678901234567890}`,
+	`{"a":{"b":1},"A":{"b":1}}`,
+	`{"k":[[[[]]]],"e":{},"l":[]}`,
+	`{"a":1,"a":2}`,
+	`{"x":{"Key":1,"key":2}}`,
+	`{ "sp" : [ 1 , "2" , { } ] , "t" : null }`,
+	`{"` + "\xe2\x80" + `":1}`,
+}
+
+// TestArgsTokenizerMatchesStream: the tokenizer path gives what
+// encoding/json's token stream gives, value and error alike.
+func TestArgsTokenizerMatchesStream(t *testing.T) {
+	deep := strings.Repeat(`{"a":`, maxArgsDepth+1) + "1" + strings.Repeat("}", maxArgsDepth+1)
+	for _, in := range append(argsSamples, deep) {
+		checkArgsPaths(t, []byte(in))
+	}
+}
+
+// FuzzArgsTokenizer: on every valid object the two decoders agree.
+func FuzzArgsTokenizer(f *testing.F) {
+	for _, s := range argsSamples {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
+			return
+		}
+		checkArgsPaths(t, raw)
+	})
+}
+
+func checkArgsPaths(t *testing.T, raw []byte) {
+	t.Helper()
+	fast, ferr := decodeValid(raw)
+	slow, serr := decodeStream(raw)
+	if (ferr == nil) != (serr == nil) || (ferr != nil && ferr.Error() != serr.Error()) {
+		t.Fatalf("%q: tokenizer error %v, stream error %v", raw, ferr, serr)
+	}
+	if ferr != nil {
+		return
+	}
+	a, _ := json.Marshal(fast)
+	b, _ := json.Marshal(slow)
+	if string(a) != string(b) {
+		t.Fatalf("%q: tokenizer read %s, stream read %s", raw, a, b)
+	}
+}

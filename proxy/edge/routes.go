@@ -30,7 +30,8 @@ func (e *Edge) routes() http.Handler {
 	// Order: host check, then authentication (which picks the view), then
 	// the MCP transport.
 	wrap := func(h http.Handler) http.Handler { return e.track(e.checkHost(e.authenticate(h))) }
-	r.Handle("/mcp", wrap(streamable))
+	root := wrap(streamable)
+	r.Handle("/mcp", root)
 	r.Handle("/sse", wrap(legacy))
 	r.Handle("/agents/{agent}/mcp", wrap(streamable))
 	r.Handle("/agents/{agent}/sse", wrap(legacy))
@@ -38,7 +39,21 @@ func (e *Edge) routes() http.Handler {
 	for _, p := range []string{prm, prm + "/mcp", prm + "/agents/{agent}/mcp"} {
 		r.HandleFunc(p, e.resourceMetadata)
 	}
-	return http.NewCrossOriginProtection().Handler(r)
+	return http.NewCrossOriginProtection().Handler(exactPath("/mcp", root, r))
+}
+
+// exactPath sends requests for exactly path to h and all others to next.
+// The router would send them to h too; taking them first spares every
+// call on the main endpoint the router's pattern match and the two
+// request copies it makes to carry its route and variables.
+func exactPath(path string, h, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == path {
+			h.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // track counts downstream POSTs in flight so shutdown can let them finish,
