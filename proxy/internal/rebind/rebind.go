@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -11,7 +12,7 @@ import (
 // listener but names a Host that is not loopback.
 func Refused(w http.ResponseWriter, r *http.Request) bool {
 	la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || la == nil || !IsLoopback(la.String()) || IsLoopback(r.Host) {
+	if !ok || la == nil || !localLoopback(la) || IsLoopback(r.Host) {
 		return false
 	}
 	http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
@@ -29,6 +30,15 @@ func IsLoopback(hostport string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// localLoopback reports whether the listener's address is a loopback one,
+// without formatting it when it is TCP (every request asks).
+func localLoopback(la net.Addr) bool {
+	if tcp, ok := la.(*net.TCPAddr); ok {
+		return tcp.IP.IsLoopback()
+	}
+	return IsLoopback(la.String())
 }
