@@ -36,7 +36,8 @@ type appServer struct {
 }
 
 // TestMCPAppsThroughSwitchboard puts the MCP Apps example servers from npm
-// (server-basic-react, server-map) and two fixtures with apps (a text and a
+// (server-basic-react, server-map, server-pdf, server-threejs,
+// server-system-monitor) and two fixtures with apps (a text and a
 // blob page with a CSP, permissions and a domain in _meta.ui, the same
 // ui:// URIs in both) behind one switchboard, with a client that declares
 // the UI extension, and the fixtures' show_admin_app denied. Every UI
@@ -58,6 +59,7 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	examples := exampleAppServers(t, node)
 	const secret = "app-secret-5f1c0a9e77d2"
 	servers := []appServer{
 		{name: "react", argv: []string{node, react, "--stdio"}},
@@ -65,6 +67,7 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 		{name: "fix", argv: []string{fixture, "--name", "fix", "--apps"}},
 		{name: "fix2", argv: []string{fixture, "--name", "fix2", "--apps"}},
 	}
+	servers = append(servers, examples...)
 	denyAdmin := map[string]any{"deny": []string{"mcp_*_show_admin_app"}}
 	audit := filepath.Join(t.TempDir(), "audit.log")
 	cfg := map[string]any{"audit": map[string]any{"enabled": true, "file": audit}, "mcpServers": map[string]any{
@@ -74,6 +77,7 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 			"env": map[string]string{"S_APP": "secret://env/APP_SECRET"}, "tools": denyAdmin},
 		"fix2": map[string]any{"command": fixture, "args": []string{"--name", "fix2", "--apps"}, "tools": denyAdmin},
 	}}
+	addAppServers(cfg, examples)
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, append(npmEnv(t), "APP_SECRET="+secret))
 	cs := s.client(t, appsClientOptions())
 
@@ -84,7 +88,8 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 	var tools map[string]*mcp.Tool
 	testutil.Eventually(t, 60*time.Second, "the app servers listed", func() bool {
 		tools = listTools(t, cs)
-		return tools["mcp_react_get-time"] != nil && tools["mcp_map_show-map"] != nil && tools["mcp_fix_show_app"] != nil && tools["mcp_fix2_show_app"] != nil
+		return tools["mcp_react_get-time"] != nil && tools["mcp_map_show-map"] != nil && tools["mcp_fix_show_app"] != nil && tools["mcp_fix2_show_app"] != nil &&
+			tools["mcp_pdf_display_pdf"] != nil && tools["mcp_threejs_show_threejs_scene"] != nil && tools["mcp_monitor_get-system-info"] != nil
 	})
 	got := unwrap(textOf(mustCall(t, cs, "mcp_fix_client_extensions", map[string]any{})))
 	if !strings.Contains(got, appsExtension) || !strings.Contains(got, "text/html;profile=mcp-app") {
@@ -149,8 +154,8 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 		}
 	}
 	t.Logf("%d UI resources, %d bytes, compared: %d differ", compared, bytes, differing)
-	if compared < 6 {
-		t.Errorf("compared %d UI resources, want the react and map servers' one each and the fixtures' two each", compared)
+	if compared < 9 {
+		t.Errorf("compared %d UI resources, want the five example servers' one each and the fixtures' two each", compared)
 	}
 
 	// Every resourceUri a published tool names, and every ui:// resource
@@ -195,7 +200,8 @@ func TestMCPAppsThroughSwitchboard(t *testing.T) {
 		}
 	}
 	t.Logf("%d resourceUris: %d read, %d refused for a configured secret, %d unresolvable", len(uris), len(uris)-refused-unresolved, refused, unresolved)
-	for _, uri := range []string{"ui://fix/fixture/app.html", "ui://fix2/fixture/app.html", "ui://react/get-time/mcp-app.html"} {
+	for _, uri := range []string{"ui://fix/fixture/app.html", "ui://fix2/fixture/app.html", "ui://react/get-time/mcp-app.html",
+		"ui://pdf/pdf-viewer/mcp-app.html", "ui://threejs/threejs/mcp-app.html", "ui://monitor/system-monitor/mcp-app.html"} {
 		if !listed[uri] {
 			t.Errorf("resources/list lacks %s: %v", uri, listed)
 		}
@@ -233,9 +239,10 @@ func TestMCPAppsAppCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	examples := exampleAppServers(t, node)
 	audit := filepath.Join(t.TempDir(), "audit.log")
 	cfg := map[string]any{"audit": map[string]any{"enabled": true, "file": audit},
-		"limits": map[string]any{"callsPerMinute": 1, "burst": 6},
+		"limits": map[string]any{"callsPerMinute": 1, "burst": 9},
 		"tools":  map[string]any{"deny": []string{"mcp_fix_show_admin_app", "mcp_fix2_*"}},
 		"mcpServers": map[string]any{
 			"react": map[string]any{"command": node, "args": []string{react, "--stdio"}},
@@ -243,15 +250,19 @@ func TestMCPAppsAppCalls(t *testing.T) {
 			"fix2":  map[string]any{"command": fixture, "args": []string{"--name", "fix2", "--apps"}, "tools": map[string]any{"deny": []string{"echo"}}},
 			"plain": map[string]any{"command": fixture, "args": []string{"--name", "plain"}},
 		}}
+	addAppServers(cfg, examples)
 	s := startSwitchboardIn(t, t.TempDir(), dir, cfg, npmEnv(t))
 	cs := s.client(t, appsClientOptions())
 	var tools map[string]*mcp.Tool
 	testutil.Eventually(t, 60*time.Second, "the app servers listed", func() bool {
 		tools = listTools(t, cs)
-		return tools["mcp_react_get-time"] != nil && tools["mcp_fix_show_app"] != nil && tools["mcp_plain_echo"] != nil
+		return tools["mcp_react_get-time"] != nil && tools["mcp_fix_show_app"] != nil && tools["mcp_plain_echo"] != nil &&
+			tools["mcp_pdf_list_pdfs"] != nil && tools["mcp_threejs_learn_threejs"] != nil && tools["mcp_monitor_get-system-info"] != nil
 	})
-	if tools["mcp_fix_app_refresh"] != nil {
-		t.Errorf("the tool for the app only is listed: %s", js(tools["mcp_fix_app_refresh"]))
+	for _, name := range []string{"mcp_fix_app_refresh", "mcp_monitor_poll-system-stats", "mcp_pdf_read_pdf_bytes"} {
+		if tools[name] != nil {
+			t.Errorf("the tool for the app only is listed: %s", js(tools[name]))
+		}
 	}
 
 	calls := []struct {
@@ -265,6 +276,11 @@ func TestMCPAppsAppCalls(t *testing.T) {
 		{"app_refresh", map[string]any{}, "shown"},
 		{"mcp_fix_app_refresh", map[string]any{}, "shown"},
 		{"echo", map[string]any{"text": "from the app"}, "from the app"},
+		// The example servers' apps: the system monitor's poll (for the
+		// app only), the PDF viewer's list and the three.js docs.
+		{"poll-system-stats", map[string]any{}, "usedBytes"},
+		{"list_pdfs", map[string]any{}, "PDF"},
+		{"learn_threejs", map[string]any{}, "Three.js"},
 	}
 	served := 0
 	for _, c := range calls {
@@ -276,7 +292,7 @@ func TestMCPAppsAppCalls(t *testing.T) {
 		served++
 	}
 	t.Logf("app calls: %d of %d served", served, len(calls))
-	// The six calls took the burst: the caller's rate limit holds the
+	// The nine calls took the burst: the caller's rate limit holds the
 	// next, by whatever name.
 	if res, err := callTool(t, cs, "get-time", map[string]any{}); err != nil || !res.IsError || !strings.Contains(textOf(res), "rate limit exceeded") {
 		t.Errorf("a seventh call by bare name: %v %s, want the rate limit", err, js(res))
@@ -300,7 +316,8 @@ func TestMCPAppsAppCalls(t *testing.T) {
 		t.Errorf("the audit log lacks the rate-limited call by bare name:\n%s", b)
 	}
 	for _, want := range []string{`"tool":"mcp_react_get-time","server":"react","original":"get-time","called_as":"get-time"`,
-		`"tool":"mcp_fix_app_refresh","server":"fix","original":"app_refresh","called_as":"app_refresh"`} {
+		`"tool":"mcp_fix_app_refresh","server":"fix","original":"app_refresh","called_as":"app_refresh"`,
+		`"tool":"mcp_monitor_poll-system-stats","server":"monitor","original":"poll-system-stats","called_as":"poll-system-stats"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the audit log lacks %s:\n%s", want, b)
 		}
@@ -387,4 +404,30 @@ func appURI(meta mcp.Meta) string {
 	}
 	uri, _ := meta["ui/resourceUri"].(string)
 	return uri
+}
+
+// exampleAppServers are the MCP Apps example servers from npm beyond
+// server-basic-react and server-map, each serving its app over --stdio
+// offline: the PDF viewer, the three.js scene and the system monitor.
+func exampleAppServers(t *testing.T, node string) []appServer {
+	t.Helper()
+	var out []appServer
+	for _, ex := range []struct{ name, bin string }{
+		{"pdf", "mcp-pdf-server"}, {"threejs", "mcp-threejs-server"}, {"monitor", "mcp-system-monitor-server"},
+	} {
+		path, err := filepath.EvalSymlinks(npmBin(t, ex.bin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, appServer{name: ex.name, argv: []string{node, path, "--stdio"}})
+	}
+	return out
+}
+
+// addAppServers adds servers to cfg's mcpServers as stdio commands.
+func addAppServers(cfg map[string]any, servers []appServer) {
+	m := cfg["mcpServers"].(map[string]any)
+	for _, s := range servers {
+		m[s.name] = map[string]any{"command": s.argv[0], "args": s.argv[1:]}
+	}
 }
