@@ -16,13 +16,19 @@ import (
 
 const benchUsage = "bench search [--config FILE | --catalog DIR] [--misses] FILE..."
 
+// benchUsages is what "switchboard bench" alone prints: both commands.
+const benchUsages = benchUsage + "\n       switchboard " + benchDetectUsage
+
 // cmdBench runs "switchboard bench search": it scores the ranker of
 // switchboard_find_tools, beside plain BM25, on labelled files against a
 // catalog: the config's servers' tools (started as "tools" starts them),
 // or a directory of recorded tools/list results.
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "detect" {
+		return cmdBenchDetect(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "search" {
-		fmt.Fprintf(stderr, "usage: switchboard %s\n", benchUsage)
+		fmt.Fprintf(stderr, "usage: switchboard %s\n", benchUsages)
 		return exitConfig
 	}
 	var o proxy.Options

@@ -34,6 +34,7 @@ Usage:
   switchboard restart [--admin ADDR | --config FILE] SERVER          restart one server of a running proxy
   switchboard pins list|approve --config FILE [--server S] [--tool T] review changed tool definitions
   switchboard bench search [--config FILE | --catalog DIR] FILE...   score find_tools' ranker on labelled requests
+  switchboard bench detect [--misses] FILE...                        score injection detection on labelled texts
   switchboard auth login|status|logout [NAME] [--config FILE]        OAuth consent and tokens of remote servers
   switchboard demo-server NAME                                       serve a demo MCP server on stdio
   switchboard version                                                print the version
