@@ -152,6 +152,7 @@ func ratio(a, b float64) string {
 func (r *results) markdown() string {
 	var b strings.Builder
 	r.header(&b)
+	r.peerTable(&b)
 	r.targetTable(&b)
 	r.callTable(&b)
 	r.perCall(&b)
