@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/taskid"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -56,6 +57,7 @@ type Dispatcher struct {
 	peer        *peer
 	clients     *clientHandles
 	callers     *callerFound // search mode's found sets of callers without a session
+	tasks       *taskRoutes  // the tasks extension's methods and IDs
 	methods     session.Methods
 	// Made once, not per session: a 2026-07-28 request opens one.
 	offerModernFn func(*session.Session, *mcp.ClientCapabilities) bool
@@ -83,6 +85,7 @@ func New(o Options) *Dispatcher {
 	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{},
 		oneClient: o.OneClient}
 	d.clients.peer = d.peer
+	d.tasks = &taskRoutes{d: d, codec: taskid.New()}
 	d.methods = d.table()
 	d.offerModernFn, d.closeFn = d.offerModern, d.closeSession
 	return d
