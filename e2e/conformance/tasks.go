@@ -173,10 +173,10 @@ func ack() *taskAnswer { return &taskAnswer{fields: map[string]any{"resultType":
 
 // task is one task: its state under mu, the input it waits for.
 type task struct {
-	id      string
-	born    time.Time
-	cancel  context.CancelFunc
-	ctx     context.Context
+	id     string
+	born   time.Time
+	cancel context.CancelFunc
+	ctx    context.Context
 
 	mu      sync.Mutex
 	status  string
