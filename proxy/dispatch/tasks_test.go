@@ -181,7 +181,11 @@ func taskClient(t *testing.T, d *Dispatcher, holder byte, tasks bool) (*session.
 
 // call runs method in d for ss with params.
 func call(d *Dispatcher, ss *session.Session, method, params string) (any, error) {
-	return d.Methods()[method](context.Background(), &session.Request{Session: ss, Method: method, Params: json.RawMessage(params)})
+	h := d.Methods()[method]
+	if h == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: method + ": no such method"}
+	}
+	return h(context.Background(), &session.Request{Session: ss, Method: method, Params: json.RawMessage(params)})
 }
 
 // field is key of an answer that is a map (as the tasks methods answer).
