@@ -29,7 +29,11 @@ type Options struct {
 	// Resumable wraps the handler of a method whose upstream may ask for
 	// input (mrtr.Calls.Wrap).
 	Resumable func(method string, next session.Handler) session.Handler
-	Started   time.Time // switchboard's start: the first lists' wait counts from it
+	// TaskKey, if set, is the secret task IDs are sealed under at each
+	// use (requestStateKey's, which replicas share); else a key of the
+	// process's own.
+	TaskKey func() []byte
+	Started time.Time // switchboard's start: the first lists' wait counts from it
 	// Activity counts each view's calls per minute (the status page);
 	// nil: not counted.
 	Activity *telemetry.Activity
@@ -86,6 +90,9 @@ func New(o Options) *Dispatcher {
 		oneClient: o.OneClient}
 	d.clients.peer = d.peer
 	d.tasks = &taskRoutes{d: d, codec: taskid.New()}
+	if o.TaskKey != nil {
+		d.tasks.codec = taskid.Following(o.TaskKey)
+	}
 	d.methods = d.table()
 	d.offerModernFn, d.closeFn = d.offerModern, d.closeSession
 	return d

@@ -103,8 +103,8 @@ func (u *taskServer) named() []string {
 }
 
 // taskDispatcher serves cfg, whose servers (but the lazy) are started and
-// listed first.
-func taskDispatcher(t *testing.T, cfg string) *Dispatcher {
+// listed first, its task IDs sealed under key (nil: its own).
+func taskDispatcher(t *testing.T, key func() []byte, cfg string) *Dispatcher {
 	t.Helper()
 	c, err := config.Load([]byte(cfg), config.Source{Getenv: func(string) string { return "" }})
 	if err != nil {
@@ -134,7 +134,7 @@ func taskDispatcher(t *testing.T, cfg string) *Dispatcher {
 	t.Cleanup(func() { tel.Close(context.Background()) })
 	g := genWith(t, 1, cfg, handles, Observers{Tel: tel})
 	return New(Options{Log: hclog.NewNullLogger(), ServerInfo: &mcp.Implementation{Name: "switchboard"}, Serving: NewServing(g),
-		Rebuild: func(func(*view.Spec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }})
+		Rebuild: func(func(*view.Spec) bool) {}, Resumable: func(_ string, h session.Handler) session.Handler { return h }, TaskKey: key})
 }
 
 // answers is a stream that hands on what is written to it.
@@ -211,7 +211,7 @@ func wantCode(t *testing.T, what string, err error, code int64, text string) str
 // ID is refused as not switchboard's.
 func TestTaskIDsNamespacedAndBound(t *testing.T) {
 	u := newTaskServer(t, true)
-	d := taskDispatcher(t, `{"mcpServers": {"s": {"type": "http", "url": "`+u.url+`"}}}`)
+	d := taskDispatcher(t, nil, `{"mcpServers": {"s": {"type": "http", "url": "`+u.url+`"}}}`)
 	alice, _ := taskClient(t, d, 1, true)
 	bob, _ := taskClient(t, d, 2, true)
 
@@ -268,7 +268,7 @@ func TestTaskIDsNamespacedAndBound(t *testing.T) {
 // the server runs them for it (synchronously).
 func TestTasksNeedTheExtension(t *testing.T) {
 	u := newTaskServer(t, true)
-	d := taskDispatcher(t, `{"mcpServers": {"s": {"type": "http", "url": "`+u.url+`"}}}`)
+	d := taskDispatcher(t, nil, `{"mcpServers": {"s": {"type": "http", "url": "`+u.url+`"}}}`)
 	plain, _ := taskClient(t, d, 1, false)
 	for _, m := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
 		_, err := call(d, plain, m, `{"taskId":"x","inputResponses":{}}`)
@@ -299,15 +299,39 @@ func TestTasksDeclaredOnlyWhenRelayable(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u := newTaskServer(t, tc.protocol == "auto")
-			d := taskDispatcher(t, `{"mcpServers": {"s": {"type": "http", "url": "`+u.url+`", "protocol": "`+tc.protocol+`"}}}`)
+			d := taskDispatcher(t, nil, `{"mcpServers": {"s": {"type": "http", "url": "`+u.url+`", "protocol": "`+tc.protocol+`"}}}`)
 			_, ext := taskClient(t, d, 1, true)
 			if _, ok := ext[upstream.TasksExtension]; ok != tc.declared {
 				t.Errorf("extensions declared: %v; want the tasks extension: %v", ext, tc.declared)
 			}
 		})
 	}
-	d := taskDispatcher(t, `{"mcpServers": {"s": {"command": "true", "lazy": true}}}`)
+	d := taskDispatcher(t, nil, `{"mcpServers": {"s": {"command": "true", "lazy": true}}}`)
 	if _, ext := taskClient(t, d, 1, true); ext[upstream.TasksExtension] != nil {
 		t.Errorf("extensions declared without a server of tasks: %v", ext)
 	}
+}
+
+// TestTaskIDsFollowTheStateKey: two switchboards that share the key of
+// requestStates (replicas with requestStateKey) open each other's task
+// IDs; once a reload changed the key, the IDs issued before are unknown.
+func TestTaskIDsFollowTheStateKey(t *testing.T) {
+	u := newTaskServer(t, true)
+	secret := []byte("shared")
+	key := func() []byte { return secret }
+	cfg := `{"mcpServers": {"s": {"type": "http", "url": "` + u.url + `"}}}`
+	one, two := taskDispatcher(t, key, cfg), taskDispatcher(t, key, cfg)
+	a1, _ := taskClient(t, one, 1, true)
+	a2, _ := taskClient(t, two, 1, true)
+	created, err := call(one, a1, "tools/call", `{"name":"mcp_s_job","arguments":{}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := field(created, "taskId").(string)
+	if got, err := call(two, a2, "tasks/get", `{"taskId":"`+id+`"}`); err != nil || field(got, "taskId") != id {
+		t.Fatalf("the other replica: %v, %v; want the task", got, err)
+	}
+	secret = []byte("rotated")
+	_, err = call(two, a2, "tasks/get", `{"taskId":"`+id+`"}`)
+	wantCode(t, "an ID issued under the key before", err, jsonrpc.CodeInvalidParams, "unknown task")
 }

@@ -40,22 +40,36 @@ type Ref struct {
 	Upstream string // the server's own task ID
 }
 
-// Codec seals and opens IDs under one key.
-type Codec struct{ key []byte }
+// Codec seals and opens IDs under a key.
+type Codec struct{ key func() []byte }
 
 // New is a Codec under a fresh random key: its IDs open only in this
 // process.
 func New() *Codec {
 	k := make([]byte, 32)
 	_, _ = rand.Read(k)
-	return &Codec{key: k}
+	return &Codec{key: func() []byte { return k }}
 }
 
 // WithKey is a Codec under secret (several replicas that share it open
 // each other's IDs).
 func WithKey(secret []byte) *Codec {
-	sum := sha256.Sum256(append([]byte("switchboard task IDs\x00"), secret...))
-	return &Codec{key: sum[:]}
+	k := derive(secret)
+	return &Codec{key: func() []byte { return k }}
+}
+
+// Following is a Codec under the secret current returns at each use (a
+// key a reload may change: the IDs sealed before no longer open).
+func Following(current func() []byte) *Codec {
+	return &Codec{key: func() []byte { return derive(current()) }}
+}
+
+// derive is the key of task IDs from secret, apart from what else secret
+// keys.
+func derive(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("switchboard task IDs"))
+	return m.Sum(nil)
 }
 
 // Seal is the ID of ref for caller. It fails for an upstream ID that is
@@ -103,7 +117,7 @@ func (c *Codec) Open(id, caller string) (Ref, error) {
 
 // mac binds head to caller (length-prefixed, so no two pairs collide).
 func (c *Codec) mac(head, caller string) []byte {
-	m := hmac.New(sha256.New, c.key)
+	m := hmac.New(sha256.New, c.key())
 	fmt.Fprintf(m, "%d:%s", len(head), head)
 	m.Write([]byte(caller))
 	return m.Sum(nil)[:macSize]

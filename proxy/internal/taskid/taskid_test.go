@@ -59,6 +59,22 @@ func TestSharedKey(t *testing.T) {
 	}
 }
 
+func TestFollowing(t *testing.T) {
+	secret := []byte("one")
+	a, b := Following(func() []byte { return secret }), Following(func() []byte { return secret })
+	id, _ := a.Seal(Ref{Tool: "t", Server: "s", Upstream: "u"}, "c")
+	if _, err := b.Open(id, "c"); err != nil {
+		t.Errorf("a replica following the same key: %v", err)
+	}
+	if _, err := WithKey([]byte("one")).Open(id, "c"); err != nil {
+		t.Errorf("WithKey of the same secret: %v", err)
+	}
+	secret = []byte("two") // a reload changed it
+	if _, err := b.Open(id, "c"); !errors.Is(err, ErrUnknown) {
+		t.Errorf("an ID sealed under the key before: %v, want ErrUnknown", err)
+	}
+}
+
 // FuzzOpen: Open never panics, and what opens is what was sealed.
 func FuzzOpen(f *testing.F) {
 	c := WithKey([]byte("fuzz"))
