@@ -37,9 +37,10 @@ var configImports = []string{module + "/policy", module + "/router", module + "/
 // dispatchImports are the module packages proxy/dispatch may import
 // besides the leaves: it reads views and answers sessions, and knows
 // nothing of the HTTP edge, of multi-round-trip requests (a middleware it
-// is given) or of how the proxy is put together.
+// is given) or of how the proxy is put together. It mints the task IDs it
+// routes by (proxy/internal/taskid, a leaf of its own).
 var dispatchImports = []string{module + "/proxy/view", module + "/proxy/session", module + "/proxy/telemetry",
-	module + "/proxy/config", module + "/proxy/ranker"}
+	module + "/proxy/config", module + "/proxy/ranker", module + "/proxy/internal/taskid"}
 
 // edgeImports are the module packages proxy/edge may import besides the
 // leaves and proxy/internal: it authenticates against a generation and

@@ -256,6 +256,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		Rebuild:    p.rebuild,
 		NewClient:  p.newHandle,
 		Resumable:  p.parked.Wrap,
+		TaskKey:    p.parked.Key,
 		Started:    p.started,
 		Activity:   p.activity,
 		OneClient:  o.Stdio,
@@ -498,13 +499,6 @@ func (p *Proxy) closeAllBy(deadline time.Time) {
 	p.obs.Tel.Close(tctx)
 	p.obs.Audit.Close()
 	p.log.Info("stopped")
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func writeFileAtomic(path, content string) error {

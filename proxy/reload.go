@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -306,11 +307,11 @@ func (p *Proxy) retryFailed() {
 // the addresses switchboard listens on and its listeners' read timeout.
 func fixedSettings(old, c *config.Config) error {
 	var changed []string
-	if orDefault(c.Listen, config.DefaultListen) != orDefault(old.Listen, config.DefaultListen) {
-		changed = append(changed, fmt.Sprintf("listen (%q → %q)", orDefault(old.Listen, config.DefaultListen), orDefault(c.Listen, config.DefaultListen)))
+	if cmp.Or(c.Listen, config.DefaultListen) != cmp.Or(old.Listen, config.DefaultListen) {
+		changed = append(changed, fmt.Sprintf("listen (%q → %q)", cmp.Or(old.Listen, config.DefaultListen), cmp.Or(c.Listen, config.DefaultListen)))
 	}
-	if orDefault(c.AdminListen, config.DefaultAdminListen) != orDefault(old.AdminListen, config.DefaultAdminListen) {
-		changed = append(changed, fmt.Sprintf("adminListen (%q → %q)", orDefault(old.AdminListen, config.DefaultAdminListen), orDefault(c.AdminListen, config.DefaultAdminListen)))
+	if cmp.Or(c.AdminListen, config.DefaultAdminListen) != cmp.Or(old.AdminListen, config.DefaultAdminListen) {
+		changed = append(changed, fmt.Sprintf("adminListen (%q → %q)", cmp.Or(old.AdminListen, config.DefaultAdminListen), cmp.Or(c.AdminListen, config.DefaultAdminListen)))
 	}
 	if old.ReadTimeout() != c.ReadTimeout() {
 		changed = append(changed, fmt.Sprintf("readTimeout (%d → %d ms)", old.ReadTimeout().Milliseconds(), c.ReadTimeout().Milliseconds()))

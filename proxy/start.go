@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -23,16 +24,16 @@ const stdioAdminListen = "127.0.0.1:0"
 // --stdio, an admin address that cannot be bound is logged and skipped
 // (adm nil): the client's session matters more.
 func (p *Proxy) listen(c *config.Config) (ln, adm net.Listener, err error) {
-	adminAddr := orDefault(c.AdminListen, config.DefaultAdminListen)
+	adminAddr := cmp.Or(c.AdminListen, config.DefaultAdminListen)
 	if p.opts.Stdio {
-		adm, err := net.Listen("tcp", orDefault(c.AdminListen, stdioAdminListen))
+		adm, err := net.Listen("tcp", cmp.Or(c.AdminListen, stdioAdminListen))
 		if err != nil {
 			p.log.Warn("admin listener not opened", "error", err)
 			return nil, nil, nil
 		}
 		return nil, adm, nil
 	}
-	ln, err = net.Listen("tcp", orDefault(c.Listen, config.DefaultListen))
+	ln, err = net.Listen("tcp", cmp.Or(c.Listen, config.DefaultListen))
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen: %w", err)
 	}

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -417,9 +418,27 @@ func decodeToolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if res := decodeTextResult(raw); res != nil {
 		return res, nil
 	}
+	if bytes.Contains(raw, []byte(`"task"`)) {
+		var rt struct {
+			ResultType string `json:"resultType"`
+		}
+		if json.Unmarshal(raw, &rt) == nil && rt.ResultType == "task" {
+			return nil, &TaskCreated{Result: raw}
+		}
+	}
 	res := new(mcp.CallToolResult)
 	if err := res.UnmarshalJSON(raw); err != nil {
 		return nil, fmt.Errorf("tools/call: decode the result: %w", err)
 	}
 	return res, nil
 }
+
+// TaskCreated is CallTool's answer when the server did not return the
+// tool's result but created a task that will (a CreateTaskResult,
+// resultType "task": the tasks extension, SEP-2663). Result is the
+// server's answer as it sent it, not yet through any trust boundary.
+type TaskCreated struct {
+	Result json.RawMessage
+}
+
+func (*TaskCreated) Error() string { return "the server created a task instead of answering the call" }

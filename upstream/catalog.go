@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -105,7 +106,7 @@ func listCatalog(ctx context.Context, cl *client, sp *Spec, prev *Catalog, only 
 	caps := serverCaps(cl)
 	cat := &Catalog{}
 	if caps != nil {
-		cat.Extensions = caps.Extensions
+		cat.Extensions = relayable(caps.Extensions, cl.isModern())
 	}
 	if prev != nil {
 		cat.Tools, cat.Prompts, cat.Resources, cat.Templates, cat.params = prev.Tools, prev.Prompts, prev.Resources, prev.Templates, prev.params
@@ -239,4 +240,19 @@ func listAll[R any, T any](ctx context.Context, cl *client, method string, page 
 		}
 		cursor = next
 	}
+}
+
+// relayable are the extensions of a server that switchboard can relay to
+// its clients. A legacy server is told at initialize only the extensions
+// switchboard relays for every client (RelayedExtensions), never a
+// caller's own, so it creates no task for anyone: its tasks extension is
+// not one to declare downstream. A 2026-07-28 server gets each caller's
+// extensions with the request.
+func relayable(ext map[string]any, modern bool) map[string]any {
+	if _, ok := ext[TasksExtension]; !ok || modern {
+		return ext
+	}
+	out := maps.Clone(ext)
+	delete(out, TasksExtension)
+	return out
 }

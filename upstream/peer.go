@@ -92,6 +92,10 @@ func (h *Handle) Notify(ctx context.Context, method string, params any) error {
 // AppsExtension is the MCP Apps extension (interactive UI resources).
 const AppsExtension = "io.modelcontextprotocol/ui"
 
+// TasksExtension is the tasks extension (SEP-2663): a call may answer
+// with a task, followed with tasks/get, tasks/update and tasks/cancel.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
 // AppMIMEType is the MIME type of an MCP Apps UI resource.
 const AppMIMEType = "text/html;profile=mcp-app"
 

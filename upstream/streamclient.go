@@ -552,6 +552,8 @@ func modernHeaders(h http.Header, req *jsonrpc.Request) {
 		field = "name"
 	case "resources/read":
 		field = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		field = "taskId" // SEP-2663's routing header
 	}
 	if field == "" {
 		return

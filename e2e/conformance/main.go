@@ -106,7 +106,8 @@ func newServer(logger *slog.Logger) *mcp.Server {
 		// Logging is the SDK's default capability; it is listed here
 		// so that setting Capabilities does not drop it.
 		Capabilities: &mcp.ServerCapabilities{
-			Logging: &mcp.LoggingCapabilities{},
+			Logging:    &mcp.LoggingCapabilities{},
+			Extensions: map[string]any{tasksExtension: map[string]any{}},
 		},
 		CompletionHandler:  complete,
 		SubscribeHandler:   subs.subscribe,
@@ -114,6 +115,7 @@ func newServer(logger *slog.Logger) *mcp.Server {
 	})
 	subs.srv = srv
 	addTools(srv)
+	addTaskTools(srv)
 	addResources(srv)
 	addPrompts(srv)
 	return srv
@@ -158,7 +160,7 @@ func serveHTTP(ctx context.Context, cfg *config, srv *mcp.Server) int {
 	// connection with 403 (DNS rebinding protection) by default.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+	mux.Handle("/mcp", checkTaskName(h))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

@@ -67,7 +67,7 @@ func TestStdio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(tools) + len(mrtrTools); len(lt.Tools) != want {
+	if want := len(tools) + len(mrtrTools) + len(taskTools); len(lt.Tools) != want {
 		t.Errorf("tools/list has %d tools, want %d", len(lt.Tools), want)
 	}
 	for _, tl := range lt.Tools {

@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/internal/taskid"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
@@ -28,7 +29,11 @@ type Options struct {
 	// Resumable wraps the handler of a method whose upstream may ask for
 	// input (mrtr.Calls.Wrap).
 	Resumable func(method string, next session.Handler) session.Handler
-	Started   time.Time // switchboard's start: the first lists' wait counts from it
+	// TaskKey, if set, is the secret task IDs are sealed under at each
+	// use (requestStateKey's, which replicas share); else a key of the
+	// process's own.
+	TaskKey func() []byte
+	Started time.Time // switchboard's start: the first lists' wait counts from it
 	// Activity counts each view's calls per minute (the status page);
 	// nil: not counted.
 	Activity *telemetry.Activity
@@ -56,6 +61,7 @@ type Dispatcher struct {
 	peer        *peer
 	clients     *clientHandles
 	callers     *callerFound // search mode's found sets of callers without a session
+	tasks       *taskRoutes  // the tasks extension's methods and IDs
 	methods     session.Methods
 	// Made once, not per session: a 2026-07-28 request opens one.
 	offerModernFn func(*session.Session, *mcp.ClientCapabilities) bool
@@ -83,6 +89,10 @@ func New(o Options) *Dispatcher {
 	d.peer = &peer{log: o.Log, trust: d.trust, serving: o.Serving, sessions: d.sessions, clients: d.clients, subs: map[subKey]int{},
 		oneClient: o.OneClient}
 	d.clients.peer = d.peer
+	d.tasks = &taskRoutes{d: d, codec: taskid.New()}
+	if o.TaskKey != nil {
+		d.tasks.codec = taskid.Following(o.TaskKey)
+	}
 	d.methods = d.table()
 	d.offerModernFn, d.closeFn = d.offerModern, d.closeSession
 	return d

@@ -107,6 +107,14 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	}
 	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
 	up, err := h.CallTool(cctx, params, newCallSink(d.trust, req, tok, src, opts))
+	var tc *upstream.TaskCreated
+	if errors.As(err, &tc) {
+		// The server runs the call as a task: the caller gets its
+		// CreateTaskResult (the result comes by tasks/get).
+		span.End()
+		rec.Outcome = "task"
+		return nil, d.tasks.created(ctx, tc, r, req)
+	}
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)

@@ -63,6 +63,9 @@ func (d *Dispatcher) table() session.Methods {
 		return d.subscribe(ctx, v, r, false)
 	})
 	add("completion/complete", d.complete)
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		add(method, d.tasks.handler(method))
+	}
 	m["subscriptions/listen"] = d.subscriptionsListen
 	for _, method := range []string{"tools/call", "prompts/get", "resources/read"} {
 		m[method] = d.resumable(method, m[method])
@@ -121,7 +124,7 @@ func (d *Dispatcher) callTool(ctx context.Context, v *view.View, r *session.Requ
 	}
 	if res, ok, err := d.ownToolCall(ctx, v, r, &params); ok {
 		if err != nil {
-			return nil, err
+			return taskAnswerOr(err)
 		}
 		return res, nil
 	}
@@ -150,7 +153,7 @@ func (d *Dispatcher) callTool(ctx context.Context, v *view.View, r *session.Requ
 	}
 	res, err := d.forward(ctx, v.ID, v.Snap, rt, r, &params)
 	if err != nil {
-		return nil, err
+		return taskAnswerOr(err)
 	}
 	if b := appendTextResult(nil, res, r.ServerInfo()); b != nil {
 		return json.RawMessage(b), nil

@@ -38,6 +38,11 @@ func (cs *Calls) UseKey(secret string) {
 	cs.key.Store(&key)
 }
 
+// Key is the key requestStates are sealed with now (requestStateKey's,
+// resolved, or the process's own), for what else switchboard binds to its
+// callers under the same key (task IDs).
+func (cs *Calls) Key() []byte { return *cs.key.Load() }
+
 // badState refuses a requestState switchboard did not issue for the
 // request.
 var badState = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "requestState is not one switchboard issued for this request"}

@@ -36,6 +36,7 @@ type Peek struct {
 	} `json:"_meta"`
 	Name      json.RawMessage `json:"name"`
 	URI       json.RawMessage `json:"uri"`
+	TaskID    json.RawMessage `json:"taskId"`
 	State     json.RawMessage `json:"requestState"`
 	Responses json.RawMessage `json:"inputResponses"`
 }

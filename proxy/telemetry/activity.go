@@ -33,7 +33,8 @@ type bucket struct {
 }
 
 // Record counts one call of view that ended in outcome (the audit
-// record's: "ok", "rate_limited", anything else is an error).
+// record's: "ok" or "task" (the server runs the call as a task),
+// "rate_limited", anything else is an error).
 func (a *Activity) Record(view, outcome string) {
 	if a == nil {
 		return
@@ -51,7 +52,7 @@ func (a *Activity) Record(view, outcome string) {
 	}
 	b.calls.Add(1)
 	switch outcome {
-	case "ok":
+	case "ok", "task":
 	case "rate_limited":
 		b.limited.Add(1)
 	default:

@@ -15,19 +15,20 @@ func TestActivityMinutes(t *testing.T) {
 	a.Record("v", "ok")
 	a.Record("v", "tool_error")
 	a.Record("v", "rate_limited")
+	a.Record("v", "task") // the server runs it as a task: no error
 	now = now.Add(time.Minute)
 	a.Record("v", "ok")
 	got := a.View("v")
 	wantCalls := make([]int64, ActivityMinutes)
-	wantCalls[ActivityMinutes-2], wantCalls[ActivityMinutes-1] = 3, 1
+	wantCalls[ActivityMinutes-2], wantCalls[ActivityMinutes-1] = 4, 1
 	if !slices.Equal(got.Calls, wantCalls) {
 		t.Errorf("calls %v, want %v", got.Calls, wantCalls)
 	}
 	if got.Errors[ActivityMinutes-2] != 1 || got.RateLimited[ActivityMinutes-2] != 1 || got.Errors[ActivityMinutes-1] != 0 {
 		t.Errorf("errors %v rate limited %v, want one of each in the minute before", got.Errors, got.RateLimited)
 	}
-	if got.CallsPerMinute != 4 || got.ErrorsPerMinute != 1 {
-		t.Errorf("per minute %d calls %d errors, want 4 and 1 at the start of a minute", got.CallsPerMinute, got.ErrorsPerMinute)
+	if got.CallsPerMinute != 5 || got.ErrorsPerMinute != 1 {
+		t.Errorf("per minute %d calls %d errors, want 5 and 1 at the start of a minute", got.CallsPerMinute, got.ErrorsPerMinute)
 	}
 	// A ring later, the first minute's bucket is reused from zero.
 	now = now.Add((ActivityMinutes - 1) * time.Minute)

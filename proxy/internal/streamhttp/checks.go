@@ -19,7 +19,9 @@ import (
 
 // namedMethods are the methods whose Mcp-Name header names what the
 // request is about, and the param that holds it.
-var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+// (SEP-2663 adds the tasks methods, named by their taskId.)
+var namedMethods = map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+	"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
 // peeked is what the transport reads of a request's params, in one pass
 // when it reads any: the protocol version _meta names (SEP-2575) and what
@@ -61,8 +63,11 @@ func checkName(h http.Header, req *jsonrpc.Request, pk *peeked) string {
 	}
 	err := pk.get()
 	named := pk.p.Name
-	if field == "uri" {
+	switch field {
+	case "uri":
 		named = pk.p.URI
+	case "taskId":
+		named = pk.p.TaskID
 	}
 	if err == nil && session.Plain(named, got) {
 		return "" // the common case, without a string made of the body's

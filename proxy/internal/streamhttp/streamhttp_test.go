@@ -562,6 +562,8 @@ func TestRequestChecks(t *testing.T) {
 	const discoverMeta = `{"jsonrpc":"2.0","id":3,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	const call2027 = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	v26 := map[string]string{protocolVersionHeader: v20260728, methodHeader: "server/discover"}
+	// SEP-2663: a tasks method's Mcp-Name is its taskId.
+	const taskGet = `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"taskId":"t-1","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	for _, tc := range []struct {
 		name   string
 		method string // POST if empty
@@ -597,6 +599,8 @@ func TestRequestChecks(t *testing.T) {
 		{name: "later unknown version call", body: call2027, hdr: map[string]string{protocolVersionHeader: "2027-01-01", methodHeader: "tools/call", nameHeader: "echo"}, status: http.StatusBadRequest, code: mcp.CodeUnsupportedProtocolVersion, want: `"requested":"2027-01-01"`},
 		{name: "2026 meta on a legacy call", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, hdr: v25, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "does not match"},
 		{name: "discover", body: discoverMeta, hdr: v26, status: http.StatusOK, want: `"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`},
+		{name: "tasks/get Mcp-Name mismatch", body: taskGet, hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tasks/get", nameHeader: "t-2"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "'t-2' does not match body value 't-1'"},
+		{name: "tasks/get Mcp-Name missing", body: taskGet, hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tasks/get"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "missing required Mcp-Name header"},
 		{name: "Mcp-Name missing", body: strings.Replace(call2027, "2027-01-01", v20260728, 1), hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "missing required Mcp-Name header"},
 		{name: "Mcp-Name mismatch", body: strings.Replace(call2027, "2027-01-01", v20260728, 1), hdr: map[string]string{protocolVersionHeader: v20260728, methodHeader: "tools/call", nameHeader: "other"}, status: http.StatusBadRequest, code: mcp.CodeHeaderMismatch, want: "'other' does not match body value 'echo'"},
 		{name: "GET without a session, 2026", method: http.MethodGet, sid: "-", hdr: map[string]string{"Accept": "text/event-stream", protocolVersionHeader: v20260728}, status: http.StatusMethodNotAllowed},
