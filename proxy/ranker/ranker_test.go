@@ -225,3 +225,26 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+// TestSearchJoinedWords checks that two words of a request find the one
+// word a tool writes them as.
+func TestSearchJoinedWords(t *testing.T) {
+	docs := []Doc{
+		{Name: "rollout", Server: "k8s", Description: "Manage the rollout of a deployment: status, history, pause, resume"},
+		{Name: "rollback_pipeline", Server: "ci", Description: "Run a pipeline that returns a project to its previous version"},
+		{Name: "login", Server: "web", Description: "Sign a user into the current page with a password"},
+		{Name: "navigate", Server: "web", Description: "Go to a URL or site in the browser"},
+	}
+	ix := New(docs)
+	tests := []struct{ query, want string }{
+		{"roll back the deployment", "rollback_pipeline"},
+		{"log in on this site", "login"},
+		{"Log In", "login"},
+	}
+	for _, tt := range tests {
+		hits := ix.Search(tt.query, 1, "")
+		if len(hits) == 0 || docs[hits[0].Doc].Name != tt.want {
+			t.Errorf("Search(%q) = %v, want %s first", tt.query, hits, tt.want)
+		}
+	}
+}
