@@ -248,3 +248,31 @@ func TestSearchJoinedWords(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchSoftwareSynonyms checks rows of the synonym table that name
+// an operation or thing in everyday words: a request in those words finds
+// the tool that uses the other.
+func TestSearchSoftwareSynonyms(t *testing.T) {
+	docs := []Doc{
+		{Name: "monitor_create", Server: "crawl", Description: "Create a monitor that checks a page for changes"},
+		{Name: "page_edit", Server: "wiki", Description: "Edit the content of a page"},
+		{Name: "find_releases", Server: "errors", Description: "Find the releases of a project"},
+		{Name: "insert_many", Server: "db", Description: "Insert many documents into a collection"},
+		{Name: "list_collections", Server: "db", Description: "List the collections of a database"},
+		{Name: "failure_logs", Server: "ci", Description: "Get the logs of a job's failure"},
+		{Name: "job_logs", Server: "ci", Description: "Get the logs of a job"},
+	}
+	ix := New(docs)
+	tests := []struct{ query, want string }{
+		{"get notified when a page changes", "monitor_create"},
+		{"which version went out", "find_releases"},
+		{"add rows to a collection", "insert_many"},
+		{"logs of the job that went red", "failure_logs"},
+	}
+	for _, tt := range tests {
+		hits := ix.Search(tt.query, 1, "")
+		if len(hits) == 0 || docs[hits[0].Doc].Name != tt.want {
+			t.Errorf("Search(%q) = %v, want %s first", tt.query, hits, tt.want)
+		}
+	}
+}
