@@ -261,6 +261,8 @@ func TestSearchSoftwareSynonyms(t *testing.T) {
 		{Name: "list_collections", Server: "db", Description: "List the collections of a database"},
 		{Name: "failure_logs", Server: "ci", Description: "Get the logs of a job's failure"},
 		{Name: "job_logs", Server: "ci", Description: "Get the logs of a job"},
+		{Name: "elevation", Server: "maps", Description: "Get elevation data for locations on the earth"},
+		{Name: "geocode", Server: "maps", Description: "Convert an address into coordinates"},
 	}
 	ix := New(docs)
 	tests := []struct{ query, want string }{
@@ -268,6 +270,7 @@ func TestSearchSoftwareSynonyms(t *testing.T) {
 		{"which version went out", "find_releases"},
 		{"add rows to a collection", "insert_many"},
 		{"logs of the job that went red", "failure_logs"},
+		{"how high is the tower", "elevation"},
 	}
 	for _, tt := range tests {
 		hits := ix.Search(tt.query, 1, "")
