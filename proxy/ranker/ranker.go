@@ -65,6 +65,7 @@ type scratch struct {
 	parts   []string  // the parts of the query
 	q       []qterm
 	buf     []byte
+	prev    []byte // the query's previous word, lower-case (queryTerms)
 	heap    []Hit
 }
 
@@ -196,11 +197,16 @@ func normalise(acc []float64, docs []int32, w float64) {
 
 // queryTerms fills s.q with the distinct terms of query and their
 // synonyms. A word the catalog contains costs a map lookup; only a word
-// it does not contain is stemmed, which allocates.
+// it does not contain is stemmed, which allocates. Two adjacent words
+// that the catalog writes as one ("roll back", "log in", "set up") also
+// look for that word (joinTerm).
 func (ix *Index) queryTerms(query string, s *scratch) {
 	s.q = s.q[:0]
+	s.prev = s.prev[:0]
 	splitWords(query, func(w string) {
 		s.buf = appendLower(s.buf[:0], w)
+		ix.joinTerm(s)
+		s.prev = append(s.prev[:0], s.buf...)
 		id, ok := ix.surface[string(s.buf)]
 		if !ok {
 			lw := string(s.buf)
@@ -219,6 +225,23 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 			s.addTerm(e)
 		}
 	})
+}
+
+// joinTerm adds to s.q the term of the previous word and this one
+// (s.prev and s.buf) written as one word, when the catalog contains that
+// word as it is, and its synonyms. It allocates nothing: the joined word
+// is built in s.prev, which the caller overwrites next.
+func (ix *Index) joinTerm(s *scratch) {
+	if len(s.prev) == 0 {
+		return
+	}
+	s.prev = append(s.prev, s.buf...)
+	if id, ok := ix.surface[string(s.prev)]; ok && id != noTerm {
+		s.addTerm(qterm{id, 1})
+		for _, e := range ix.syn[id] {
+			s.addTerm(e)
+		}
+	}
 }
 
 // addTerm adds t to s.q, keeping the larger weight of a term seen twice.

@@ -225,3 +225,57 @@ func FuzzSearch(f *testing.F) {
 		}
 	})
 }
+
+// TestSearchJoinedWords checks that two words of a request find the one
+// word a tool writes them as.
+func TestSearchJoinedWords(t *testing.T) {
+	docs := []Doc{
+		{Name: "rollout", Server: "k8s", Description: "Manage the rollout of a deployment: status, history, pause, resume"},
+		{Name: "rollback_pipeline", Server: "ci", Description: "Run a pipeline that returns a project to its previous version"},
+		{Name: "login", Server: "web", Description: "Sign a user into the current page with a password"},
+		{Name: "navigate", Server: "web", Description: "Go to a URL or site in the browser"},
+	}
+	ix := New(docs)
+	tests := []struct{ query, want string }{
+		{"roll back the deployment", "rollback_pipeline"},
+		{"log in on this site", "login"},
+		{"Log In", "login"},
+	}
+	for _, tt := range tests {
+		hits := ix.Search(tt.query, 1, "")
+		if len(hits) == 0 || docs[hits[0].Doc].Name != tt.want {
+			t.Errorf("Search(%q) = %v, want %s first", tt.query, hits, tt.want)
+		}
+	}
+}
+
+// TestSearchSoftwareSynonyms checks rows of the synonym table that name
+// an operation or thing in everyday words: a request in those words finds
+// the tool that uses the other.
+func TestSearchSoftwareSynonyms(t *testing.T) {
+	docs := []Doc{
+		{Name: "monitor_create", Server: "crawl", Description: "Create a monitor that checks a page for changes"},
+		{Name: "page_edit", Server: "wiki", Description: "Edit the content of a page"},
+		{Name: "find_releases", Server: "errors", Description: "Find the releases of a project"},
+		{Name: "insert_many", Server: "db", Description: "Insert many documents into a collection"},
+		{Name: "list_collections", Server: "db", Description: "List the collections of a database"},
+		{Name: "failure_logs", Server: "ci", Description: "Get the logs of a job's failure"},
+		{Name: "job_logs", Server: "ci", Description: "Get the logs of a job"},
+		{Name: "elevation", Server: "maps", Description: "Get elevation data for locations on the earth"},
+		{Name: "geocode", Server: "maps", Description: "Convert an address into coordinates"},
+	}
+	ix := New(docs)
+	tests := []struct{ query, want string }{
+		{"get notified when a page changes", "monitor_create"},
+		{"which version went out", "find_releases"},
+		{"add rows to a collection", "insert_many"},
+		{"logs of the job that went red", "failure_logs"},
+		{"how high is the tower", "elevation"},
+	}
+	for _, tt := range tests {
+		hits := ix.Search(tt.query, 1, "")
+		if len(hits) == 0 || docs[hits[0].Doc].Name != tt.want {
+			t.Errorf("Search(%q) = %v, want %s first", tt.query, hits, tt.want)
+		}
+	}
+}
