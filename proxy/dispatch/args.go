@@ -162,17 +162,9 @@ func decodeObject(dec *json.Decoder, depth int) (map[string]any, error) {
 		if !ok {
 			return nil, argErr("object key is not a string")
 		}
-		if _, dup := m[k]; dup {
-			return nil, argErr("duplicate key %q", k)
+		if err := newKey(m, &folded, k); err != nil {
+			return nil, err
 		}
-		if folded == nil {
-			folded = map[string]string{}
-		}
-		fk := strings.ToLower(k)
-		if other, clash := folded[fk]; clash {
-			return nil, argErr("keys %q and %q differ only in case", other, k)
-		}
-		folded[fk] = k
 		v, err := decodeValue(dec, depth)
 		if err != nil {
 			return nil, under("."+k, err)
@@ -183,6 +175,24 @@ func decodeObject(dec *json.Decoder, depth int) (map[string]any, error) {
 		return nil, argErr("%w", err)
 	}
 	return m, nil
+}
+
+// newKey refuses a key an object already holds, or one that differs from
+// one it holds only in case; folded (made on first use) maps each key's
+// lower case to the key.
+func newKey(m map[string]any, folded *map[string]string, k string) error {
+	if _, dup := m[k]; dup {
+		return argErr("duplicate key %q", k)
+	}
+	if *folded == nil {
+		*folded = map[string]string{}
+	}
+	fk := strings.ToLower(k)
+	if other, clash := (*folded)[fk]; clash {
+		return argErr("keys %q and %q differ only in case", other, k)
+	}
+	(*folded)[fk] = k
+	return nil
 }
 
 // forValidation converts json.Number values to float64, the form JSON Schema

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 
 	segjson "github.com/segmentio/encoding/json"
@@ -39,17 +38,9 @@ func objectTokens(t *segjson.Tokenizer, depth int) (map[string]any, error) {
 		if err != nil {
 			return nil, argErr("%w", err)
 		}
-		if _, dup := m[k]; dup {
-			return nil, argErr("duplicate key %q", k)
+		if err := newKey(m, &folded, k); err != nil {
+			return nil, err
 		}
-		if folded == nil {
-			folded = map[string]string{}
-		}
-		fk := strings.ToLower(k)
-		if other, clash := folded[fk]; clash {
-			return nil, argErr("keys %q and %q differ only in case", other, k)
-		}
-		folded[fk] = k
 		t.Next() // ':'
 		t.Next()
 		v, err := valueTokens(t, depth)
