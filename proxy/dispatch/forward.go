@@ -106,7 +106,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
 	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
-	up, err := h.CallTool(cctx, params, newCallSink(d.trust, req, tok, src, opts))
+	up, err := h.CallTool(forCaller(cctx), params, newCallSink(d.trust, req, tok, src, opts))
 	if err != nil {
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
