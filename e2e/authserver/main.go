@@ -41,7 +41,8 @@
 // (secret, or a private_key_jwt client assertion); the JWT-profile grant
 // (RFC 7523, assertion signed by the client's key, iss = sub = client id;
 // op issues an opaque, introspectable token for it);
-// token exchange (RFC 8693); revocation (/revoke, RFC 7009); introspection
+// token exchange (RFC 8693; asking for offline_access also gets a refresh
+// token); revocation (/revoke, RFC 7009); introspection
 // (/oauth/introspect, RFC 7662; the introspecting client must authenticate
 // and be in the token's audience, or the client the token was issued to).
 // Scopes a token carries are in its "scope" claim (JWT) or the
@@ -146,7 +147,21 @@ func run() error {
 		}
 		w.Write([]byte(tok))
 	})
-	mux.Handle("/", oidc)
+	// GET /test/grants: {"GRANT_TYPE": N, …}, the token requests made.
+	mux.HandleFunc("/test/grants", func(w http.ResponseWriter, r *http.Request) {
+		// How many token requests of each grant type were made: what a
+		// test counts to tell a new token exchange from a refresh.
+		json.NewEncoder(w).Encode(st.counts())
+	})
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == op.DefaultEndpoints.Token.Relative() {
+			// Parsed here once; op reads the same parsed form.
+			if err := r.ParseForm(); err == nil {
+				st.count(r.PostForm.Get("grant_type"))
+			}
+		}
+		oidc.ServeHTTP(w, r)
+	}))
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(ln) }()
 	if *ready != "" {
