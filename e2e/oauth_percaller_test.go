@@ -66,11 +66,13 @@ func TestOAuthTokenExchangePerCaller(t *testing.T) {
 	// A: the people's tokens (audience people-app) admitted, B behind it
 	// with token_exchange.
 	tokens := filepath.Join(t.TempDir(), "tokens")
+	const staticToken = "static-caller-token-9f2e"
 	startA := func() *sb {
 		run := t.TempDir()
 		return startSwitchboardIn(t, run, run, map[string]any{
 			"listen": strings.TrimPrefix(aRes, "http://"),
-			"auth":   map[string]any{"oauth": map[string]any{"resource": aRes, "issuer": issuer, "audience": []string{"people-app"}}},
+			"auth": map[string]any{"tokens": []string{staticToken},
+				"oauth": map[string]any{"resource": aRes, "issuer": issuer, "audience": []string{"people-app"}}},
 			"mcpServers": map[string]any{"up": map[string]any{"url": bRes + "/mcp", "type": "http", "protocol": "2026-07-28",
 				"oauth": map[string]any{"grant": "token_exchange", "clientId": "sb-exchange", "clientSecret": "secret://env/SB_EXCHANGE",
 					"scopes": []string{"mcp:tools", "offline_access"}}}},
@@ -115,6 +117,17 @@ func TestOAuthTokenExchangePerCaller(t *testing.T) {
 	})
 	round(t, "first", 3)
 	checkAudit(t, auditFile, users)
+
+	// A caller with a static token has nothing to exchange: its calls
+	// fail and say why, more of them than open the breaker, and the
+	// people's calls go on at once.
+	if err := staticCalls(aRes+"/mcp", staticToken, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := callAs(aRes+"/mcp", access[1], 1, func(int) string { return person(1) + " after-static 0" }); err != nil {
+		t.Fatalf("a call after the static caller's: %v", err)
+	}
+
 	before := grantCounts(t, issuer)
 	if n := before["urn:ietf:params:oauth:grant-type:token-exchange"]; n < users || n > 2*users {
 		t.Fatalf("%d token exchanges for %d people: want one each (a few more if a refresh failed)", n, users)
@@ -150,7 +163,8 @@ func person(i int) string { return fmt.Sprintf("p%03d", i) }
 // callAs opens a session at url with token and calls echo n times, with
 // text(k) as the text of the k-th call.
 func callAs(url, token string, n int, text func(k int) string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Generous: 100 callers at once on a shared machine, under -race.
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
@@ -165,6 +179,35 @@ func callAs(url, token string, n int, text func(k int) string) error {
 		}
 		if res.IsError || !strings.Contains(textOf(res), text(k)) {
 			return fmt.Errorf("%s: %q", text(k), textOf(res))
+		}
+	}
+	return nil
+}
+
+// staticCalls calls echo n times with a static token of auth.tokens: each
+// call must fail, naming what the caller lacks.
+func staticCalls(url, token string, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer cs.Close()
+	for k := range n {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_up_mcp_f_echo", Arguments: map[string]any{"text": "static"}})
+		msg := ""
+		switch {
+		case err != nil:
+			msg = err.Error()
+		case !res.IsError:
+			return fmt.Errorf("static call %d succeeded: %q", k, textOf(res))
+		default:
+			msg = textOf(res)
+		}
+		if !strings.Contains(msg, "no access token of the identity provider to exchange") {
+			return fmt.Errorf("static call %d: %q does not say the caller has no token to exchange", k, msg)
 		}
 	}
 	return nil

@@ -64,6 +64,12 @@ func needsConsent(err string) bool {
 	return strings.Contains(err, oauth.ErrConsent.Error()+": run `switchboard auth login")
 }
 
+// callerRefused reports whether a call failed because its caller's own
+// token could not be had (oauth.ErrCaller, as text, as needsConsent).
+func callerRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), oauth.ErrCaller.Error())
+}
+
 // earlyFailed records a failed attempt that a call asked for. It is logged
 // at debug only: the scheduled attempts already say, at warn, that the
 // server is unreachable, and calls may ask once a second.

@@ -17,9 +17,13 @@ import (
 // both the token exchanged and the one asked for.
 const tokenTypeAccessToken = "urn:ietf:params:oauth:token-type:access_token"
 
+// ErrCaller matches a request whose caller's own token could not be had
+// (token_exchange): the caller's failure, not the server's.
+var ErrCaller = errors.New("no token for this caller")
+
 // ErrNoCallerToken matches a token_exchange request made for a caller
 // that showed switchboard no access token of the identity provider (a
-// static token of auth.tokens, or serve --stdio).
+// static token of auth.tokens).
 var ErrNoCallerToken = errors.New("token_exchange: the caller has no access token of the identity provider to exchange")
 
 // exchangeHandler is the token_exchange grant (RFC 8693) for one caller:
@@ -67,7 +71,7 @@ func (x *exchangeHandler) Authorize(ctx context.Context, req *http.Request, resp
 	p := &x.h.p
 	c, _ := CallerOf(ctx)
 	if c.Token == "" {
-		return fmt.Errorf("upstream %q: %w", p.Key.Server, ErrNoCallerToken)
+		return fmt.Errorf("%w: %w", ErrCaller, ErrNoCallerToken)
 	}
 	d, err := discover(ctx, req, resp, p)
 	if err != nil {
@@ -75,7 +79,9 @@ func (x *exchangeHandler) Authorize(ctx context.Context, req *http.Request, resp
 	}
 	tok, err := x.exchange(ctx, d, c.Token)
 	if err != nil {
-		return fmt.Errorf("upstream %q: token exchange: %w", p.Key.Server, err)
+		// Refused for this caller (its token expired, revoked, not
+		// allowed there): the next caller's may well be exchanged.
+		return fmt.Errorf("%w: token exchange: %w", ErrCaller, err)
 	}
 	meta := Entry{ClientID: p.Config.ClientID, TokenURL: d.asm.TokenEndpoint,
 		AuthStyle: int(authStyle(d.asm.TokenEndpointAuthMethodsSupported)), Scopes: d.scopes}
