@@ -110,6 +110,21 @@ func forget(st oauth.Store, server string) (int, error) {
 	return n, nil
 }
 
+// callers counts the callers' tokens kept for server (token_exchange).
+func callers(st oauth.Store, server string) int {
+	ks, err := st.Keys()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, k := range ks {
+		if k.Server == server && k.Principal != "" {
+			n++
+		}
+	}
+	return n
+}
+
 func keys(m map[string]upstream.Spec) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -143,6 +158,11 @@ func authStatus(ctx context.Context, specs map[string]upstream.Spec, open func(c
 			}
 			if !e.Token.Expiry.IsZero() {
 				expires = e.Token.Expiry.UTC().Format(time.RFC3339)
+			}
+		}
+		if err == nil {
+			if n := callers(st, name); n > 0 {
+				has += fmt.Sprintf(" (+%d callers')", n)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, sp.OAuth.Grant, has, expires)

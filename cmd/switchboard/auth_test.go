@@ -18,6 +18,9 @@ func TestForgetEveryCaller(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if n := callers(st, "up"); n != 2 {
+		t.Errorf("callers: %d, want 2", n)
+	}
 	n, err := forget(st, "up")
 	if err != nil || n != 3 {
 		t.Fatalf("forget: %d, %v; want 3", n, err)

@@ -25,8 +25,9 @@ type Transport struct {
 	// Server names the server in errors.
 	Server string
 
-	// One Authorize at a time per caller (CallerOf; "" for requests made
-	// for none): one caller's slow exchange holds up no other's.
+	// One Authorize at a time: per caller (CallerOf) when the tokens are
+	// per caller, so that one caller's slow exchange holds up no other's;
+	// else one for the server.
 	locks sync.Map // caller principal → *sync.Mutex
 }
 
@@ -93,8 +94,12 @@ func (t *Transport) authorized(r *http.Request) (string, *http.Request, error) {
 // authorize calls Authorize for a request sent with token sent, unless
 // another request's authorization already replaced that token.
 func (t *Transport) authorize(r *http.Request, resp *http.Response, sent string) error {
-	c, _ := CallerOf(r.Context())
-	mu, _ := t.locks.LoadOrStore(c.Principal, new(sync.Mutex))
+	key := ""
+	if _, ok := t.Handler.(*PerCaller); ok {
+		c, _ := CallerOf(r.Context())
+		key = c.Principal
+	}
+	mu, _ := t.locks.LoadOrStore(key, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 	if ts, err := t.Handler.TokenSource(r.Context()); err == nil && ts != nil && resp.StatusCode == http.StatusUnauthorized {
