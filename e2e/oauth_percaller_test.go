@@ -3,7 +3,11 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,6 +34,17 @@ import (
 // the calls after it make no new exchange, only refreshes.
 func TestOAuthTokenExchangePerCaller(t *testing.T) {
 	const users = 100
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyFile := filepath.Join(t.TempDir(), "client.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pubDER, _ := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	pubPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
 	bRes := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	aRes := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
 	callback := "http://127.0.0.1:1/callback" // never reached: the test reads the code from the redirect
@@ -45,6 +60,8 @@ func TestOAuthTokenExchangePerCaller(t *testing.T) {
 				"grants": []string{"authorization_code"}},
 			map[string]any{"id": "sb-exchange", "secret": "sb-exchange-7d10", "ttlSeconds": 20, "audience": []string{bRes + "/mcp"},
 				"grants": []string{"client_credentials", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange"}},
+			map[string]any{"id": "sb-exchange-key", "publicKey": pubPEM, "audience": []string{bRes + "/mcp"},
+				"grants": []string{"client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"}},
 		},
 		"users": people,
 	})
@@ -135,7 +152,7 @@ func TestOAuthTokenExchangePerCaller(t *testing.T) {
 
 	// A restart keeps every person's token: no new exchange, refreshes.
 	a.proc.stop(5 * time.Second)
-	startA()
+	a = startA()
 	testutil.Eventually(t, 30*time.Second, "A to list B's tools again", func() bool {
 		return callAs(aRes+"/mcp", access[0], 1, func(int) string { return person(0) + " warmup 1" }) == nil
 	})
@@ -147,6 +164,32 @@ func TestOAuthTokenExchangePerCaller(t *testing.T) {
 	}
 	if n, m := before["refresh_token"], after["refresh_token"]; m < n+users {
 		t.Errorf("refreshes: %d before the restart, %d after: want at least %d more", n, m, users)
+	}
+	// The client authenticated by a key (private_key_jwt) instead of a
+	// secret: a person's calls reach B as that person too.
+	kRes := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	kRun := t.TempDir()
+	startSwitchboardIn(t, kRun, kRun, map[string]any{
+		"listen": strings.TrimPrefix(kRes, "http://"),
+		"auth":   map[string]any{"oauth": map[string]any{"resource": kRes, "issuer": issuer, "audience": []string{"people-app"}}},
+		"mcpServers": map[string]any{"up": map[string]any{"url": bRes + "/mcp", "type": "http", "protocol": "2026-07-28",
+			"oauth": map[string]any{"grant": "token_exchange", "clientId": "sb-exchange-key", "privateKey": "secret://file" + keyFile,
+				"scopes": []string{"mcp:tools"}, "tokenStore": "memory"}}},
+	}, nil)
+	testutil.Eventually(t, 30*time.Second, "a call through the private_key_jwt client", func() bool {
+		return callAs(kRes+"/mcp", access[7], 1, func(int) string { return person(7) + " key 0" }) == nil
+	})
+	if err := callAs(kRes+"/mcp", access[8], 2, func(k int) string { return fmt.Sprintf("%s key %d", person(8), k) }); err != nil {
+		t.Fatal(err)
+	}
+	checkAudit(t, auditFile, users)
+
+	// No person's access token in A's log or /status.
+	st, _ := json.Marshal(a.status(t))
+	for i, tok := range access {
+		if strings.Contains(a.Stderr(), tok) || strings.Contains(string(st), tok) {
+			t.Errorf("%s's access token is in A's log or /status", person(i))
+		}
 	}
 	// A keeps the tokens sealed: no person's token in its store.
 	b, err := os.ReadFile(filepath.Join(tokens, "tokens.enc"))

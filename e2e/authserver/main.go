@@ -68,6 +68,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/text/language"
 )
@@ -178,11 +179,12 @@ func run() error {
 }
 
 // server is op's legacy server with private_key_jwt client authentication
-// on the client-credentials grant too (op checks only a secret there).
+// on the client-credentials and token-exchange grants too (op checks only
+// a secret there).
 type server struct{ *op.LegacyServer }
 
 func (s *server) VerifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
-	if r.Form.Get("grant_type") == "client_credentials" && r.Data.ClientAssertion != "" {
+	if g := r.Form.Get("grant_type"); (g == "client_credentials" || g == string(oidc.GrantTypeTokenExchange)) && r.Data.ClientAssertion != "" {
 		ex, ok := s.Provider().(op.JWTAuthorizationGrantExchanger)
 		if !ok {
 			return nil, errors.New("private_key_jwt not supported")
