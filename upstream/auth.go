@@ -18,7 +18,7 @@ type authSlot struct {
 	redact func(string)
 
 	mu sync.Mutex
-	h  *oauth.Client
+	h  auth.OAuthHandler
 }
 
 // handler returns the server's handler, making it on first use for the
@@ -41,13 +41,20 @@ func (a *authSlot) handler(ctx context.Context, cn *connector, url string) (auth
 	if err != nil {
 		return nil, err
 	}
-	h, err := oauth.New(ctx, oauth.Params{
+	p := oauth.Params{
 		Key: oauth.Key{Server: sp.Name}, URL: url, Config: sp.OAuth, Expand: cn.expand, Store: st, Redact: a.redact,
 		// Discovery, registration and token requests go to the
 		// authorization server, another origin as a rule: the egress
 		// allow-list bounds them, not the server's own origin.
 		Client: &http.Client{Transport: allowList{eg}, CheckRedirect: eg.checkAllowed},
-	})
+	}
+	var h auth.OAuthHandler
+	if sp.OAuth.Grant == oauth.GrantTokenExchange {
+		// A token per caller: the call's context names it.
+		h, err = oauth.NewPerCaller(ctx, p)
+	} else {
+		h, err = oauth.New(ctx, p)
+	}
 	if err != nil {
 		return nil, Permanent(err)
 	}

@@ -289,6 +289,10 @@ func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.D
 	if we, ok := answer(err); ok {
 		return we
 	}
+	if why := callerRefusal(err); why != "" {
+		// This caller's token could not be had: the session is fine.
+		return &UnavailableError{Server: cs.sp().Name, Reason: why}
+	}
 	if cs.connectionLost(s, err) {
 		s.markLost(err)
 		if s.proc == nil {

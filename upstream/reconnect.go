@@ -64,6 +64,24 @@ func needsConsent(err string) bool {
 	return strings.Contains(err, oauth.ErrConsent.Error()+": run `switchboard auth login")
 }
 
+// callerRefusal is what err says from oauth.ErrCaller on, when a call
+// failed because its caller's own token could not be had (as text, as
+// needsConsent); "" for any other error.
+func callerRefusal(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, oauth.ErrCaller.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return ""
+}
+
+// callerRefused reports whether a call failed because its caller's own
+// token could not be had.
+func callerRefused(err error) bool { return callerRefusal(err) != "" }
+
 // earlyFailed records a failed attempt that a call asked for. It is logged
 // at debug only: the scheduled attempts already say, at warn, that the
 // server is unreachable, and calls may ask once a second.

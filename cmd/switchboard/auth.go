@@ -73,11 +73,12 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitError
 		}
 		if sub == "logout" {
-			if err := st.Delete(oauth.Key{Server: name}); err != nil {
+			n, err := forget(st, name)
+			if err != nil {
 				fmt.Fprintln(stderr, "switchboard auth logout:", err)
 				return exitError
 			}
-			fmt.Fprintf(stderr, "%s: token forgotten\n", name)
+			fmt.Fprintf(stderr, "%s: %d token(s) forgotten\n", name, n)
 			return exitOK
 		}
 		if err := login(ctx, sp, x, st, !noBrowser, stdout, stderr); err != nil {
@@ -88,6 +89,40 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "switchboard auth: unknown subcommand %q\n\n%s", sub, authUsage)
 	return exitConfig
+}
+
+// forget deletes every token kept for server: its own and, with
+// token_exchange, each caller's.
+func forget(st oauth.Store, server string) (int, error) {
+	ks, err := st.Keys()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, k := range ks {
+		if k.Server == server {
+			if err := st.Delete(k); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// callers counts the callers' tokens kept for server (token_exchange).
+func callers(st oauth.Store, server string) int {
+	ks, err := st.Keys()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, k := range ks {
+		if k.Server == server && k.Principal != "" {
+			n++
+		}
+	}
+	return n
 }
 
 func keys(m map[string]upstream.Spec) []string {
@@ -123,6 +158,11 @@ func authStatus(ctx context.Context, specs map[string]upstream.Spec, open func(c
 			}
 			if !e.Token.Expiry.IsZero() {
 				expires = e.Token.Expiry.UTC().Format(time.RFC3339)
+			}
+		}
+		if err == nil {
+			if n := callers(st, name); n > 0 {
+				has += fmt.Sprintf(" (+%d callers')", n)
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, sp.OAuth.Grant, has, expires)

@@ -41,7 +41,8 @@
 // (secret, or a private_key_jwt client assertion); the JWT-profile grant
 // (RFC 7523, assertion signed by the client's key, iss = sub = client id;
 // op issues an opaque, introspectable token for it);
-// token exchange (RFC 8693); revocation (/revoke, RFC 7009); introspection
+// token exchange (RFC 8693; asking for offline_access also gets a refresh
+// token); revocation (/revoke, RFC 7009); introspection
 // (/oauth/introspect, RFC 7662; the introspecting client must authenticate
 // and be in the token's audience, or the client the token was issued to).
 // Scopes a token carries are in its "scope" claim (JWT) or the
@@ -67,6 +68,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"golang.org/x/text/language"
 )
@@ -146,7 +148,21 @@ func run() error {
 		}
 		w.Write([]byte(tok))
 	})
-	mux.Handle("/", oidc)
+	// GET /test/grants: {"GRANT_TYPE": N, …}, the token requests made.
+	mux.HandleFunc("/test/grants", func(w http.ResponseWriter, r *http.Request) {
+		// How many token requests of each grant type were made: what a
+		// test counts to tell a new token exchange from a refresh.
+		json.NewEncoder(w).Encode(st.counts())
+	})
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == op.DefaultEndpoints.Token.Relative() {
+			// Parsed here once; op reads the same parsed form.
+			if err := r.ParseForm(); err == nil {
+				st.count(r.PostForm.Get("grant_type"))
+			}
+		}
+		oidc.ServeHTTP(w, r)
+	}))
 	srv := &http.Server{Handler: mux}
 	go func() { _ = srv.Serve(ln) }()
 	if *ready != "" {
@@ -163,11 +179,12 @@ func run() error {
 }
 
 // server is op's legacy server with private_key_jwt client authentication
-// on the client-credentials grant too (op checks only a secret there).
+// on the client-credentials and token-exchange grants too (op checks only
+// a secret there).
 type server struct{ *op.LegacyServer }
 
 func (s *server) VerifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
-	if r.Form.Get("grant_type") == "client_credentials" && r.Data.ClientAssertion != "" {
+	if g := r.Form.Get("grant_type"); (g == "client_credentials" || g == string(oidc.GrantTypeTokenExchange)) && r.Data.ClientAssertion != "" {
 		ex, ok := s.Provider().(op.JWTAuthorizationGrantExchanger)
 		if !ok {
 			return nil, errors.New("private_key_jwt not supported")

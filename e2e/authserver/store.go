@@ -53,6 +53,7 @@ type store struct {
 	mu      sync.Mutex
 	tokens  map[string]issued // access-token ID → what it was issued for
 	refresh map[string]string // client ID → the refresh token last issued to it
+	grants  map[string]int    // grant type → token requests made with it
 }
 
 type issued struct {
@@ -73,7 +74,7 @@ func (u users) GetUserByUsername(name string) *storage.User { return u.GetUserBy
 func (u users) ExampleClientID() string                     { return "" }
 
 func newStore(cfg config, key *rsa.PrivateKey) (*store, error) {
-	s := &store{clients: map[string]*client{}, users: map[string]userConfig{}, key: key, tokens: map[string]issued{}, refresh: map[string]string{}}
+	s := &store{clients: map[string]*client{}, users: map[string]userConfig{}, key: key, tokens: map[string]issued{}, refresh: map[string]string{}, grants: map[string]int{}}
 	for _, u := range cfg.Users {
 		s.users[u.ID] = u
 	}
@@ -297,12 +298,37 @@ func (s *store) SetUserinfoFromTokenExchangeRequest(ctx context.Context, ui *oid
 
 // ValidateTokenExchangeRequest admits every exchange of a valid subject
 // token, for the audience and scopes asked (default: an access token).
+// An exchange for an access token that asks for offline_access gets a
+// refresh token beside it: op issues one only for the refresh-token type,
+// so the request is turned into that (the answer's access_token is still
+// the access token; its issued_token_type says refresh_token).
 func (s *store) ValidateTokenExchangeRequest(_ context.Context, r op.TokenExchangeRequest) error {
 	if r.GetRequestedTokenType() == "" {
 		r.SetRequestedTokenType(oidc.AccessTokenType)
 	}
+	if r.GetRequestedTokenType() == oidc.AccessTokenType && contains(r.GetScopes(), oidc.ScopeOfflineAccess) {
+		r.SetRequestedTokenType(oidc.RefreshTokenType)
+	}
 	r.SetCurrentScopes(r.GetScopes())
 	return nil
+}
+
+// count notes one token request of grant type g.
+func (s *store) count(g string) {
+	s.mu.Lock()
+	s.grants[g]++
+	s.mu.Unlock()
+}
+
+// counts is how many token requests of each grant type were made.
+func (s *store) counts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.grants))
+	for g, n := range s.grants {
+		out[g] = n
+	}
+	return out
 }
 
 // GetKeyByIDAndClientID is the client's public key, for private_key_jwt

@@ -15,10 +15,11 @@ const (
 	GrantClientCredentials = "client_credentials"
 	GrantJWTBearer         = "jwt_bearer"
 	GrantEnterprise        = "enterprise"
+	GrantTokenExchange     = "token_exchange"
 )
 
 var (
-	grants           = []string{GrantAuthorizationCode, GrantClientCredentials, GrantJWTBearer, GrantEnterprise}
+	grants           = []string{GrantAuthorizationCode, GrantClientCredentials, GrantJWTBearer, GrantEnterprise, GrantTokenExchange}
 	signingAlgs      = []string{"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"}
 	tokenStoreKinds  = []string{"file", "memory"}
 	oauthSecretField = []string{"clientSecret", "privateKey", "assertion", "idpClientSecret", "idToken", "tokenStoreKey"}
@@ -33,7 +34,10 @@ type OAuth struct {
 	// Grant is authorization_code (a person consents, with
 	// `switchboard auth login NAME`), client_credentials (with
 	// clientSecret, or privateKey for private_key_jwt), jwt_bearer (RFC
-	// 7523 with assertion) or enterprise (ID-JAG).
+	// 7523 with assertion), enterprise (ID-JAG) or token_exchange (RFC
+	// 8693: the downstream caller's access token, from auth.oauth,
+	// exchanged for one per caller; the client authenticates as for
+	// client_credentials).
 	Grant  string   `json:"grant"`
 	Scopes []string `json:"scopes,omitempty"`
 	// ClientID and ClientSecret name a pre-registered client. Without
@@ -124,6 +128,24 @@ func (v *validator) oauth(path, tr string, s *Server) {
 		v.add(p+".privateKey", "set clientSecret or privateKey, not both")
 	}
 	v.grantFields(p, o)
+	if o.Grant == GrantTokenExchange {
+		v.tokenExchange(path, tr, s)
+	}
+}
+
+// tokenExchange checks what the token_exchange grant needs around its
+// oauth block: callers with an identity provider's access tokens to
+// exchange, and a server that holds no session per client, since each
+// call carries its own caller's token.
+func (v *validator) tokenExchange(path, tr string, s *Server) {
+	p := path + ".oauth.grant"
+	if !v.idp {
+		v.add(p, `"token_exchange" exchanges the caller's access token: it needs auth.oauth (callers with the identity provider's tokens)`)
+	}
+	if tr != "http" || s.Protocol != "2026-07-28" {
+		v.add(p, `"token_exchange" sends each call with its own caller's token: it needs "type": "http" and "protocol": "2026-07-28" `+
+			`(a server of an earlier protocol binds its session to the one caller that opened it)`)
+	}
 }
 
 // grantFields checks what each grant needs and refuses what it would not
@@ -151,10 +173,10 @@ func (v *validator) grantFields(p string, o *OAuth) {
 		unused("assertion", o.Assertion)
 		unused("privateKey", o.PrivateKey)
 		enterpriseOnly()
-	case GrantClientCredentials:
+	case GrantClientCredentials, GrantTokenExchange:
 		needs("clientId", o.ClientID, "")
 		if o.ClientSecret == "" && o.PrivateKey == "" {
-			v.add(p, `grant "client_credentials" needs clientSecret or privateKey`)
+			v.add(p, fmt.Sprintf("grant %q needs clientSecret or privateKey", o.Grant))
 		}
 		unused("assertion", o.Assertion)
 		unused("clientMetadataUrl", o.ClientMetadataURL)

@@ -39,7 +39,7 @@ var transportAliases = map[string]string{
 // Validate runs every semantic check and reports all problems at once, each
 // with its field path.
 func (c *Config) Validate() error {
-	var v validator
+	v := validator{idp: c.Auth != nil && c.Auth.OAuth != nil}
 	v.settings(c)
 	for _, k := range sortedKeys(c.MCPServers) {
 		v.server(joinKey(c.serversPath(), k), k, c.MCPServers[k])
@@ -213,7 +213,10 @@ func (v *validator) requireReady(names []string, base map[string]*Server) {
 	}
 }
 
-type validator struct{ errs []error }
+type validator struct {
+	errs []error
+	idp  bool // auth.oauth is set: callers may carry the identity provider's tokens
+}
 
 func (v *validator) add(path, reason string) {
 	v.errs = append(v.errs, &FieldError{Path: path, Reason: reason})

@@ -106,7 +106,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
 	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
-	up, err := h.CallTool(cctx, params, newCallSink(d.trust, req, tok, src, opts))
+	up, err := h.CallTool(forCaller(cctx), params, newCallSink(d.trust, req, tok, src, opts))
 	var tc *upstream.TaskCreated
 	if errors.As(err, &tc) {
 		// The server runs the call as a task: the caller gets its

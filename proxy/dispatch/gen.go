@@ -114,6 +114,11 @@ type Held struct {
 	// Principal is who the request is, once authenticated (package
 	// edge): it rides on the same context.
 	Principal Principal
+	// Credential is the identity provider's access token the request
+	// showed (auth.oauth; "" otherwise), for a server whose grant
+	// exchanges it (forCaller). It lives as long as the request and is
+	// never logged or sent upstream itself.
+	Credential string
 }
 
 // HeldIn is the hold ctx carries, or nil.

@@ -34,7 +34,7 @@ func (d *Dispatcher) getPrompt(ctx context.Context, v *view.View, req *session.R
 	if err != nil {
 		return nil, clientError(err)
 	}
-	res, err := h.GetPrompt(ctx, up, newCallSink(d.trust, req, progressToken(req.Params), src, opts))
+	res, err := h.GetPrompt(forCaller(ctx), up, newCallSink(d.trust, req, progressToken(req.Params), src, opts))
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
@@ -75,7 +75,7 @@ func (d *Dispatcher) readFrom(ctx context.Context, v *view.View, e *view.ServerE
 	if err != nil {
 		return nil, clientError(err)
 	}
-	res, err := h.ReadResource(ctx, params, newCallSink(d.trust, req, nil, src, opts))
+	res, err := h.ReadResource(forCaller(ctx), params, newCallSink(d.trust, req, nil, src, opts))
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
@@ -178,7 +178,7 @@ func (d *Dispatcher) complete(ctx context.Context, v *view.View, req *session.Re
 	if err != nil {
 		return nil, clientError(err)
 	}
-	res, err := h.Complete(ctx, &params, newCallSink(d.trust, req, nil, src, opts))
+	res, err := h.Complete(forCaller(ctx), &params, newCallSink(d.trust, req, nil, src, opts))
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}

@@ -180,7 +180,7 @@ func (t *taskRoutes) handler(method string) viewHandler {
 		src, opts := sanitize.Source{Server: rt.Entry.Key, Tool: rt.Original}, t.d.trust.options(v.Snap, rt.Entry)
 		up := &taskParams{TaskID: ref.Upstream, InputResponses: p.InputResponses}
 		up.Meta = forwardableMeta(p.Meta)
-		raw, err := h.Call(ctx, method, up, newCallSink(t.d.trust, r, nil, src, opts))
+		raw, err := h.Call(forCaller(ctx), method, up, newCallSink(t.d.trust, r, nil, src, opts))
 		if err != nil {
 			return nil, t.d.trust.protocolError(ctx, err, src, opts)
 		}

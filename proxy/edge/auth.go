@@ -41,6 +41,7 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		pr := dispatch.Principal{View: pathView}
+		cred := "" // the identity provider's access token, for token_exchange
 		if enabled {
 			tok, ok := bearer(r)
 			var te dispatch.TokenEntry
@@ -69,6 +70,7 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 				if pr, done = oauthPrincipal(w, r, idp, tok, pathView, byPath, unknown, func(v string) bool { return snap.Views[v] != nil }); done {
 					return
 				}
+				cred = tok
 			default:
 				challenge(w, idp, r.URL.Path, nil)
 				http.Error(w, "missing or invalid bearer token", http.StatusUnauthorized)
@@ -78,7 +80,7 @@ func (e *Edge) authenticate(next http.Handler) http.Handler {
 		if held := dispatch.HeldIn(r.Context()); held != nil {
 			// A POST: the principal rides on the context that holds its
 			// generation.
-			held.Principal = pr
+			held.Principal, held.Credential = pr, cred
 		} else {
 			r = r.WithContext(context.WithValue(r.Context(), viewKey, pr))
 		}

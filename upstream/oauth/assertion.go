@@ -86,7 +86,7 @@ func (s *assertionSource) Token() (*oauth2.Token, error) {
 	}
 	switch {
 	case c.PrivateKey != "":
-		signed, err := s.clientAssertion(ctx)
+		signed, err := s.a.h.clientAssertion(ctx, s.d.asm.Issuer)
 		if err != nil {
 			return nil, err
 		}
@@ -107,10 +107,10 @@ func (s *assertionSource) Token() (*oauth2.Token, error) {
 }
 
 // clientAssertion signs a fresh private_key_jwt assertion: the client is
-// its issuer and subject, the authorization server its audience.
-func (s *assertionSource) clientAssertion(ctx context.Context) (string, error) {
-	c := s.a.p.Config
-	pem, err := s.a.h.expand(ctx, "privateKey", c.PrivateKey, true)
+// its issuer and subject, the authorization server (issuer) its audience.
+func (h *Client) clientAssertion(ctx context.Context, issuer string) (string, error) {
+	c := h.p.Config
+	pem, err := h.expand(ctx, "privateKey", c.PrivateKey, true)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +122,7 @@ func (s *assertionSource) clientAssertion(ctx context.Context) (string, error) {
 	rand.Read(jti)
 	now := time.Now()
 	claims := jwt.RegisteredClaims{
-		Issuer: c.ClientID, Subject: c.ClientID, Audience: jwt.ClaimStrings{s.d.asm.Issuer},
+		Issuer: c.ClientID, Subject: c.ClientID, Audience: jwt.ClaimStrings{issuer},
 		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(2 * time.Minute)),
 		ID: hex.EncodeToString(jti),
 	}

@@ -3,10 +3,14 @@
 // (authorization code with a pre-registered client, a Client ID Metadata
 // Document or dynamic registration; client credentials with a secret or a
 // private_key_jwt assertion; the RFC 7523 JWT bearer grant; enterprise-
-// managed authorization) and keeps its tokens in a Store, encrypted at
-// rest, keyed by server and principal. The upstream package's HTTP
-// transport sets the Authorization header from the handler and calls its
-// Authorize once on a 401 or 403.
+// managed authorization; token exchange of the downstream caller's access
+// token, RFC 8693) and keeps its tokens in a Store, encrypted at rest,
+// keyed by server and principal: one principal ("") for the grants whose
+// token is switchboard's or one person's, one per caller for
+// token_exchange (PerCaller, which finds the caller in the request's
+// context: WithCaller). The upstream package's HTTP transport sets the
+// Authorization header from the handler and calls its Authorize once on
+// a 401 or 403.
 //
 // Discovery, registration, PKCE, the iss check and the token requests are
 // the go-sdk's (auth, auth/extauth, oauthex) and golang.org/x/oauth2's;

@@ -20,6 +20,7 @@ const (
 	GrantClientCredentials = "client_credentials"
 	GrantJWTBearer         = "jwt_bearer"
 	GrantEnterprise        = "enterprise"
+	GrantTokenExchange     = "token_exchange"
 )
 
 // DefaultRedirectURI is where auth login takes the redirect when the
@@ -136,6 +137,9 @@ func New(ctx context.Context, p Params) (*Client, error) {
 	case GrantEnterprise:
 		h.stored = e
 		h.inner = &enterpriseHandler{h: h}
+	case GrantTokenExchange:
+		h.stored = e
+		h.inner, err = h.tokenExchange(ctx, e)
 	default:
 		err = fmt.Errorf("grant %q: not one switchboard knows", c.Grant)
 	}

@@ -25,7 +25,10 @@ type Transport struct {
 	// Server names the server in errors.
 	Server string
 
-	mu sync.Mutex // one Authorize at a time
+	// One Authorize at a time: per caller (CallerOf) when the tokens are
+	// per caller, so that one caller's slow exchange holds up no other's;
+	// else one for the server.
+	locks sync.Map // caller principal → *sync.Mutex
 }
 
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -91,8 +94,14 @@ func (t *Transport) authorized(r *http.Request) (string, *http.Request, error) {
 // authorize calls Authorize for a request sent with token sent, unless
 // another request's authorization already replaced that token.
 func (t *Transport) authorize(r *http.Request, resp *http.Response, sent string) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	key := ""
+	if _, ok := t.Handler.(*PerCaller); ok {
+		c, _ := CallerOf(r.Context())
+		key = c.Principal
+	}
+	mu, _ := t.locks.LoadOrStore(key, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	if ts, err := t.Handler.TokenSource(r.Context()); err == nil && ts != nil && resp.StatusCode == http.StatusUnauthorized {
 		if tok, err := ts.Token(); err == nil && tok.AccessToken != sent {
 			io.Copy(io.Discard, resp.Body)
