@@ -295,7 +295,7 @@ func TestMCPAppsAppCalls(t *testing.T) {
 	// The nine calls took the burst: the caller's rate limit holds the
 	// next, by whatever name.
 	if res, err := callTool(t, cs, "get-time", map[string]any{}); err != nil || !res.IsError || !strings.Contains(textOf(res), "rate limit exceeded") {
-		t.Errorf("a seventh call by bare name: %v %s, want the rate limit", err, js(res))
+		t.Errorf("a tenth call by bare name: %v %s, want the rate limit", err, js(res))
 	}
 
 	// Denied: the fixture's show_admin_app by any name, every tool of
