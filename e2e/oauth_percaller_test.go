@@ -209,10 +209,9 @@ func callAs(url, token string, n int, text func(k int) string) error {
 	// Generous: 100 callers at once on a shared machine, under -race.
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	cs, err := connectAs(ctx, url, token)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return err
 	}
 	defer cs.Close()
 	for k := range n {
@@ -227,15 +226,24 @@ func callAs(url, token string, n int, text func(k int) string) error {
 	return nil
 }
 
+// connectAs opens a session at url that sends token as its bearer.
+func connectAs(ctx context.Context, url, token string) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return cs, nil
+}
+
 // staticCalls calls echo n times with a static token of auth.tokens: each
 // call must fail, naming what the caller lacks.
 func staticCalls(url, token string, n int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, nil)
+	cs, err := connectAs(ctx, url, token)
 	if err != nil {
-		return fmt.Errorf("connect: %w", err)
+		return err
 	}
 	defer cs.Close()
 	for k := range n {
