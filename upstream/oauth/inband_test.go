@@ -1,0 +1,141 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+const testAuthURL = "https://as.example/authorize?client_id=sb&state=st-4d1e&code_challenge=x"
+
+// TestConsentFlowBinding: a flow starts only for the principal it was
+// opened for (another caller cannot start, nor use up, alice's), and its
+// redirect completes it only at the browser that started it; the code
+// then reaches the flow's waiting fetcher, once.
+func TestConsentFlowBinding(t *testing.T) {
+	c := NewConsents(time.Minute)
+	f, err := c.Open("notion", "alice", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Start(f.ID, "mallory"); !errors.Is(err, ErrFlowPrincipal) {
+		t.Fatalf("another caller started alice's flow: %v", err)
+	}
+	if _, err := c.Complete("st-4d1e", "", "code-1", ""); !errors.Is(err, ErrFlowUnknown) {
+		t.Fatalf("a redirect completed a flow no browser started: %v", err)
+	}
+	u, binding, err := c.Start(f.ID, "alice")
+	if err != nil || u != testAuthURL || binding == "" {
+		t.Fatalf("alice's start: %q %q %v", u, binding, err)
+	}
+	if _, err := c.Complete("st-4d1e", binding, "code-1", "https://as.example"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := c.Wait(ctx, f)
+	if err != nil || r.Code != "code-1" || r.State != "st-4d1e" || r.Iss != "https://as.example" {
+		t.Fatalf("wait: %+v %v", r, err)
+	}
+}
+
+// TestConsentFlowWrongBrowser: a redirect that reaches a browser without
+// the start's binding (a phished victim's, a forged one) delivers no code
+// and uses the flow up.
+func TestConsentFlowWrongBrowser(t *testing.T) {
+	c := NewConsents(time.Minute)
+	f, err := c.Open("notion", "alice", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, binding, err := c.Start(f.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete("st-4d1e", "another browser's", "code-1", ""); !errors.Is(err, ErrFlowBrowser) {
+		t.Fatalf("a redirect at another browser: %v", err)
+	}
+	if _, err := c.Complete("st-4d1e", binding, "code-2", ""); !errors.Is(err, ErrFlowUnknown) {
+		t.Fatalf("the flow survived a forged redirect: %v", err)
+	}
+	select {
+	case r := <-f.done:
+		t.Fatalf("a code reached the fetcher: %+v", r)
+	default:
+	}
+}
+
+// TestConsentFlowSingleUse: a flow starts once and completes once.
+func TestConsentFlowSingleUse(t *testing.T) {
+	c := NewConsents(time.Minute)
+	f, err := c.Open("notion", "alice", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, binding, err := c.Start(f.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Start(f.ID, "alice"); !errors.Is(err, ErrFlowUnknown) {
+		t.Fatalf("a second start: %v", err)
+	}
+	if _, err := c.Complete("st-4d1e", binding, "code-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete("st-4d1e", binding, "code-1", ""); !errors.Is(err, ErrFlowUnknown) {
+		t.Fatalf("a replayed redirect: %v", err)
+	}
+}
+
+// TestConsentFlowExpiry: a flow neither starts nor completes after its
+// time, and an expired flow is forgotten by the next Open.
+func TestConsentFlowExpiry(t *testing.T) {
+	c := NewConsents(time.Minute)
+	now := time.Now()
+	c.now = func() time.Time { return now }
+	f, err := c.Open("notion", "alice", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Open("notion", "alice", "https://as.example/authorize?state=st-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, binding, err := c.Start(g.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Minute)
+	if _, _, err := c.Start(f.ID, "alice"); !errors.Is(err, ErrFlowExpired) {
+		t.Fatalf("start after expiry: %v", err)
+	}
+	if _, err := c.Complete("st-2", binding, "code", ""); !errors.Is(err, ErrFlowExpired) {
+		t.Fatalf("complete after expiry: %v", err)
+	}
+	h, err := c.Open("notion", "bob", "https://as.example/authorize?state=st-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := c.Open("notion", "bob", "https://as.example/authorize?state=st-4"); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	n := len(c.byID) + len(c.byState)
+	c.mu.Unlock()
+	if n != 2 || h == nil {
+		t.Errorf("%d entries after a sweep, want the one open flow's 2", n)
+	}
+}
+
+// TestConsentFlowOpen: a flow needs a caller and a state to bind.
+func TestConsentFlowOpen(t *testing.T) {
+	c := NewConsents(0)
+	if _, err := c.Open("notion", "", testAuthURL); err == nil {
+		t.Error("a flow opened for no caller")
+	}
+	if _, err := c.Open("notion", "alice", "https://as.example/authorize"); err == nil {
+		t.Error("a flow opened without a state")
+	}
+}
