@@ -188,3 +188,19 @@ func random() string {
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
+
+// Fetcher is the person's part of authorization_code done in band for
+// principal's call to server: it opens a flow for the authorization URL,
+// tells opened of it (the call answers its caller with the flow's start
+// URL), and waits for the flow's redirect, until the flow expires or ctx
+// ends.
+func (c *Consents) Fetcher(server, principal string, opened func(*Flow)) auth.AuthorizationCodeFetcher {
+	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		f, err := c.Open(server, principal, args.URL)
+		if err != nil {
+			return nil, err
+		}
+		opened(f)
+		return c.Wait(ctx, f)
+	}
+}

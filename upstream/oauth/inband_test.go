@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 const testAuthURL = "https://as.example/authorize?client_id=sb&state=st-4d1e&code_challenge=x"
@@ -137,5 +139,46 @@ func TestConsentFlowOpen(t *testing.T) {
 	}
 	if _, err := c.Open("notion", "alice", "https://as.example/authorize"); err == nil {
 		t.Error("a flow opened without a state")
+	}
+}
+
+// TestConsentFetcher: the in-band fetcher opens a flow for its caller,
+// says so, and returns the code its redirect brings; a flow that expires
+// first fails the fetch.
+func TestConsentFetcher(t *testing.T) {
+	c := NewConsents(time.Minute)
+	opened := make(chan *Flow, 1)
+	type res struct {
+		r   *auth.AuthorizationResult
+		err error
+	}
+	out := make(chan res, 1)
+	go func() {
+		r, err := c.Fetcher("notion", "alice", func(f *Flow) { opened <- f })(context.Background(), &auth.AuthorizationArgs{URL: testAuthURL})
+		out <- res{r, err}
+	}()
+	f := <-opened
+	if f.Server != "notion" || f.Principal != "alice" {
+		t.Fatalf("flow %+v", f)
+	}
+	_, binding, err := c.Start(f.ID, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Complete("st-4d1e", binding, "code-9", ""); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-out; o.err != nil || o.r.Code != "code-9" {
+		t.Fatalf("fetch: %+v %v", o.r, o.err)
+	}
+
+	short := NewConsents(50 * time.Millisecond)
+	var g *Flow
+	_, err = short.Fetcher("notion", "alice", func(f *Flow) { g = f })(context.Background(), &auth.AuthorizationArgs{URL: testAuthURL})
+	if !errors.Is(err, ErrFlowExpired) {
+		t.Fatalf("a flow nobody completed: %v", err)
+	}
+	if _, _, err := short.Start(g.ID, "alice"); !errors.Is(err, ErrFlowUnknown) {
+		t.Errorf("an expired flow is still kept: %v", err)
 	}
 }
