@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,10 +121,11 @@ func (c *Consents) Start(id, principal string) (authURL, binding string, err err
 }
 
 // Complete is the authorization server's redirect with state, code and
-// iss, arriving at a browser that brings binding: the flow's waiting
+// iss, arriving at a browser that brings bindings (its consent cookies;
+// one must be the flow's): the flow's waiting
 // Fetcher gets the code. The flow is used up whatever the outcome, but
 // for a redirect that names no flow.
-func (c *Consents) Complete(state, binding, code, iss string) (*Flow, error) {
+func (c *Consents) Complete(state string, bindings []string, code, iss string) (*Flow, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := c.byState[state]
@@ -134,7 +136,7 @@ func (c *Consents) Complete(state, binding, code, iss string) (*Flow, error) {
 	if !c.now().Before(f.expires) {
 		return nil, ErrFlowExpired
 	}
-	if subtle.ConstantTimeCompare([]byte(binding), []byte(f.binding)) != 1 {
+	if !slices.ContainsFunc(bindings, func(b string) bool { return subtle.ConstantTimeCompare([]byte(b), []byte(f.binding)) == 1 }) {
 		return nil, ErrFlowBrowser
 	}
 	f.done <- &auth.AuthorizationResult{Code: code, State: state, Iss: iss} // buffered; sent once
@@ -148,6 +150,9 @@ func (c *Consents) Wait(ctx context.Context, f *Flow) (*auth.AuthorizationResult
 	defer t.Stop()
 	select {
 	case r := <-f.done:
+		if r.Code == "" {
+			return nil, fmt.Errorf("upstream %q %w: the consent was refused", f.Server, ErrConsent)
+		}
 		return r, nil
 	case <-t.C:
 		c.mu.Lock()

@@ -24,14 +24,14 @@ func TestConsentFlowBinding(t *testing.T) {
 	if _, _, err := c.Start(f.ID, "mallory"); !errors.Is(err, ErrFlowPrincipal) {
 		t.Fatalf("another caller started alice's flow: %v", err)
 	}
-	if _, err := c.Complete("st-4d1e", "", "code-1", ""); !errors.Is(err, ErrFlowUnknown) {
+	if _, err := c.Complete("st-4d1e", []string{""}, "code-1", ""); !errors.Is(err, ErrFlowUnknown) {
 		t.Fatalf("a redirect completed a flow no browser started: %v", err)
 	}
 	u, binding, err := c.Start(f.ID, "alice")
 	if err != nil || u != testAuthURL || binding == "" {
 		t.Fatalf("alice's start: %q %q %v", u, binding, err)
 	}
-	if _, err := c.Complete("st-4d1e", binding, "code-1", "https://as.example"); err != nil {
+	if _, err := c.Complete("st-4d1e", []string{binding}, "code-1", "https://as.example"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -55,10 +55,10 @@ func TestConsentFlowWrongBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Complete("st-4d1e", "another browser's", "code-1", ""); !errors.Is(err, ErrFlowBrowser) {
+	if _, err := c.Complete("st-4d1e", []string{"another browser's"}, "code-1", ""); !errors.Is(err, ErrFlowBrowser) {
 		t.Fatalf("a redirect at another browser: %v", err)
 	}
-	if _, err := c.Complete("st-4d1e", binding, "code-2", ""); !errors.Is(err, ErrFlowUnknown) {
+	if _, err := c.Complete("st-4d1e", []string{binding}, "code-2", ""); !errors.Is(err, ErrFlowUnknown) {
 		t.Fatalf("the flow survived a forged redirect: %v", err)
 	}
 	select {
@@ -82,10 +82,10 @@ func TestConsentFlowSingleUse(t *testing.T) {
 	if _, _, err := c.Start(f.ID, "alice"); !errors.Is(err, ErrFlowUnknown) {
 		t.Fatalf("a second start: %v", err)
 	}
-	if _, err := c.Complete("st-4d1e", binding, "code-1", ""); err != nil {
+	if _, err := c.Complete("st-4d1e", []string{binding}, "code-1", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Complete("st-4d1e", binding, "code-1", ""); !errors.Is(err, ErrFlowUnknown) {
+	if _, err := c.Complete("st-4d1e", []string{binding}, "code-1", ""); !errors.Is(err, ErrFlowUnknown) {
 		t.Fatalf("a replayed redirect: %v", err)
 	}
 }
@@ -112,7 +112,7 @@ func TestConsentFlowExpiry(t *testing.T) {
 	if _, _, err := c.Start(f.ID, "alice"); !errors.Is(err, ErrFlowExpired) {
 		t.Fatalf("start after expiry: %v", err)
 	}
-	if _, err := c.Complete("st-2", binding, "code", ""); !errors.Is(err, ErrFlowExpired) {
+	if _, err := c.Complete("st-2", []string{binding}, "code", ""); !errors.Is(err, ErrFlowExpired) {
 		t.Fatalf("complete after expiry: %v", err)
 	}
 	h, err := c.Open("notion", "bob", "https://as.example/authorize?state=st-3")
@@ -165,7 +165,7 @@ func TestConsentFetcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Complete("st-4d1e", binding, "code-9", ""); err != nil {
+	if _, err := c.Complete("st-4d1e", []string{binding}, "code-9", ""); err != nil {
 		t.Fatal(err)
 	}
 	if o := <-out; o.err != nil || o.r.Code != "code-9" {
