@@ -73,12 +73,10 @@ type Flow struct {
 	done    chan *auth.AuthorizationResult
 }
 
-// Open registers a flow of server for principal whose authorization URL
-// (with its state parameter) is authURL.
+// Open registers a flow of server for principal ("": switchboard's own
+// token, no caller identity) whose authorization URL (with its state
+// parameter) is authURL.
 func (c *Consents) Open(server, principal, authURL string) (*Flow, error) {
-	if principal == "" {
-		return nil, fmt.Errorf("consent flow of %q: no caller to bind it to", server)
-	}
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return nil, fmt.Errorf("consent flow of %q: authorization URL: %w", server, err)
@@ -208,4 +206,73 @@ func (c *Consents) Fetcher(server, principal string, opened func(*Flow)) auth.Au
 		opened(f)
 		return c.Wait(ctx, f)
 	}
+}
+
+// CallbackPath is the path of switchboard's redirect URI for in-band
+// consent: a server whose redirectUri has it (on switchboard's own
+// listener) can be consented to in band.
+const CallbackPath = "/oauth/callback"
+
+// StartPath prefixes a flow's start URL on switchboard's listener.
+const StartPath = "/oauth/start/"
+
+// ErrConsentAsked matches a call that needs a person's consent and whose
+// caller was asked for it in band (Asking): the call is answered with the
+// URL to open, and retried once the consent is given.
+var ErrConsentAsked = errors.New("needs consent, asked in band")
+
+// ConsentNeed is what a caller is sent when a server needs consent: a
+// URL-mode elicitation.
+type ConsentNeed struct {
+	Server        string
+	ElicitationID string
+	URL           string // switchboard's start URL of the flow
+	Message       string
+}
+
+// Asking is a call's offer to take a person's consent in band: its
+// client takes URL-mode elicitations. A server that needs consent
+// records the elicitation here (Need); Complete is called with its
+// elicitation ID once the consent ends, given or not, so that the client
+// retries (notifications/elicitation/complete).
+type Asking struct {
+	Complete func(elicitationID string)
+
+	mu   sync.Mutex
+	need *ConsentNeed
+}
+
+// Need is the consent the call was refused for; nil: none.
+func (a *Asking) Need() *ConsentNeed {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.need
+}
+
+func (a *Asking) set(n ConsentNeed) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.need = &n
+}
+
+type askingKey struct{}
+
+// WithAsking is ctx offering in-band consent through a.
+func WithAsking(ctx context.Context, a *Asking) context.Context {
+	return context.WithValue(ctx, askingKey{}, a)
+}
+
+func askingOf(ctx context.Context) *Asking {
+	a, _ := ctx.Value(askingKey{}).(*Asking)
+	return a
+}
+
+// inBandBase is the origin of redirect when its path is CallbackPath: the
+// base of the start URLs; "" when consent cannot be taken in band.
+func inBandBase(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Path != CallbackPath || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -131,11 +131,19 @@ func TestConsentFlowExpiry(t *testing.T) {
 	}
 }
 
-// TestConsentFlowOpen: a flow needs a caller and a state to bind.
+// TestConsentFlowOpen: a flow needs a state to bind; a flow of
+// switchboard's own token (no principal) starts in any browser, once.
 func TestConsentFlowOpen(t *testing.T) {
 	c := NewConsents(0)
-	if _, err := c.Open("notion", "", testAuthURL); err == nil {
-		t.Error("a flow opened for no caller")
+	f, err := c.Open("notion", "", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Start(f.ID, "alice"); err != ErrFlowPrincipal {
+		t.Errorf("a caller started a flow of switchboard's own token: %v", err)
+	}
+	if _, _, err := c.Start(f.ID, ""); err != nil {
+		t.Errorf("start of switchboard's own flow: %v", err)
 	}
 	if _, err := c.Open("notion", "alice", "https://as.example/authorize"); err == nil {
 		t.Error("a flow opened without a state")
