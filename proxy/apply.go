@@ -166,6 +166,7 @@ func (p *Proxy) handleOptions(peer upstream.Peer) upstream.Options {
 		RedactLines: p.redactor.RedactJoined,
 		TokenStore:  oauth.OpenStore(upstreamSecrets{p.resolver}),
 		Redact:      func(v string) { p.redactor.Add(v) },
+		Consents:    p.consents,
 		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},
 		OneClient:   p.opts.Stdio,
 	}

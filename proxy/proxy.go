@@ -33,6 +33,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // Version is set at build time with -ldflags "-X …/proxy.Version=v1.2.3".
@@ -97,6 +98,9 @@ type Proxy struct {
 	d *dispatch.Dispatcher
 	// edge serves the clients over HTTP (package edge).
 	edge *edge.Edge
+	// consents are the in-band OAuth consents under way, whose start and
+	// callback URLs edge serves.
+	consents *oauth.Consents
 
 	// listenAddr and adminAddr are the bound addresses ("stdio", "none"),
 	// set before anything serves.
@@ -226,6 +230,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		sdkLog:    slog.New(logbridge.New(log.Named("sdk"), true)),
 		redactor:  redactor,
 		activity:  telemetry.NewActivity(),
+		consents:  oauth.NewConsents(0),
 		resolver:  secrets.NewResolver(resolverOptions(redactor)),
 		hs:        handleSet{served: map[string]*upstream.Handle{}, pending: map[string]*pendingStart{}},
 		reloadReq: make(chan string, 1),
@@ -261,7 +266,7 @@ func New(o Options) (*Proxy, *config.Config, error) {
 		Activity:   p.activity,
 		OneClient:  o.Stdio,
 	})
-	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv}); err != nil {
+	if p.edge, err = edge.New(edge.Options{Log: log, Serving: p.serving, Sessions: p.d, Replica: o.Replica, Getenv: getenv, Consents: p.consents}); err != nil {
 		tel.Close(context.Background())
 		audit.Close()
 		return nil, nil, &ConfigError{err}

@@ -14,8 +14,9 @@ import (
 // connect and kept across reconnects, so that a token outlives a session.
 // A Spec whose oauth block changes is a new Handle, with a new slot.
 type authSlot struct {
-	store  func(ctx context.Context, c *oauth.Config) (oauth.Store, error)
-	redact func(string)
+	store    func(ctx context.Context, c *oauth.Config) (oauth.Store, error)
+	redact   func(string)
+	consents *oauth.Consents
 
 	mu sync.Mutex
 	h  auth.OAuthHandler
@@ -42,7 +43,7 @@ func (a *authSlot) handler(ctx context.Context, cn *connector, url string) (auth
 		return nil, err
 	}
 	p := oauth.Params{
-		Key: oauth.Key{Server: sp.Name}, URL: url, Config: sp.OAuth, Expand: cn.expand, Store: st, Redact: a.redact,
+		Key: oauth.Key{Server: sp.Name}, URL: url, Config: sp.OAuth, Expand: cn.expand, Store: st, Redact: a.redact, Consents: a.consents,
 		// Discovery, registration and token requests go to the
 		// authorization server, another origin as a rule: the egress
 		// allow-list bounds them, not the server's own origin.

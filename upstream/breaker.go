@@ -49,7 +49,7 @@ func (b *breaker) reset(spec *Spec) {
 		// A caller whose own token could not be had (token_exchange) says
 		// nothing of the server's health: one caller must not open the
 		// breaker for all.
-		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) || callerRefused(err) },
+		IsExcluded: func(err error) bool { return errors.Is(err, errCallerGone) || callerRefused(err) || consentAsked(err) },
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
 				b.probeAt.Store(time.Now().Add(open).UnixNano())

@@ -35,9 +35,14 @@ type UnavailableError struct {
 	// person's consent (none given yet, or its refresh token revoked):
 	// the error says to run `switchboard auth login`.
 	Consent bool
+	// InBand: the consent was asked of the call's caller (oauth.Asking).
+	InBand bool
 }
 
 func (e *UnavailableError) Error() string {
+	if e.InBand {
+		return fmt.Sprintf("server '%s' needs a person's consent: open the URL switchboard sent, then retry", e.Server)
+	}
 	if e.Consent {
 		return fmt.Sprintf("server '%s' needs a person's consent: run `switchboard auth login %s`", e.Server, e.Server)
 	}
@@ -292,6 +297,11 @@ func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.D
 	if why := callerRefusal(err); why != "" {
 		// This caller's token could not be had: the session is fine.
 		return &UnavailableError{Server: cs.sp().Name, Reason: why}
+	}
+	if consentAsked(err) {
+		// The caller was sent the consent's URL (oauth.Asking): the
+		// session is fine, and so is the server.
+		return &UnavailableError{Server: cs.sp().Name, Reason: "it needs a person's consent, asked for in band", Consent: true, InBand: true}
 	}
 	if cs.connectionLost(s, err) {
 		s.markLost(err)

@@ -68,6 +68,10 @@ type Options struct {
 	// Redact, if set, is told every OAuth token and secret a server's
 	// handler meets, so that nothing shows it.
 	Redact func(string)
+	// Consents, if set, holds the in-band consent flows of every
+	// authorization_code server whose redirect URI is switchboard's own
+	// callback (oauth.CallbackPath).
+	Consents *oauth.Consents
 	// OneClient says the server has one downstream client (`serve
 	// --stdio`): like a per-client instance (Spec.ClientRoots), it is
 	// offered that client's roots, unless Spec.Roots configures its own.
@@ -199,7 +203,7 @@ func New(spec Spec, opt Options) *Handle {
 	h.conn = connector{
 		spec: &h.spec, log: log, expander: opt.Expander, redact: opt.RedactLines, info: opt.ClientInfo,
 		peered: opt.Peer != nil, oneClient: opt.OneClient, hooks: h.hooks(), cat: &h.cat, sess: &h.sess,
-		auth: authSlot{store: opt.TokenStore, redact: opt.Redact},
+		auth: authSlot{store: opt.TokenStore, redact: opt.Redact, consents: opt.Consents},
 	}
 	h.sup = newSupervisor(&h.spec, log, &h.life)
 	h.sup.onChange = func() {

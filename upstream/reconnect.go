@@ -78,6 +78,13 @@ func callerRefusal(err error) string {
 	return ""
 }
 
+// consentAsked reports whether a call failed because its server needs a
+// person's consent and the call's caller was asked for it in band
+// (oauth.ErrConsentAsked, as text, as needsConsent).
+func consentAsked(err error) bool {
+	return err != nil && strings.Contains(err.Error(), oauth.ErrConsentAsked.Error())
+}
+
 // callerRefused reports whether a call failed because its caller's own
 // token could not be had.
 func callerRefused(err error) bool { return callerRefusal(err) != "" }

@@ -4,7 +4,10 @@
 // scenario's context, runs `switchboard auth login` for the
 // authorization-code scenarios (following the printed URL as the person
 // would), then runs switchboard and, through it, lists the tools and calls
-// one. The suite appends the server's URL to the command and sets
+// one. A consent asked for within the call (a step-up) is given in band:
+// switchboard listens on the redirect URI's port and answers the call with
+// a URL elicitation, which the client follows, as the person's browser
+// would, before it calls again. The suite appends the server's URL to the command and sets
 // MCP_CONFORMANCE_SCENARIO and MCP_CONFORMANCE_CONTEXT; SWITCHBOARD_BIN
 // names the binary.
 package main
@@ -17,12 +20,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,6 +69,7 @@ func run() error {
 	env := append(os.Environ(), "SWITCHBOARD_TOKEN_DIR="+filepath.Join(dir, "tokens"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
 	oauth := map[string]any{}
 	login := false
+	listen := "127.0.0.1:0"
 	switch scenario {
 	case "client-credentials-basic":
 		env = append(env, "AUTHCLIENT_SECRET="+str("client_secret"))
@@ -78,10 +84,11 @@ func run() error {
 			"idpIssuer": str("idp_issuer"), "idpTokenEndpoint": str("idp_token_endpoint"), "idpClientId": str("idp_client_id"), "idToken": file("id_token", str("idp_id_token"))}
 	default:
 		login = true
-		redirect, err := freeRedirect()
+		redirect, host, err := freeRedirect()
 		if err != nil {
 			return err
 		}
+		listen = host
 		oauth = map[string]any{"grant": "authorization_code", "redirectUri": redirect}
 		if id := str("client_id"); id != "" {
 			oauth["clientId"] = id
@@ -105,17 +112,19 @@ func run() error {
 			return err
 		}
 	}
-	return callThrough(ctx, bin, cfgPath, dir, env)
+	return callThrough(ctx, bin, cfgPath, dir, listen, env)
 }
 
-// freeRedirect is a loopback redirect URI on a port free now.
-func freeRedirect() (string, error) {
+// freeRedirect is a loopback redirect URI on a port free now, switchboard's
+// own callback path there, and its host: auth login takes the redirect on
+// it, then switchboard serves there.
+func freeRedirect() (string, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer ln.Close()
-	return fmt.Sprintf("http://%s/callback", ln.Addr()), nil
+	return fmt.Sprintf("http://%s/oauth/callback", ln.Addr()), ln.Addr().String(), nil
 }
 
 // authLogin runs `switchboard auth login s` and follows the URL it prints
@@ -153,9 +162,9 @@ func authLogin(ctx context.Context, bin, cfg string, env []string) error {
 
 // callThrough runs switchboard serve and, through it, lists the tools and
 // calls the first.
-func callThrough(ctx context.Context, bin, cfg, dir string, env []string) error {
+func callThrough(ctx context.Context, bin, cfg, dir, listen string, env []string) error {
 	ready := filepath.Join(dir, "ready")
-	cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready)
+	cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfg, "--listen", listen, "--admin-listen", "127.0.0.1:0", "--ready-file", ready)
 	cmd.Env, cmd.Stderr = env, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return err
@@ -176,8 +185,17 @@ func callThrough(ctx context.Context, bin, cfg, dir string, env []string) error 
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "authclient", Version: "1"}, nil)
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	completed := make(chan string, 4)
+	c := mcp.NewClient(&mcp.Implementation{Name: "authclient", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			completed <- r.Params.ElicitationID
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return fmt.Errorf("connect to switchboard: %w", err)
 	}
@@ -202,7 +220,17 @@ func callThrough(ctx context.Context, bin, cfg, dir string, env []string) error 
 			}
 		}
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tools[0].Name, Arguments: map[string]any{}})
+	call := func() (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: tools[0].Name, Arguments: map[string]any{}})
+	}
+	res, err := call()
+	var urlErr *jsonrpc.Error
+	if errors.As(err, &urlErr) && urlErr.Code == mcp.CodeURLElicitationRequired {
+		if err := consentInBand(ctx, urlErr, completed); err != nil {
+			return err
+		}
+		res, err = call()
+	}
 	if err != nil {
 		return fmt.Errorf("tools/call %s: %w", tools[0].Name, err)
 	}
@@ -211,5 +239,41 @@ func callThrough(ctx context.Context, bin, cfg, dir string, env []string) error 
 		return fmt.Errorf("tools/call %s: tool error %s", tools[0].Name, b)
 	}
 	fmt.Fprintln(os.Stderr, "authclient: called", tools[0].Name)
+	return nil
+}
+
+// consentInBand gives the consent a call was refused for: it follows each
+// elicitation's URL with a browser's cookie jar (switchboard's start URL
+// redirects to the authorization server, which redirects back to
+// switchboard's callback) and waits for switchboard to say the consent is
+// complete.
+func consentInBand(ctx context.Context, e *jsonrpc.Error, completed <-chan string) error {
+	var data struct {
+		Elicitations []mcp.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(e.Data, &data); err != nil || len(data.Elicitations) == 0 {
+		return fmt.Errorf("a URL elicitation error without elicitations: %s", e.Data)
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	for _, el := range data.Elicitations {
+		fmt.Fprintln(os.Stderr, "authclient: consenting in band at", el.URL)
+		resp, err := browser.Get(el.URL)
+		if err != nil {
+			return fmt.Errorf("following %s: %w", el.URL, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("following %s: %s", el.URL, resp.Status)
+		}
+		select {
+		case id := <-completed:
+			if id != el.ElicitationID {
+				return fmt.Errorf("completion of elicitation %q, want %q", id, el.ElicitationID)
+			}
+		case <-ctx.Done():
+			return errors.New("switchboard did not say the consent was complete")
+		}
+	}
 	return nil
 }

@@ -106,7 +106,8 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
 	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
-	up, err := h.CallTool(forCaller(cctx), params, newCallSink(d.trust, req, tok, src, opts))
+	callCtx, asking := consentOffer(forCaller(cctx), req)
+	up, err := h.CallTool(callCtx, params, newCallSink(d.trust, req, tok, src, opts))
 	var tc *upstream.TaskCreated
 	if errors.As(err, &tc) {
 		// The server runs the call as a task: the caller gets its
@@ -119,6 +120,10 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
 		span.End()
+		if ask := consentRequired(asking); ask != nil {
+			rec.Outcome = "consent"
+			return nil, ask
+		}
 		return d.trust.toResult(ctx, err, src, opts)
 	}
 	span.End()

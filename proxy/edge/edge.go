@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/streamhttp"
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // Options are what an Edge is made of.
@@ -20,6 +21,9 @@ type Options struct {
 	// else the host name).
 	Replica string
 	Getenv  func(string) string
+	// Consents, if set, are the in-band OAuth consents whose start and
+	// callback URLs the edge serves.
+	Consents *oauth.Consents
 }
 
 // Edge is switchboard's HTTP side toward its clients: the MCP endpoints
@@ -32,6 +36,7 @@ type Edge struct {
 	streamable *streamhttp.Handler // lives as long as the process, so a reload can set its idle timeout
 	ids        *continuity
 	inflight   requestGate // downstream POSTs, for graceful shutdown
+	consents   *oauth.Consents
 }
 
 // New makes an Edge; it serves nothing until Handler is mounted.
@@ -40,7 +45,7 @@ func New(o Options) (*Edge, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Edge{log: o.Log, serving: o.Serving, d: o.Sessions, ids: ids}
+	e := &Edge{log: o.Log, serving: o.Serving, d: o.Sessions, ids: ids, consents: o.Consents}
 	e.streamable = streamhttp.New(e.openHTTP, e.authorize, e.log)
 	e.streamable.SetContinuity(streamhttp.Continuity{Mint: e.mintSessionID, Resume: e.resumeSession, Issued: e.issued})
 	return e, nil

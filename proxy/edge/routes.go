@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/dispatch"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/sse"
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // genOf is the generation r is served by: the one its POST acquired, or
@@ -38,6 +39,12 @@ func (e *Edge) routes() http.Handler {
 	const prm = "/.well-known/oauth-protected-resource"
 	for _, p := range []string{prm, prm + "/mcp", prm + "/agents/{agent}/mcp"} {
 		r.HandleFunc(p, e.resourceMetadata)
+	}
+	if e.consents != nil {
+		// A person's browser, not an MCP client: no bearer token, and
+		// only flows of switchboard's own token (no caller) start here.
+		r.Handle(oauth.StartPath+"{flow}", e.checkHost(e.consents.StartHandler(func(*http.Request) (string, bool) { return "", true })))
+		r.Handle(oauth.CallbackPath, e.checkHost(e.consents.CallbackHandler()))
 	}
 	return http.NewCrossOriginProtection().Handler(exactPath("/mcp", root, r))
 }

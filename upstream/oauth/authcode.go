@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -30,13 +29,7 @@ func (h *Client) authorizationCode(ctx context.Context, e *Entry) (auth.OAuthHan
 			}
 			return src, nil
 		},
-		AuthorizationCodeFetcher: h.p.Fetcher,
-	}
-	if cfg.AuthorizationCodeFetcher == nil {
-		server := h.p.Key.Server
-		cfg.AuthorizationCodeFetcher = func(context.Context, *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return nil, fmt.Errorf("upstream %q %w: run `switchboard auth login %s`", server, ErrConsent, server)
-		}
+		AuthorizationCodeFetcher: h.fetch,
 	}
 	if len(c.Scopes) > 0 {
 		scopes := c.Scopes

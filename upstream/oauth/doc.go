@@ -12,6 +12,12 @@
 // Authorization header from the handler and calls its Authorize once on
 // a 401 or 403.
 //
+// Consents holds the in-band authorization_code flows under way (a
+// caller's consent asked for within its call): each is bound to the
+// principal whose call opened it, started only by that caller at
+// switchboard's start URL, completed only at the browser that started it,
+// used once, and expired.
+//
 // Discovery, registration, PKCE, the iss check and the token requests are
 // the go-sdk's (auth, auth/extauth, oauthex) and golang.org/x/oauth2's;
 // this package only chooses among them, signs client assertions

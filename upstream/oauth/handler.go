@@ -74,8 +74,13 @@ type Params struct {
 	// Client sends discovery, registration and token requests.
 	Client *http.Client
 	// Fetcher runs the person's part of authorization_code (auth login);
-	// nil: a server without a stored token fails with ErrConsent.
+	// nil: a server without a stored token fails with ErrConsent, or
+	// asks its caller in band (Consents).
 	Fetcher auth.AuthorizationCodeFetcher
+	// Consents, when set, takes an authorization_code consent in band
+	// for a call that offers it (WithAsking), if the config's redirect
+	// URI is switchboard's own callback (CallbackPath).
+	Consents *Consents
 }
 
 // Client is the auth.OAuthHandler of one server: the grant's handler,
@@ -88,8 +93,11 @@ type Client struct {
 	mu       sync.Mutex
 	innerSrc oauth2.TokenSource // the inner handler's, which src wraps
 	src      oauth2.TokenSource
-	stored   *Entry // from the store at start, until the inner has its own
-	last     string // the access token last taken from the store or handed out
+	stored   *Entry          // from the store at start, until the inner has its own
+	last     string          // the access token last taken from the store or handed out
+	pending  *pendingConsent // an in-band authorization under way
+
+	startBase string // in-band consent's start URLs' base; "": not in band
 }
 
 // earlyExpiry is how long before its expiry a token is refreshed.
@@ -110,6 +118,9 @@ func New(ctx context.Context, p Params) (*Client, error) {
 		p.Store = NewMemoryStore()
 	}
 	h := &Client{p: p}
+	if p.Consents != nil && p.Config.Grant == GrantAuthorizationCode {
+		h.startBase = inBandBase(p.Config.Redirect())
+	}
 	e, err := p.Store.Load(p.Key)
 	if err != nil {
 		return nil, err
@@ -209,8 +220,14 @@ func (h *Client) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 				return nil
 			}
 		}
+		if a := askingOf(ctx); a != nil && h.startBase != "" {
+			return h.inBand(ctx, req, resp, a)
+		}
 	}
-	return h.inner.Authorize(ctx, req, resp)
+	h.mu.Lock()
+	inner := h.inner
+	h.mu.Unlock()
+	return inner.Authorize(ctx, req, resp)
 }
 
 // Grant is the configured grant.

@@ -1,0 +1,278 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Errors of an in-band consent flow's steps.
+var (
+	// ErrFlowUnknown: no flow under way has that id or state (never
+	// opened, already used, or forgotten after it expired).
+	ErrFlowUnknown = errors.New("consent flow: unknown or already used")
+	// ErrFlowExpired: the flow was not completed in time.
+	ErrFlowExpired = errors.New("consent flow: expired")
+	// ErrFlowPrincipal: the flow was started for another caller.
+	ErrFlowPrincipal = errors.New("consent flow: started for another caller")
+	// ErrFlowBrowser: the redirect came back to a browser that did not
+	// start the flow (its binding cookie is missing or another's).
+	ErrFlowBrowser = errors.New("consent flow: the redirect reached a browser that did not start it")
+)
+
+// DefaultConsentTTL is how long an in-band consent flow may take, from
+// the call that opened it to the redirect that completes it.
+const DefaultConsentTTL = 10 * time.Minute
+
+// Consents are the in-band authorization_code flows under way: a call
+// that needs a caller's consent opens one (Open), the caller's browser
+// starts it at switchboard's start URL (Start, which checks the caller is
+// the one the flow was opened for and binds the flow to that browser),
+// and the authorization server's redirect completes it (Complete, which
+// checks the binding and hands the code to the flow's waiting Fetcher).
+// Each flow is bound to the principal that opened it, is used once, and
+// expires.
+type Consents struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu      sync.Mutex
+	byID    map[string]*Flow
+	byState map[string]*Flow
+}
+
+// NewConsents returns an empty set whose flows expire after ttl
+// (DefaultConsentTTL when ttl <= 0).
+func NewConsents(ttl time.Duration) *Consents {
+	if ttl <= 0 {
+		ttl = DefaultConsentTTL
+	}
+	return &Consents{ttl: ttl, now: time.Now, byID: map[string]*Flow{}, byState: map[string]*Flow{}}
+}
+
+// Flow is one in-band consent under way.
+type Flow struct {
+	ID        string // in the start URL; random, not the OAuth state
+	Server    string
+	Principal string
+
+	authURL string
+	state   string
+	expires time.Time
+	binding string // set by Start: the browser's cookie value
+	started bool
+	done    chan *auth.AuthorizationResult
+}
+
+// Open registers a flow of server for principal ("": switchboard's own
+// token, no caller identity) whose authorization URL (with its state
+// parameter) is authURL.
+func (c *Consents) Open(server, principal, authURL string) (*Flow, error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return nil, fmt.Errorf("consent flow of %q: authorization URL: %w", server, err)
+	}
+	state := u.Query().Get("state")
+	if state == "" {
+		return nil, fmt.Errorf("consent flow of %q: the authorization URL has no state", server)
+	}
+	f := &Flow{ID: random(), Server: server, Principal: principal, authURL: authURL, state: state,
+		done: make(chan *auth.AuthorizationResult, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sweepLocked()
+	f.expires = c.now().Add(c.ttl)
+	c.byID[f.ID] = f
+	c.byState[state] = f
+	return f, nil
+}
+
+// Start is the caller's browser at the start URL of flow id, as
+// principal: it returns the authorization URL to redirect to and the
+// binding the browser must bring back to the callback (a cookie). A flow
+// starts once, and only for the principal it was opened for.
+func (c *Consents) Start(id, principal string) (authURL, binding string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.byID[id]
+	if f == nil || f.started {
+		return "", "", ErrFlowUnknown
+	}
+	if !c.now().Before(f.expires) {
+		c.dropLocked(f)
+		return "", "", ErrFlowExpired
+	}
+	if f.Principal != principal {
+		return "", "", ErrFlowPrincipal
+	}
+	f.started, f.binding = true, random()
+	return f.authURL, f.binding, nil
+}
+
+// Complete is the authorization server's redirect with state, code and
+// iss, arriving at a browser that brings bindings (its consent cookies;
+// one must be the flow's): the flow's waiting
+// Fetcher gets the code. The flow is used up whatever the outcome, but
+// for a redirect that names no flow.
+func (c *Consents) Complete(state string, bindings []string, code, iss string) (*Flow, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.byState[state]
+	if f == nil || !f.started {
+		return nil, ErrFlowUnknown
+	}
+	c.dropLocked(f)
+	if !c.now().Before(f.expires) {
+		return nil, ErrFlowExpired
+	}
+	if !slices.ContainsFunc(bindings, func(b string) bool { return subtle.ConstantTimeCompare([]byte(b), []byte(f.binding)) == 1 }) {
+		return nil, ErrFlowBrowser
+	}
+	f.done <- &auth.AuthorizationResult{Code: code, State: state, Iss: iss} // buffered; sent once
+	return f, nil
+}
+
+// Wait returns the flow's authorization result once Complete delivers
+// it; ErrFlowExpired when the flow expires first.
+func (c *Consents) Wait(ctx context.Context, f *Flow) (*auth.AuthorizationResult, error) {
+	t := time.NewTimer(time.Until(f.expires))
+	defer t.Stop()
+	select {
+	case r := <-f.done:
+		if r.Code == "" {
+			return nil, fmt.Errorf("upstream %q %w: the consent was refused", f.Server, ErrConsent)
+		}
+		return r, nil
+	case <-t.C:
+		c.mu.Lock()
+		c.dropLocked(f)
+		c.mu.Unlock()
+		return nil, ErrFlowExpired
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.dropLocked(f)
+		c.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// dropLocked forgets f. It requires c.mu.
+func (c *Consents) dropLocked(f *Flow) {
+	if c.byID[f.ID] == f {
+		delete(c.byID, f.ID)
+	}
+	if c.byState[f.state] == f {
+		delete(c.byState, f.state)
+	}
+}
+
+// sweepLocked forgets the expired flows. It requires c.mu.
+func (c *Consents) sweepLocked() {
+	now := c.now()
+	for _, f := range c.byID {
+		if !now.Before(f.expires) {
+			c.dropLocked(f)
+		}
+	}
+}
+
+// random is 32 random bytes, base64url.
+func random() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Fetcher is the person's part of authorization_code done in band for
+// principal's call to server: it opens a flow for the authorization URL,
+// tells opened of it (the call answers its caller with the flow's start
+// URL), and waits for the flow's redirect, until the flow expires or ctx
+// ends.
+func (c *Consents) Fetcher(server, principal string, opened func(*Flow)) auth.AuthorizationCodeFetcher {
+	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		f, err := c.Open(server, principal, args.URL)
+		if err != nil {
+			return nil, err
+		}
+		opened(f)
+		return c.Wait(ctx, f)
+	}
+}
+
+// CallbackPath is the path of switchboard's redirect URI for in-band
+// consent: a server whose redirectUri has it (on switchboard's own
+// listener) can be consented to in band.
+const CallbackPath = "/oauth/callback"
+
+// StartPath prefixes a flow's start URL on switchboard's listener.
+const StartPath = "/oauth/start/"
+
+// ErrConsentAsked matches a call that needs a person's consent and whose
+// caller was asked for it in band (Asking): the call is answered with the
+// URL to open, and retried once the consent is given.
+var ErrConsentAsked = errors.New("needs consent, asked in band")
+
+// ConsentNeed is what a caller is sent when a server needs consent: a
+// URL-mode elicitation.
+type ConsentNeed struct {
+	Server        string
+	ElicitationID string
+	URL           string // switchboard's start URL of the flow
+	Message       string
+}
+
+// Asking is a call's offer to take a person's consent in band: its
+// client takes URL-mode elicitations. A server that needs consent
+// records the elicitation here (Need); Complete is called with its
+// elicitation ID once the consent ends, given or not, so that the client
+// retries (notifications/elicitation/complete).
+type Asking struct {
+	Complete func(elicitationID string)
+
+	mu   sync.Mutex
+	need *ConsentNeed
+}
+
+// Need is the consent the call was refused for; nil: none.
+func (a *Asking) Need() *ConsentNeed {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.need
+}
+
+func (a *Asking) set(n ConsentNeed) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.need = &n
+}
+
+type askingKey struct{}
+
+// WithAsking is ctx offering in-band consent through a.
+func WithAsking(ctx context.Context, a *Asking) context.Context {
+	return context.WithValue(ctx, askingKey{}, a)
+}
+
+func askingOf(ctx context.Context) *Asking {
+	a, _ := ctx.Value(askingKey{}).(*Asking)
+	return a
+}
+
+// inBandBase is the origin of redirect when its path is CallbackPath: the
+// base of the start URLs; "" when consent cannot be taken in band.
+func inBandBase(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil || u.Path != CallbackPath || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
