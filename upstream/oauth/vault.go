@@ -38,6 +38,18 @@ const VaultPrefix = "vault:"
 // interface has no context).
 const VaultTimeout = 10 * time.Second
 
+// ErrStoreUnreachable matches a failure of the store's backend (Vault
+// unreachable, sealed or refusing): it may pass, so a server whose start
+// meets it is started again, unlike one whose store is misconfigured.
+var ErrStoreUnreachable = errors.New("token store unreachable")
+
+// unreachable marks err as ErrStoreUnreachable, its message unchanged.
+type unreachable struct{ err error }
+
+func (u unreachable) Error() string        { return "token store: " + u.err.Error() }
+func (u unreachable) Unwrap() error        { return u.err }
+func (u unreachable) Is(target error) bool { return target == ErrStoreUnreachable }
+
 // VaultStore keeps each token as one KV v2 secret under a prefix, so that
 // replicas share them and a restart keeps consent:
 //
@@ -165,7 +177,7 @@ func (s *VaultStore) Load(k Key) (*Entry, error) {
 	p := s.path(k)
 	data, err := s.kv.Get(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("token store: %w", err)
+		return nil, unreachable{err}
 	}
 	if data == nil {
 		return nil, nil
@@ -219,7 +231,7 @@ func (s *VaultStore) Save(k Key, e *Entry) error {
 	ctx, cancel := context.WithTimeout(context.Background(), VaultTimeout)
 	defer cancel()
 	if err := s.kv.Put(ctx, s.path(k), data); err != nil {
-		return fmt.Errorf("token store: %w", err)
+		return unreachable{err}
 	}
 	return nil
 }
@@ -228,7 +240,7 @@ func (s *VaultStore) Delete(k Key) error {
 	ctx, cancel := context.WithTimeout(context.Background(), VaultTimeout)
 	defer cancel()
 	if err := s.kv.Delete(ctx, s.path(k)); err != nil {
-		return fmt.Errorf("token store: %w", err)
+		return unreachable{err}
 	}
 	return nil
 }
@@ -241,7 +253,7 @@ func (s *VaultStore) Keys() ([]Key, error) {
 	defer cancel()
 	names, err := s.kv.List(ctx, s.prefix)
 	if err != nil {
-		return nil, fmt.Errorf("token store: %w", err)
+		return nil, unreachable{err}
 	}
 	var out []Key
 	for _, n := range names {
@@ -256,7 +268,7 @@ func (s *VaultStore) Keys() ([]Key, error) {
 		}
 		subs, err := s.kv.List(ctx, s.prefix+"/"+strings.TrimSuffix(n, "/"))
 		if err != nil {
-			return nil, fmt.Errorf("token store: %w", err)
+			return nil, unreachable{err}
 		}
 		for _, sub := range subs {
 			if p, ok := unescapeSegment(sub); ok && !strings.HasSuffix(sub, "/") {
