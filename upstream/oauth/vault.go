@@ -43,7 +43,8 @@ const VaultTimeout = 10 * time.Second
 // meets it is started again, unlike one whose store is misconfigured.
 var ErrStoreUnreachable = errors.New("token store unreachable")
 
-// unreachable marks err as ErrStoreUnreachable, its message unchanged.
+// unreachable marks err as ErrStoreUnreachable; its message is err's
+// after "token store: ".
 type unreachable struct{ err error }
 
 func (u unreachable) Error() string        { return "token store: " + u.err.Error() }
