@@ -164,7 +164,7 @@ func (p *Proxy) handleOptions(peer upstream.Peer) upstream.Options {
 		Expander:    upstreamSecrets{p.resolver},
 		Peer:        peer,
 		RedactLines: p.redactor.RedactJoined,
-		TokenStore:  oauth.OpenStore(upstreamSecrets{p.resolver}),
+		TokenStore:  oauth.OpenStore(upstreamSecrets{p.resolver}, p.resolver.VaultKV()),
 		Redact:      func(v string) { p.redactor.Add(v) },
 		Consents:    p.consents,
 		ClientInfo:  &mcp.Implementation{Name: "switchboard", Version: Version},

@@ -97,7 +97,9 @@ func ListTools(ctx context.Context, o Options, wait time.Duration) ([]ToolRow, [
 // it starts with anyway (an empty file left by a crash).
 func CheckPinFile(path string) (note string, err error) { return pin.CheckFile(path) }
 
-// Expander resolves references as serve does (auth login, status, logout).
-func Expander() upstream.Expander {
-	return upstreamSecrets{secrets.NewResolver(resolverOptions(secrets.NewSet()))}
+// Expander resolves references as serve does (auth login, status,
+// logout); kv is its Vault KV v2, for tokenStore "vault:…".
+func Expander() (x upstream.Expander, kv *secrets.VaultKV) {
+	r := secrets.NewResolver(resolverOptions(secrets.NewSet()))
+	return upstreamSecrets{r}, r.VaultKV()
 }

@@ -7,7 +7,9 @@
 // start. Check validates references without resolving them (config
 // validation); Resolver.Expand and Resolver.ExpandMap resolve them; Set
 // redacts resolved values from logs, errors and results; Value carries a
-// secret that never prints itself.
+// secret that never prints itself. Resolver.VaultKV writes, lists and
+// deletes KV v2 secrets with the same Vault client and login (the OAuth
+// token store's tokenStore "vault:…").
 //
 // It imports no other package of this module; upstream receives resolution
 // through an interface it declares, and proxy wires the concrete value. The

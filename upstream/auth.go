@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -55,6 +56,9 @@ func (a *authSlot) handler(ctx context.Context, cn *connector, url string) (auth
 		h, err = oauth.NewPerCaller(ctx, p)
 	} else {
 		h, err = oauth.New(ctx, p)
+	}
+	if errors.Is(err, oauth.ErrStoreUnreachable) {
+		return nil, err // Vault may be back at the next start
 	}
 	if err != nil {
 		return nil, Permanent(err)

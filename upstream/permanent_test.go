@@ -5,6 +5,7 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/upstream"
 	"github.com/mcp-switchboard/switchboard/upstream/internal/testutil"
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // expandFunc is an Expander.
@@ -187,5 +189,55 @@ func TestPermanentMarker(t *testing.T) {
 	}
 	if errors.Is(base, upstream.ErrPermanent) {
 		t.Error("an unmarked error matches ErrPermanent")
+	}
+}
+
+// failingStore is a token store whose every Load fails with err.
+type failingStore struct{ err error }
+
+func (s failingStore) Load(oauth.Key) (*oauth.Entry, error) { return nil, s.err }
+func (s failingStore) Save(oauth.Key, *oauth.Entry) error   { return s.err }
+func (s failingStore) Delete(oauth.Key) error               { return s.err }
+func (s failingStore) Keys() ([]oauth.Key, error)           { return nil, s.err }
+
+// TestOAuthStoreUnreachableIsRetried: a remote server whose token store
+// cannot be reached (Vault down: oauth.ErrStoreUnreachable) is started
+// again with backoff, since its token may be there next time; a store
+// that refuses for good (an entry the key does not open) fails the server
+// at once (issue 35).
+func TestOAuthStoreUnreachableIsRetried(t *testing.T) {
+	checkGoroutines(t)
+	for _, tc := range []struct {
+		name  string
+		err   error
+		retry bool
+	}{
+		{name: "unreachable", retry: true,
+			err: fmt.Errorf("token store: vault: read secret/sb/tokens/web: %w", oauth.ErrStoreUnreachable)},
+		{name: "wrong key", err: errors.New("token store: vault secret/sb/tokens/web does not open with this tokenStoreKey")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := childSpec(t, "web", nil)
+			spec.Transport, spec.Command, spec.Env, spec.URL = upstream.TransportHTTP, "", nil, "http://127.0.0.1:1/mcp"
+			spec.OAuth = &oauth.Config{Grant: oauth.GrantClientCredentials, ClientID: "c", ClientSecret: "s"}
+			spec.BackoffInitial = 10 * time.Millisecond
+			store := func(context.Context, *oauth.Config) (oauth.Store, error) { return failingStore{tc.err}, nil }
+			h := startHandle(t, spec, upstream.Options{TokenStore: store})
+			if !tc.retry {
+				st := waitState(t, h, 20*time.Second, upstream.StateFailed)
+				if st.Failures != 1 || !st.NextAttempt.IsZero() || !strings.Contains(st.LastError, "does not open") {
+					t.Errorf("failures %d, next attempt %v, last error %q: want failed at once", st.Failures, st.NextAttempt, st.LastError)
+				}
+				return
+			}
+			var st upstream.Status
+			testutil.Eventually(t, 20*time.Second, "a second start", func() bool {
+				st = h.Status()
+				return st.Failures >= 2
+			})
+			if !strings.Contains(st.LastError, "secret/sb/tokens/web") {
+				t.Errorf("last error %q does not name the Vault path", st.LastError)
+			}
+		})
 	}
 }

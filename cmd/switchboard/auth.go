@@ -56,8 +56,8 @@ func cmdAuth(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return configError(stderr, err)
 	}
-	specs, x := view.OAuthSpecs(c), proxy.Expander()
-	open := oauth.OpenStore(x)
+	x, kv := proxy.Expander()
+	specs, open := view.OAuthSpecs(c), oauth.OpenStore(x, kv)
 	switch sub {
 	case "status":
 		return authStatus(ctx, specs, open, stdout, stderr)

@@ -21,7 +21,7 @@ const (
 var (
 	grants           = []string{GrantAuthorizationCode, GrantClientCredentials, GrantJWTBearer, GrantEnterprise, GrantTokenExchange}
 	signingAlgs      = []string{"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"}
-	tokenStoreKinds  = []string{"file", "memory"}
+	tokenStoreKinds  = []string{"file", "memory", "vault:MOUNT/PREFIX"}
 	oauthSecretField = []string{"clientSecret", "privateKey", "assertion", "idpClientSecret", "idToken", "tokenStoreKey"}
 )
 
@@ -53,9 +53,14 @@ type OAuth struct {
 	// Assertion is the JWT of the jwt_bearer grant, usually
 	// secret://file/… (a projected service-account token).
 	Assertion string `json:"assertion,omitempty"`
-	// TokenStore keeps the tokens: "file" (the default, encrypted) or
-	// "memory" (lost at exit). TokenStoreKey, when set, is the key of the
-	// file store (a secret:// reference); else a key file beside it.
+	// TokenStore keeps the tokens: "file" (the default, encrypted),
+	// "memory" (lost at exit) or "vault:MOUNT/PREFIX" (Vault KV v2, one
+	// secret per token under PREFIX in the KV v2 mount MOUNT, through the
+	// Vault client of secret://vault references: replicas share them).
+	// TokenStoreKey, when set, is the key (a secret:// reference) that
+	// seals the file store, or each Vault entry before it is written;
+	// without it the file store makes a key file beside it, and Vault
+	// entries are stored as plain KV data, guarded by Vault's policy.
 	TokenStore    string `json:"tokenStore,omitempty"`
 	TokenStoreKey string `json:"tokenStoreKey,omitempty"`
 	// RedirectURI is where the authorization server sends the person back
@@ -102,7 +107,11 @@ func (v *validator) oauth(path, tr string, s *Server) {
 		v.oneOf(p+".grant", o.Grant, grants)
 	}
 	v.oneOf(p+".signingAlgorithm", o.SigningAlgorithm, signingAlgs)
-	v.oneOf(p+".tokenStore", o.TokenStore, tokenStoreKinds)
+	if strings.HasPrefix(o.TokenStore, VaultStorePrefix) {
+		v.vaultStore(p+".tokenStore", o.TokenStore)
+	} else {
+		v.oneOf(p+".tokenStore", o.TokenStore, tokenStoreKinds)
+	}
 	for i, f := range o.secretFields() {
 		v.secretRefs(p+"."+oauthSecretField[i], f)
 	}
@@ -208,6 +217,34 @@ func (v *validator) grantFields(p string, o *OAuth) {
 			if u, err := url.Parse(val); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 				v.add(p+"."+field, fmt.Sprintf("want an absolute http or https URL, got %q", val))
 			}
+		}
+	}
+}
+
+// VaultStorePrefix starts a tokenStore that names a Vault KV v2 path.
+const VaultStorePrefix = "vault:"
+
+// vaultStore checks a "vault:MOUNT/PREFIX" token store: a mount and a
+// prefix, each one or more non-empty path segments, none of them "." or
+// "..", and nothing a URL path or a Vault path would read otherwise.
+func (v *validator) vaultStore(path, val string) {
+	want := "want vault:MOUNT/PREFIX (a KV v2 mount and a path in it, e.g. vault:secret/switchboard/tokens)"
+	segs := strings.Split(strings.TrimPrefix(val, VaultStorePrefix), "/")
+	if len(segs) < 2 {
+		v.add(path, fmt.Sprintf("%q names no path in the mount: %s", val, want))
+		return
+	}
+	for _, s := range segs {
+		switch {
+		case s == "":
+			v.add(path, fmt.Sprintf("%q has an empty mount or path segment: %s", val, want))
+			return
+		case s == "." || s == "..":
+			v.add(path, fmt.Sprintf("%q has a %q segment: %s", val, s, want))
+			return
+		case strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune(`%?#*+\"`, r) }):
+			v.add(path, fmt.Sprintf("%q: a segment holds a space, a control character or one of %%?#*+\\\": %s", val, want))
+			return
 		}
 	}
 }

@@ -4,8 +4,10 @@
 // Document or dynamic registration; client credentials with a secret or a
 // private_key_jwt assertion; the RFC 7523 JWT bearer grant; enterprise-
 // managed authorization; token exchange of the downstream caller's access
-// token, RFC 8693) and keeps its tokens in a Store, encrypted at rest,
-// keyed by server and principal: one principal ("") for the grants whose
+// token, RFC 8693) and keeps its tokens in a Store (a sealed file, memory,
+// or Vault KV v2 through the KV interface proxy fills with the secrets
+// package's Vault client, so that replicas share them), keyed by server
+// and principal: one principal ("") for the grants whose
 // token is switchboard's or one person's, one per caller for
 // token_exchange (PerCaller, which finds the caller in the request's
 // context: WithCaller). The upstream package's HTTP transport sets the

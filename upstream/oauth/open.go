@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -20,10 +21,12 @@ type Expander interface {
 }
 
 // OpenStore returns the opener of the store a server's config names:
-// tokenStore "memory" is the process's memory store; "file" (or unset)
-// the encrypted file in DefaultDir, keyed by tokenStoreKey (resolved
-// through x) or by the key file beside it.
-func OpenStore(x Expander) func(ctx context.Context, c *Config) (Store, error) {
+// tokenStore "memory" is the process's memory store; "vault:MOUNT/PREFIX"
+// a VaultStore in kv, its entries sealed with tokenStoreKey when given;
+// "file" (or unset) the encrypted file in DefaultDir, keyed by
+// tokenStoreKey or by the key file beside it. tokenStoreKey is resolved
+// through x.
+func OpenStore(x Expander, kv KV) func(ctx context.Context, c *Config) (Store, error) {
 	return func(ctx context.Context, c *Config) (Store, error) {
 		if c.TokenStore == "memory" {
 			return memory, nil
@@ -34,6 +37,10 @@ func OpenStore(x Expander) func(ctx context.Context, c *Config) (Store, error) {
 			if key, err = x.Expand(ctx, c.TokenStoreKey); err != nil {
 				return nil, fmt.Errorf("oauth.tokenStoreKey: %w", err)
 			}
+		}
+		if prefix, ok := strings.CutPrefix(c.TokenStore, VaultPrefix); ok {
+			// Nothing to share in the process: every request goes to Vault.
+			return NewVaultStore(kv, prefix, key)
 		}
 		dir, err := DefaultDir()
 		if err != nil {
