@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -78,4 +80,39 @@ func (l allowList) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, l.eg.refuse("%s is not on the egress allow-list", o)
 	}
 	return sharedTransport.RoundTrip(r)
+}
+
+// askConsent asks the caller of ctx (oauth.Asking) for the consent a
+// server down for want of one needs: a request without a session goes to
+// the server through its OAuth transport, whose 401 starts the in-band
+// authorization. It returns the transport's error (oauth.ErrConsentAsked
+// when the caller was asked), or nil when the server asked for nothing.
+func (cn *connector) askConsent(ctx context.Context) error {
+	cn.auth.mu.Lock()
+	h := cn.auth.h
+	cn.auth.mu.Unlock()
+	if h == nil || !oauth.Asks(ctx) {
+		return nil
+	}
+	url, headers, err := cn.expandRemote(ctx)
+	if err != nil {
+		return err
+	}
+	eg, err := newEgress(*cn.sp(), cn.remoteKind(), url)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"ping"}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := httpClient(cn.sp().Name, headers, eg, h).Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
 // ErrUnavailable is wrapped by every error that means the server could not
@@ -224,8 +226,14 @@ func (cs *calls) live(ctx context.Context) (*session, error) {
 // the breaker, and so does a call refused because a remote server is
 // unreachable; answers (even errors) and callers going away do not.
 func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (json.RawMessage, error)) (json.RawMessage, error) {
+	oauth.Reconnecting(ctx, cs.reconnect)
 	s, err := cs.acquireLive(ctx)
 	if err != nil {
+		var ue *UnavailableError
+		if errors.As(err, &ue) && ue.Consent && consentAsked(cs.sup.conn.askConsent(ctx)) {
+			// Down for want of a consent its caller was now asked for.
+			return nil, &UnavailableError{Server: cs.sp().Name, Reason: "it needs a person's consent, asked for in band", Consent: true, InBand: true}
+		}
 		return nil, err
 	}
 	defer cs.gate.leave()
@@ -249,6 +257,31 @@ func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.
 	}
 	return nil, cs.callError(ctx, cctx, s, timeout, err)
 }
+
+// reconnect asks a server whose connection is down for an attempt now and
+// waits, up to reconnectWait, for a session: a consent given in band is
+// told to its caller once the call made again can find the server.
+func (cs *calls) reconnect() {
+	deadline := time.NewTimer(reconnectWait)
+	defer deadline.Stop()
+	for {
+		published := cs.sess.next()
+		if cs.usable() != nil {
+			return
+		}
+		cs.sup.wantAttempt()
+		select {
+		case <-published:
+		case <-deadline.C:
+			return
+		case <-cs.life.ctx.Done():
+			return
+		}
+	}
+}
+
+// reconnectWait bounds reconnect.
+const reconnectWait = 10 * time.Second
 
 // acquireLive returns the live session with the call counted in flight.
 // The count comes before a second look at the session: a lazy server's

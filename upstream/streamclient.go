@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/mcp-switchboard/switchboard/upstream/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-switchboard/switchboard/upstream/oauth"
+	"github.com/mcp-switchboard/switchboard/upstream/wire"
 )
 
 const (
@@ -211,8 +213,11 @@ func (c *streamableConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 
 	p := c.newPost(ctx, call, method)
-	if call && modernRequest(req.Params) {
-		p.modern = req
+	if call {
+		p.id = req.ID
+		if modernRequest(req.Params) {
+			p.modern = req
+		}
 	}
 	resp, err := p.send(data)
 	if err != nil {
@@ -240,6 +245,7 @@ type streamablePost struct {
 	cancel context.CancelFunc
 	stop   func() bool      // detaches cancel from the connection's lifetime
 	modern *jsonrpc.Request // a 2026-07-28 request: its headers, no session
+	id     jsonrpc.ID       // a call's
 }
 
 // newPost prepares a POST carrying method. Its context ends when the
@@ -292,6 +298,12 @@ func (p *streamablePost) send(data []byte) (*http.Response, error) {
 	}
 	resp, err := c.client.Do(hreq)
 	if err != nil {
+		if p.id.IsValid() && errors.Is(err, oauth.ErrConsentAsked) {
+			// The call's caller was asked for the consent the server
+			// needs: the call is answered here, and the connection, which
+			// a failed write would end, stays.
+			return p.localError(err)
+		}
 		return nil, p.abort(nil, err)
 	}
 	if p.modern != nil && resp.StatusCode >= 400 && resp.StatusCode < 500 && mediaType(resp.Header.Get("Content-Type")) == "application/json" {

@@ -38,6 +38,17 @@ func (p *streamablePost) protocolError(resp *http.Response) (*http.Response, err
 	return nil, p.abort(nil, &StatusError{Code: resp.StatusCode, Status: resp.Status, Body: string(snippet)})
 }
 
+// localError answers the POST's call with err as a JSON-RPC error, as if
+// the server had: the answer is read as the server's would be.
+func (p *streamablePost) localError(err error) (*http.Response, error) {
+	body, eerr := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: p.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}})
+	if eerr != nil {
+		return nil, p.abort(nil, err)
+	}
+	return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body))}, nil
+}
+
 // checkStatus turns a refusal into an error and closes its body. The error
 // quotes the status and the start of the body, never headers, which may
 // carry credentials.

@@ -122,7 +122,8 @@ func (c *Consents) Start(id, principal string) (authURL, binding string, err err
 // iss, arriving at a browser that brings bindings (its consent cookies;
 // one must be the flow's): the flow's waiting
 // Fetcher gets the code. The flow is used up whatever the outcome, but
-// for a redirect that names no flow.
+// for a redirect that names no flow; a refused one ends its Fetcher
+// without a code.
 func (c *Consents) Complete(state string, bindings []string, code, iss string) (*Flow, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -132,9 +133,13 @@ func (c *Consents) Complete(state string, bindings []string, code, iss string) (
 	}
 	c.dropLocked(f)
 	if !c.now().Before(f.expires) {
+		f.done <- &auth.AuthorizationResult{} // its fetcher ends without a code
 		return nil, ErrFlowExpired
 	}
 	if !slices.ContainsFunc(bindings, func(b string) bool { return subtle.ConstantTimeCompare([]byte(b), []byte(f.binding)) == 1 }) {
+		// The flow is spent: its fetcher ends without a code, so that the
+		// next call that needs the consent opens a new one.
+		f.done <- &auth.AuthorizationResult{}
 		return nil, ErrFlowBrowser
 	}
 	f.done <- &auth.AuthorizationResult{Code: code, State: state, Iss: iss} // buffered; sent once
@@ -260,6 +265,24 @@ type askingKey struct{}
 // WithAsking is ctx offering in-band consent through a.
 func WithAsking(ctx context.Context, a *Asking) context.Context {
 	return context.WithValue(ctx, askingKey{}, a)
+}
+
+// Asks reports whether ctx offers to ask its caller for consent.
+func Asks(ctx context.Context) bool { return askingOf(ctx) != nil }
+
+// Reconnecting makes ctx's Asking, if any, run first before it tells its
+// caller a consent ended: the server's connection comes back, so that
+// the call made again finds it.
+func Reconnecting(ctx context.Context, first func()) {
+	a := askingOf(ctx)
+	if a == nil || a.Complete == nil {
+		return
+	}
+	tell := a.Complete
+	a.Complete = func(id string) {
+		first()
+		tell(id)
+	}
 }
 
 func askingOf(ctx context.Context) *Asking {
