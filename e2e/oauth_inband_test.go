@@ -157,19 +157,60 @@ func TestOAuthConsentInBand(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the person's browser ended at %s", resp.Status)
 	}
-	select {
-	case id := <-completed:
-		if id != el.ElicitationID {
-			t.Fatalf("completion of %q, want %q", id, el.ElicitationID)
+	// The spent flow's elicitation was completed too (it ended, without
+	// a consent): wait for this one's.
+	for done := false; !done; {
+		select {
+		case id := <-completed:
+			done = id == el.ElicitationID
+		case <-time.After(30 * time.Second):
+			t.Fatal("A did not send notifications/elicitation/complete")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("A did not send notifications/elicitation/complete")
 	}
 	if res, err := call(urlClient); !added(res, err) {
 		t.Fatalf("the call made again after consent: %v %v", textOf(res), err)
 	}
 	if got := grantCounts(t, issuer)["authorization_code"]; got != codes+1 {
 		t.Errorf("authorization codes exchanged: %d after the in-band consent, want %d", got, codes+1)
+	}
+
+	// A 2026-07-28 client keeps no session stream: its call asks for the
+	// consent as an MRTR input request, and once the client's retry
+	// accepted it (its person's browser went through), the call goes on.
+	revoke(t, issuer, "sb-code", "sb-code-77e1c0", lastRefreshToken(t, issuer, "sb-code"))
+	var asked []string
+	modern := mcp.NewClient(&mcp.Implementation{Name: "e2e-modern", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, r.Params.Mode+" "+r.Params.URL)
+			jar, _ := cookiejar.New(nil)
+			browser := &http.Client{Jar: jar, CheckRedirect: func(r *http.Request, _ []*http.Request) error { return addLoginHint(r, issuer) }}
+			resp, err := browser.Get(r.Params.URL)
+			if err != nil {
+				return nil, err
+			}
+			resp.Body.Close()
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mcs, err := modern.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + aAddr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mcs.Close()
+	if v := mcs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("the modern client speaks %s", v)
+	}
+	if res, err := call(mcs); !added(res, err) {
+		t.Fatalf("a 2026-07-28 client's call after the refresh token was revoked again: %q %v (asked %q)", textOf(res), err, asked)
+	}
+	if len(asked) != 1 || !strings.HasPrefix(asked[0], "url http://"+aAddr+"/oauth/start/") {
+		t.Errorf("the 2026-07-28 client was asked %q, want one URL elicitation of A's start URL", asked)
+	}
+	if got := grantCounts(t, issuer)["authorization_code"]; got != codes+2 {
+		t.Errorf("authorization codes exchanged: %d after the second in-band consent, want %d", got, codes+2)
 	}
 }
 

@@ -106,8 +106,13 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		params.SetProgressToken("") // asks the connection for a token of its own
 	}
 	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
-	callCtx, asking := consentOffer(forCaller(cctx), req)
-	up, err := h.CallTool(callCtx, params, newCallSink(d.trust, req, tok, src, opts))
+	sink := newCallSink(d.trust, req, tok, src, opts)
+	callCtx, offer := consentOffer(forCaller(cctx), req)
+	up, err := h.CallTool(callCtx, params, sink)
+	if n := offer.need(); err != nil && n != nil && offer.modern && offer.given(ctx, req, n) {
+		// The 2026-07-28 client's person consented: once more.
+		up, err = h.CallTool(forCaller(cctx), params, sink)
+	}
 	var tc *upstream.TaskCreated
 	if errors.As(err, &tc) {
 		// The server runs the call as a task: the caller gets its
@@ -120,9 +125,9 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
 		span.End()
-		if ask := consentRequired(asking); ask != nil {
+		if n := offer.need(); n != nil && !offer.modern {
 			rec.Outcome = "consent"
-			return nil, ask
+			return nil, offer.required(n)
 		}
 		return d.trust.toResult(ctx, err, src, opts)
 	}
