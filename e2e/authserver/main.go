@@ -127,7 +127,8 @@ func run() error {
 		return err
 	}
 	callback := op.AuthCallbackURL(provider)
-	oidc := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, *op.DefaultEndpoints)}, op.AuthorizeCallbackHandler(provider))
+	srv := &server{LegacyServer: op.NewLegacyServer(provider, *op.DefaultEndpoints), st: st, issuer: issuer, trusted: cfg.TrustedIdPs}
+	opHandler := op.RegisterLegacyServer(srv, op.AuthorizeCallbackHandler(provider))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
 		// The person named by login_hint approves at once.
@@ -159,12 +160,16 @@ func run() error {
 			// Parsed here once; op reads the same parsed form.
 			if err := r.ParseForm(); err == nil {
 				st.count(r.PostForm.Get("grant_type"))
+				if r.PostForm.Get("grant_type") == string(oidc.GrantTypeTokenExchange) && r.PostForm.Get("requested_token_type") == tokenTypeIDJAG {
+					srv.exchangeIDJAG(w, r)
+					return
+				}
 			}
 		}
-		oidc.ServeHTTP(w, r)
+		opHandler.ServeHTTP(w, r)
 	}))
-	srv := &http.Server{Handler: mux}
-	go func() { _ = srv.Serve(ln) }()
+	hs := &http.Server{Handler: mux}
+	go func() { _ = hs.Serve(ln) }()
 	if *ready != "" {
 		if err := os.WriteFile(*ready, []byte(issuer+"\n"), 0o644); err != nil {
 			return err
@@ -175,13 +180,18 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
-	return srv.Close()
+	return hs.Close()
 }
 
 // server is op's legacy server with private_key_jwt client authentication
 // on the client-credentials and token-exchange grants too (op checks only
 // a secret there).
-type server struct{ *op.LegacyServer }
+type server struct {
+	*op.LegacyServer
+	st      *store
+	issuer  string
+	trusted []trustedIdP
+}
 
 func (s *server) VerifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
 	if g := r.Form.Get("grant_type"); (g == "client_credentials" || g == string(oidc.GrantTypeTokenExchange)) && r.Data.ClientAssertion != "" {
