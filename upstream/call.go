@@ -293,6 +293,11 @@ func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.D
 		// This caller's token could not be had: the session is fine.
 		return &UnavailableError{Server: cs.sp().Name, Reason: why}
 	}
+	if why := tokenRefusal(err); why != "" {
+		// No token could be had for the server: the session is fine, and
+		// the next call runs the grant's flow again.
+		return &UnavailableError{Server: cs.sp().Name, Reason: why}
+	}
 	if cs.connectionLost(s, err) {
 		s.markLost(err)
 		if s.proc == nil {
