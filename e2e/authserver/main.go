@@ -30,9 +30,19 @@
 //	                                           // (default: the client id)
 //	   "subject": "svc",                        // sub of client-credentials tokens (default: id)
 //	   "claims": {"agent": "alpha"},            // added to its client-credentials tokens
-//	   "ttlSeconds": 300                        // access-token lifetime; negative: issued expired
+//	   "ttlSeconds": 300,                       // access-token lifetime; negative: issued expired
+//	   "idTokenTtlSeconds": 300,                // ID-token lifetime; negative: issued expired
+//	   "idJag": {"http://127.0.0.1:9000": "mcp-client"},
+//	                                           // as the identity provider: the authorization
+//	                                           // servers (issuer → its client id there) this
+//	                                           // client may get ID-JAGs for
+//	   "idJagTtlSeconds": 300                   // their lifetime; negative: issued expired
 //	 }],
-//	 "users": [{"id": "alice", "claims": {"agent": "alpha"}}]}
+//	 "users": [{"id": "alice", "claims": {"agent": "alpha"}}],
+//	 "trustedIdps": [{"issuer": "http://127.0.0.1:9001", "jwksUri": "…"}]}
+//	                                           // identity providers whose ID-JAGs the JWT
+//	                                           // bearer grant takes (jwksUri default: the
+//	                                           // one of their OpenID discovery)
 //
 // Grants: authorization code with PKCE (S256) and refresh tokens: the
 // authorization endpoint (/authorize) approves at once the user named by
@@ -45,6 +55,16 @@
 // token); revocation (/revoke, RFC 7009); introspection
 // (/oauth/introspect, RFC 7662; the introspecting client must authenticate
 // and be in the token's audience, or the client the token was issued to).
+// The ID-JAG of enterprise-managed authorization (idjag.go), on both
+// sides: as the identity provider, a token exchange with
+// requested_token_type urn:ietf:params:oauth:token-type:id-jag of an ID
+// token it issued to the requesting client, unexpired, for an audience
+// the client's idJag names, answers with an ID-JAG (typ
+// oauth-id-jag+jwt); as an MCP server's authorization server, the JWT
+// bearer grant takes an assertion of that type signed by a trusted
+// identity provider, addressed to this issuer, for the client that
+// authenticates (client_id), unexpired and not used before, and issues an
+// access token for its sub (aud: its resource).
 // Scopes a token carries are in its "scope" claim (JWT) or the
 // introspection answer. Users' claims go into the JWTs and introspection
 // answers issued for them.
