@@ -336,6 +336,11 @@ func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.D
 		// session is fine, and so is the server.
 		return &UnavailableError{Server: cs.sp().Name, Reason: "it needs a person's consent, asked for in band", Consent: true, InBand: true}
 	}
+	if why := tokenRefusal(err); why != "" {
+		// No token could be had for the server: the session is fine, and
+		// the next call runs the grant's flow again.
+		return &UnavailableError{Server: cs.sp().Name, Reason: why}
+	}
 	if cs.connectionLost(s, err) {
 		s.markLost(err)
 		if s.proc == nil {

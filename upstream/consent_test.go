@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -52,5 +54,24 @@ func TestConsentError(t *testing.T) {
 	got := (&UnavailableError{Server: "notion", Unreachable: true, Consent: true}).Error()
 	if !strings.Contains(got, "run `switchboard auth login notion`") {
 		t.Errorf("the call's error: %q", got)
+	}
+}
+
+// TestTokenRefusal: the error of a request for which no token could be
+// had (oauth.ErrNoToken, as text, as errors cross the SDK's transport) is
+// recognised and said from ErrNoToken on, so that the call fails with why
+// rather than as a lost connection; a consent error keeps its own answer,
+// and a refused connection is not taken for it.
+func TestTokenRefusal(t *testing.T) {
+	err := fmt.Errorf("post initialize: %v", fmt.Errorf("upstream %q: %w: %w", "crm", oauth.ErrNoToken, errors.New("refused: invalid_grant: expired")))
+	if got, want := tokenRefusal(err), "no access token could be had: refused: invalid_grant: expired"; got != want {
+		t.Errorf("tokenRefusal = %q, want %q", got, want)
+	}
+	consent := fmt.Errorf("upstream %q: %w: upstream %q %w: run `switchboard auth login crm`", "crm", oauth.ErrNoToken, "crm", oauth.ErrConsent)
+	if got := tokenRefusal(consent); got != "" {
+		t.Errorf("a consent error taken for a refused token: %q", got)
+	}
+	if got := tokenRefusal(errors.New("connect: dial tcp 127.0.0.1:1: connection refused")); got != "" {
+		t.Errorf("a refused connection taken for a refused token: %q", got)
 	}
 }

@@ -85,6 +85,21 @@ func consentAsked(err error) bool {
 	return err != nil && strings.Contains(err.Error(), oauth.ErrConsentAsked.Error())
 }
 
+// tokenRefusal is what err says from oauth.ErrNoToken on, when a call
+// failed because no access token could be had for the server (the
+// grant's flow failed; as text, as needsConsent); "" for any other error
+// and for one that needs a person's consent, which has its own answer.
+func tokenRefusal(err error) string {
+	if err == nil || needsConsent(err.Error()) {
+		return ""
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, oauth.ErrNoToken.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return ""
+}
+
 // callerRefused reports whether a call failed because its caller's own
 // token could not be had.
 func callerRefused(err error) bool { return callerRefusal(err) != "" }

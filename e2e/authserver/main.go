@@ -30,9 +30,19 @@
 //	                                           // (default: the client id)
 //	   "subject": "svc",                        // sub of client-credentials tokens (default: id)
 //	   "claims": {"agent": "alpha"},            // added to its client-credentials tokens
-//	   "ttlSeconds": 300                        // access-token lifetime; negative: issued expired
+//	   "ttlSeconds": 300,                       // access-token lifetime; negative: issued expired
+//	   "idTokenTtlSeconds": 300,                // ID-token lifetime; negative: issued expired
+//	   "idJag": {"http://127.0.0.1:9000": "mcp-client"},
+//	                                           // as the identity provider: the authorization
+//	                                           // servers (issuer → its client id there) this
+//	                                           // client may get ID-JAGs for
+//	   "idJagTtlSeconds": 300                   // their lifetime; negative: issued expired
 //	 }],
-//	 "users": [{"id": "alice", "claims": {"agent": "alpha"}}]}
+//	 "users": [{"id": "alice", "claims": {"agent": "alpha"}}],
+//	 "trustedIdps": [{"issuer": "http://127.0.0.1:9001", "jwksUri": "…"}]}
+//	                                           // identity providers whose ID-JAGs the JWT
+//	                                           // bearer grant takes (jwksUri default: the
+//	                                           // one of their OpenID discovery)
 //
 // Grants: authorization code with PKCE (S256) and refresh tokens: the
 // authorization endpoint (/authorize) approves at once the user named by
@@ -45,6 +55,16 @@
 // token); revocation (/revoke, RFC 7009); introspection
 // (/oauth/introspect, RFC 7662; the introspecting client must authenticate
 // and be in the token's audience, or the client the token was issued to).
+// The ID-JAG of enterprise-managed authorization (idjag.go), on both
+// sides: as the identity provider, a token exchange with
+// requested_token_type urn:ietf:params:oauth:token-type:id-jag of an ID
+// token it issued to the requesting client, unexpired, for an audience
+// the client's idJag names, answers with an ID-JAG (typ
+// oauth-id-jag+jwt); as an MCP server's authorization server, the JWT
+// bearer grant takes an assertion of that type signed by a trusted
+// identity provider, addressed to this issuer, for the client that
+// authenticates (client_id), unexpired and not used before, and issues an
+// access token for its sub (aud: its resource).
 // Scopes a token carries are in its "scope" claim (JWT) or the
 // introspection answer. Users' claims go into the JWTs and introspection
 // answers issued for them.
@@ -127,7 +147,8 @@ func run() error {
 		return err
 	}
 	callback := op.AuthCallbackURL(provider)
-	oidc := op.RegisterLegacyServer(&server{op.NewLegacyServer(provider, *op.DefaultEndpoints)}, op.AuthorizeCallbackHandler(provider))
+	srv := &server{LegacyServer: op.NewLegacyServer(provider, *op.DefaultEndpoints), st: st, issuer: issuer, trusted: cfg.TrustedIdPs}
+	opHandler := op.RegisterLegacyServer(srv, op.AuthorizeCallbackHandler(provider))
 	mux := http.NewServeMux()
 	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
 		// The person named by login_hint approves at once.
@@ -159,12 +180,16 @@ func run() error {
 			// Parsed here once; op reads the same parsed form.
 			if err := r.ParseForm(); err == nil {
 				st.count(r.PostForm.Get("grant_type"))
+				if r.PostForm.Get("grant_type") == string(oidc.GrantTypeTokenExchange) && r.PostForm.Get("requested_token_type") == tokenTypeIDJAG {
+					srv.exchangeIDJAG(w, r)
+					return
+				}
 			}
 		}
-		oidc.ServeHTTP(w, r)
+		opHandler.ServeHTTP(w, r)
 	}))
-	srv := &http.Server{Handler: mux}
-	go func() { _ = srv.Serve(ln) }()
+	hs := &http.Server{Handler: mux}
+	go func() { _ = hs.Serve(ln) }()
 	if *ready != "" {
 		if err := os.WriteFile(*ready, []byte(issuer+"\n"), 0o644); err != nil {
 			return err
@@ -175,13 +200,18 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
-	return srv.Close()
+	return hs.Close()
 }
 
 // server is op's legacy server with private_key_jwt client authentication
 // on the client-credentials and token-exchange grants too (op checks only
 // a secret there).
-type server struct{ *op.LegacyServer }
+type server struct {
+	*op.LegacyServer
+	st      *store
+	issuer  string
+	trusted []trustedIdP
+}
 
 func (s *server) VerifyClient(ctx context.Context, r *op.Request[op.ClientCredentials]) (op.Client, error) {
 	if g := r.Form.Get("grant_type"); (g == "client_credentials" || g == string(oidc.GrantTypeTokenExchange)) && r.Data.ClientAssertion != "" {

@@ -18,8 +18,9 @@ import (
 )
 
 type config struct {
-	Clients []clientConfig `json:"clients"`
-	Users   []userConfig   `json:"users"`
+	Clients     []clientConfig `json:"clients"`
+	Users       []userConfig   `json:"users"`
+	TrustedIdPs []trustedIdP   `json:"trustedIdps"` // whose ID-JAGs the JWT bearer grant takes
 }
 
 type clientConfig struct {
@@ -34,6 +35,13 @@ type clientConfig struct {
 	Subject      string         `json:"subject"`
 	Claims       map[string]any `json:"claims"`
 	TTLSeconds   int            `json:"ttlSeconds"`
+	// The ID tokens it gets (default 300 s; negative: issued expired).
+	IDTokenTTLSeconds int `json:"idTokenTtlSeconds"`
+	// As the identity provider's client: the authorization servers
+	// (issuer → its client id there) it may get ID-JAGs for, and their
+	// lifetime (default 300 s; negative: issued expired).
+	IDJAG           map[string]string `json:"idJag"`
+	IDJAGTTLSeconds int               `json:"idJagTtlSeconds"`
 }
 
 type userConfig struct {
@@ -51,9 +59,10 @@ type store struct {
 	key     *rsa.PrivateKey
 
 	mu      sync.Mutex
-	tokens  map[string]issued // access-token ID → what it was issued for
-	refresh map[string]string // client ID → the refresh token last issued to it
-	grants  map[string]int    // grant type → token requests made with it
+	tokens  map[string]issued    // access-token ID → what it was issued for
+	refresh map[string]string    // client ID → the refresh token last issued to it
+	grants  map[string]int       // grant type → token requests made with it
+	used    map[string]time.Time // ID-JAG issuer and jti → its expiry
 }
 
 type issued struct {
@@ -74,7 +83,8 @@ func (u users) GetUserByUsername(name string) *storage.User { return u.GetUserBy
 func (u users) ExampleClientID() string                     { return "" }
 
 func newStore(cfg config, key *rsa.PrivateKey) (*store, error) {
-	s := &store{clients: map[string]*client{}, users: map[string]userConfig{}, key: key, tokens: map[string]issued{}, refresh: map[string]string{}, grants: map[string]int{}}
+	s := &store{clients: map[string]*client{}, users: map[string]userConfig{}, key: key, tokens: map[string]issued{}, refresh: map[string]string{}, grants: map[string]int{},
+		used: map[string]time.Time{}}
 	for _, u := range cfg.Users {
 		s.users[u.ID] = u
 	}
@@ -175,6 +185,8 @@ func (s *store) clientOf(r op.TokenRequest) string {
 		return r.GetClientID()
 	case *oidc.JWTTokenRequest:
 		return r.Issuer
+	case *idJAGRequest:
+		return r.clientID
 	}
 	return ""
 }
@@ -419,8 +431,13 @@ func (c *client) AccessTokenType() op.AccessTokenType {
 	}
 	return op.AccessTokenTypeJWT
 }
-func (c *client) IDTokenLifetime() time.Duration { return 5 * time.Minute }
-func (c *client) DevMode() bool                  { return true }
+func (c *client) IDTokenLifetime() time.Duration {
+	if c.IDTokenTTLSeconds != 0 {
+		return time.Duration(c.IDTokenTTLSeconds) * time.Second
+	}
+	return 5 * time.Minute
+}
+func (c *client) DevMode() bool { return true }
 func (c *client) RestrictAdditionalIdTokenScopes() func([]string) []string {
 	return func(s []string) []string { return s }
 }

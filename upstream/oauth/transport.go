@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
+
+// ErrNoToken matches a request that was not sent because no access token
+// could be had for it: the grant's flow failed (its authorization server
+// or identity provider refused, or could not be reached). The token's
+// failure, not the connection's: the next request runs the flow again.
+var ErrNoToken = errors.New("no access token could be had")
 
 // Transport sets the Authorization header of every request to the
 // server's own origin from Handler's token, and on a 401 or 403 from there
@@ -59,7 +66,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if err := t.authorize(first, resp, sent); err != nil {
-		return nil, fmt.Errorf("upstream %q: authorization: %w", t.Server, err)
+		return nil, fmt.Errorf("upstream %q: %w: %w", t.Server, ErrNoToken, err)
 	}
 	retry := r.Clone(r.Context())
 	if r.GetBody != nil {
