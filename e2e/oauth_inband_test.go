@@ -65,8 +65,10 @@ func TestOAuthConsentInBand(t *testing.T) {
 
 	completed := make(chan string, 4)
 	urlClient := a.client(t, &mcp.ClientOptions{
-		Capabilities:       &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil },
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
 		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
 			completed <- r.Params.ElicitationID
 		},
@@ -86,7 +88,9 @@ func TestOAuthConsentInBand(t *testing.T) {
 
 	// A client that declared form mode only is not sent the URL.
 	formClient := a.client(t, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return &mcp.ElicitResult{Action: "decline"}, nil },
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
 	})
 	res, err := call(formClient)
 	wantLogin(t, "a form-only client's call after the refresh token was revoked", res, err)
