@@ -47,7 +47,7 @@ func TestConformanceClientAuth(t *testing.T) {
 		t.Fatalf("build authclient: %v\n%s", err, out)
 	}
 	expected := authExpectedFailures(t)
-	for _, sc := range []string{"dpop", "dpop-nonce"} {
+	for _, sc := range authScenarios {
 		ok, log := runAuthScenario(t, suite, client, sc)
 		reason, listed := expected[sc]
 		switch {
