@@ -143,6 +143,7 @@ func New(ctx context.Context, p Params) (*Client, error) {
 		p.Redact(e.Token.AccessToken)
 		p.Redact(e.Token.RefreshToken)
 		p.Redact(e.ClientSecret)
+		p.Redact(e.DPoPKey)
 	}
 	c := p.Config
 	switch c.Grant {
