@@ -124,14 +124,11 @@ func (n *nonces) get(u *url.URL) string {
 	return s
 }
 
-// seen keeps resp's nonce, if any, and reports whether it is new.
-func (n *nonces) seen(u *url.URL, resp *http.Response) bool {
-	v := resp.Header.Get("DPoP-Nonce")
-	if v == "" {
-		return false
+// seen keeps resp's nonce, if any.
+func (n *nonces) seen(u *url.URL, resp *http.Response) {
+	if v := resp.Header.Get("DPoP-Nonce"); v != "" {
+		n.m.Store(origin(u), v)
 	}
-	old, _ := n.m.Swap(origin(u), v)
-	return old != v
 }
 
 // dpopTransport is the RoundTripper of an authorization_code handler's
@@ -196,7 +193,10 @@ func (d *dpopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return d.base.RoundTrip(r)
 	}
 	resp, err := d.prove(r, k)
-	if err != nil || !d.nonces.seen(r.URL, resp) || resp.StatusCode != http.StatusBadRequest {
+	if err == nil {
+		d.nonces.seen(r.URL, resp)
+	}
+	if err != nil || resp.Header.Get("DPoP-Nonce") == "" || resp.StatusCode != http.StatusBadRequest {
 		return resp, err
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))

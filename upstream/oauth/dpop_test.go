@@ -257,3 +257,70 @@ func TestDPoPResourceRequests(t *testing.T) {
 		t.Errorf("%d nonce refusals and %d accepted proofs, want 1 and 3", refusals, len(jtis))
 	}
 }
+
+// TestDPoPNonceConcurrent: two requests sent at once without the nonce are
+// both refused with the same one; the second refusal comes after the
+// first request kept the nonce and was sent again with it, and the second
+// request too is sent again with it, not taken for a new authorization.
+func TestDPoPNonceConcurrent(t *testing.T) {
+	var (
+		arrived  sync.WaitGroup
+		mu       sync.Mutex
+		refusals int
+		once     sync.Once
+		retried  = make(chan struct{})
+	)
+	arrived.Add(2)
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" {
+			http.NotFound(w, r) // discovery: a new authorization, which must not start
+			return
+		}
+		if _, _, err := checkProof(r.Header.Get("DPoP"), r.Method, "http://"+r.Host+"/mcp", "at-1", "rs-nonce-1"); err == nil {
+			once.Do(func() { close(retried) })
+			return
+		}
+		arrived.Done()
+		arrived.Wait() // both requests were sent without the nonce
+		mu.Lock()
+		refusals++
+		second := refusals == 2
+		mu.Unlock()
+		if second {
+			<-retried // the first was refused, kept the nonce and came back with it
+		}
+		w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce"`)
+		w.Header().Set("DPoP-Nonce", "rs-nonce-1")
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer rs.Close()
+	st := NewMemoryStore()
+	k, err := newDPoPKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Save(Key{Server: "s"}, &Entry{Token: &oauth2.Token{AccessToken: "at-1", TokenType: "DPoP", Expiry: time.Now().Add(time.Hour)},
+		TokenURL: "http://127.0.0.1:1/token", DPoPKey: k.marshal()})
+	h, err := New(context.Background(), Params{Key: Key{Server: "s"}, URL: rs.URL + "/mcp", Config: &Config{Grant: GrantAuthorizationCode}, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Handler: h, Home: func(*url.URL) bool { return true }, Server: "s"}}
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Post(rs.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("request %d: status %d", i, resp.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -93,7 +93,12 @@ func (t *Transport) send(r *http.Request, again bool) (string, *http.Request, *h
 			return "", nil, nil, err
 		}
 		resp, err := t.Base.RoundTrip(req)
-		if err != nil || req.Header.Get("DPoP") == "" || !t.nonces.seen(req.URL, resp) || try > 0 ||
+		if err == nil {
+			t.nonces.seen(req.URL, resp)
+		}
+		// Another request may have kept the same nonce meanwhile: a
+		// refusal with a nonce is answered once whether it is new or not.
+		if err != nil || req.Header.Get("DPoP") == "" || resp.Header.Get("DPoP-Nonce") == "" || try > 0 ||
 			resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "use_dpop_nonce") {
 			return sent, req, resp, err
 		}
