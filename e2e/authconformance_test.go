@@ -13,9 +13,10 @@ import (
 
 // authScenarios are the conformance suite's client auth scenarios that
 // switchboard, as the OAuth client of a remote server, must pass: the
-// tier-1 auth list and the client-credentials, workload-identity and
-// enterprise extensions. DPoP (auth/dpop, auth/dpop-nonce) is not here:
-// switchboard sends bearer tokens only.
+// tier-1 auth list and the client-credentials, workload-identity,
+// enterprise and DPoP extensions (auth/dpop, auth/dpop-nonce: the
+// authorization-code flow, DPoP by default since the authorization server
+// offers ES256).
 var authScenarios = []string{
 	"metadata-default", "metadata-var1", "metadata-var2", "metadata-var3", "basic-cimd",
 	"scope-from-www-authenticate", "scope-from-scopes-supported", "scope-omitted-when-undefined",
@@ -26,6 +27,7 @@ var authScenarios = []string{
 	"iss-supported", "iss-not-advertised", "iss-supported-missing", "iss-wrong-issuer", "iss-unexpected",
 	"iss-normalized", "metadata-issuer-mismatch",
 	"client-credentials-basic", "client-credentials-jwt", "wif-jwt-bearer", "enterprise-managed-authorization",
+	"dpop", "dpop-nonce",
 }
 
 // TestConformanceClientAuth runs each auth scenario with e2e/authclient as

@@ -21,6 +21,7 @@ const (
 var (
 	grants           = []string{GrantAuthorizationCode, GrantClientCredentials, GrantJWTBearer, GrantEnterprise, GrantTokenExchange}
 	signingAlgs      = []string{"ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "EdDSA"}
+	dpopModes        = []string{"auto", "on", "off"}
 	tokenStoreKinds  = []string{"file", "memory", "vault:MOUNT/PREFIX"}
 	oauthSecretField = []string{"clientSecret", "privateKey", "assertion", "idpClientSecret", "idToken", "tokenStoreKey"}
 )
@@ -67,6 +68,13 @@ type OAuth struct {
 	// (authorization_code): a loopback http URL `auth login` listens on.
 	// Default http://127.0.0.1:8976/callback.
 	RedirectURI string `json:"redirectUri,omitempty"`
+	// DPoP (RFC 9449) binds authorization_code tokens to a key of
+	// switchboard's: "auto" (the default) when the authorization server
+	// offers ES256 (dpop_signing_alg_values_supported) or the resource
+	// requires it (dpop_bound_access_tokens_required), "on" always (an
+	// authorization server without ES256 fails the flow), "off" never.
+	// The other grants send bearer tokens.
+	DPoP string `json:"dpop,omitempty"`
 	// The enterprise grant: the identity provider's issuer, switchboard's
 	// client there, and the person's ID token (a secret:// reference).
 	IDPIssuer       string `json:"idpIssuer,omitempty"`
@@ -107,6 +115,10 @@ func (v *validator) oauth(path, tr string, s *Server) {
 		v.oneOf(p+".grant", o.Grant, grants)
 	}
 	v.oneOf(p+".signingAlgorithm", o.SigningAlgorithm, signingAlgs)
+	v.oneOf(p+".dpop", o.DPoP, dpopModes)
+	if o.DPoP == "on" && o.Grant != GrantAuthorizationCode {
+		v.add(p+".dpop", fmt.Sprintf(`"on" works with grant %q only (grant %q sends bearer tokens)`, GrantAuthorizationCode, o.Grant))
+	}
 	if strings.HasPrefix(o.TokenStore, VaultStorePrefix) {
 		v.vaultStore(p+".tokenStore", o.TokenStore)
 	} else {

@@ -15,6 +15,11 @@ import (
 // kept in the store from an earlier consent is used, and refreshed, first.
 func (h *Client) authorizationCode(ctx context.Context, e *Entry) (auth.OAuthHandler, error) {
 	c := h.p.Config
+	if h.dpop != nil {
+		if err := h.dpop.use(e); err != nil {
+			return nil, err
+		}
+	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         c.Redirect(),
 		Client:              h.p.Client,

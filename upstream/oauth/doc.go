@@ -14,6 +14,13 @@
 // Authorization header from the handler and calls its Authorize once on
 // a 401 or 403.
 //
+// authorization_code binds its tokens to a P-256 key with DPoP (RFC 9449)
+// when the authorization server offers ES256 (Config.DPoP): the handler's
+// HTTP client adds a proof to its token requests, Transport sends the
+// token with the DPoP scheme and a fresh proof, both answer a
+// use_dpop_nonce refusal once with the server's nonce, and the key is
+// kept in the Store beside the token bound to it.
+//
 // Consents holds the in-band authorization_code flows under way (a
 // caller's consent asked for within its call): each is bound to the
 // principal whose call opened it, started only by that caller at
@@ -22,6 +29,6 @@
 //
 // Discovery, registration, PKCE, the iss check and the token requests are
 // the go-sdk's (auth, auth/extauth, oauthex) and golang.org/x/oauth2's;
-// this package only chooses among them, signs client assertions
-// (golang-jwt) and keeps the tokens.
+// this package only chooses among them, signs client assertions and
+// DPoP proofs (golang-jwt) and keeps the tokens.
 package oauth

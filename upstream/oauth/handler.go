@@ -46,6 +46,9 @@ type Config struct {
 	IDToken           string   `json:",omitempty"`
 	TokenStore        string   `json:",omitempty"`
 	TokenStoreKey     string   `json:",omitempty"`
+	// DPoP is DPoPAuto ("": the same), DPoPOn or DPoPOff; only
+	// authorization_code sends DPoP proofs.
+	DPoP string `json:",omitempty"`
 }
 
 // Redirect is the redirect URI authorization_code uses.
@@ -96,6 +99,7 @@ type Client struct {
 	stored   *Entry          // from the store at start, until the inner has its own
 	last     string          // the access token last taken from the store or handed out
 	pending  *pendingConsent // an in-band authorization under way
+	dpop     *dpopTransport  // the token requests' DPoP; nil: bearer only
 
 	startBase string // in-band consent's start URLs' base; "": not in band
 }
@@ -121,6 +125,15 @@ func New(ctx context.Context, p Params) (*Client, error) {
 	if p.Consents != nil && p.Config.Grant == GrantAuthorizationCode {
 		h.startBase = inBandBase(p.Config.Redirect())
 	}
+	if p.Config.Grant == GrantAuthorizationCode && p.Config.DPoP != DPoPOff {
+		d, err := newDPoPTransport(p.Client.Transport, p.Config.DPoP)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		c := *p.Client
+		c.Transport = d
+		h.p.Client, h.dpop = &c, d
+	}
 	e, err := p.Store.Load(p.Key)
 	if err != nil {
 		return nil, err
@@ -130,6 +143,7 @@ func New(ctx context.Context, p Params) (*Client, error) {
 		p.Redact(e.Token.AccessToken)
 		p.Redact(e.Token.RefreshToken)
 		p.Redact(e.ClientSecret)
+		p.Redact(e.DPoPKey)
 	}
 	c := p.Config
 	switch c.Grant {
@@ -267,6 +281,9 @@ func (h *Client) keep(tok *oauth2.Token, meta *Entry) {
 	h.p.Redact(tok.RefreshToken)
 	e := *meta
 	e.Token, e.Grant, e.Saved = tok, h.p.Config.Grant, time.Now().UTC()
+	if h.dpop != nil && isDPoP(tok) {
+		e.DPoPKey = h.dpop.current().marshal()
+	}
 	// A store that fails leaves the token in use: only a restart has to
 	// obtain it again.
 	_ = h.p.Store.Save(h.p.Key, &e)

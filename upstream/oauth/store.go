@@ -39,7 +39,10 @@ type Entry struct {
 	AuthStyle    int           `json:"authStyle,omitempty"`
 	Scopes       []string      `json:"scopes,omitempty"`
 	Grant        string        `json:"grant,omitempty"`
-	Saved        time.Time     `json:"saved"`
+	// DPoPKey is the key Token is bound to (RFC 9449), PKCS#8 DER in
+	// base64url: refreshing a DPoP-bound token needs it.
+	DPoPKey string    `json:"dpopKey,omitempty"`
+	Saved   time.Time `json:"saved"`
 }
 
 // Store keeps tokens. Load returns nil, nil when it has none for k.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -36,6 +37,9 @@ type Transport struct {
 	// per caller, so that one caller's slow exchange holds up no other's;
 	// else one for the server.
 	locks sync.Map // caller principal → *sync.Mutex
+	// The latest DPoP-Nonce of each origin, for the proofs of
+	// DPoP-bound tokens.
+	nonces nonces
 }
 
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -57,28 +61,50 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 		r.Body, _ = r.GetBody()
 	}
-	sent, first, err := t.authorized(r)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := t.Base.RoundTrip(first)
+	sent, first, resp, err := t.send(r, false)
 	if err != nil || (resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		return resp, err
 	}
 	if err := t.authorize(first, resp, sent); err != nil {
 		return nil, fmt.Errorf("upstream %q: %w: %w", t.Server, ErrNoToken, err)
 	}
-	retry := r.Clone(r.Context())
-	if r.GetBody != nil {
-		if retry.Body, err = r.GetBody(); err != nil {
-			return nil, err
+	_, _, resp, err = t.send(r, true)
+	return resp, err
+}
+
+// send sends r (its body afresh when again) with the current token; a
+// DPoP-bound token's request refused for want of the server's nonce
+// (use_dpop_nonce) is sent once more with the nonce. It returns the token
+// sent and the request last sent.
+func (t *Transport) send(r *http.Request, again bool) (string, *http.Request, *http.Response, error) {
+	for try := 0; ; try++ {
+		req := r
+		if again || try > 0 {
+			req = r.Clone(r.Context())
+			if r.GetBody != nil {
+				var err error
+				if req.Body, err = r.GetBody(); err != nil {
+					return "", nil, nil, err
+				}
+			}
 		}
+		sent, req, err := t.authorized(req)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		resp, err := t.Base.RoundTrip(req)
+		if err == nil {
+			t.nonces.seen(req.URL, resp)
+		}
+		// Another request may have kept the same nonce meanwhile: a
+		// refusal with a nonce is answered once whether it is new or not.
+		if err != nil || req.Header.Get("DPoP") == "" || resp.Header.Get("DPoP-Nonce") == "" || try > 0 ||
+			resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "use_dpop_nonce") {
+			return sent, req, resp, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
-	_, retry, err = t.authorized(retry)
-	if err != nil {
-		return nil, err
-	}
-	return t.Base.RoundTrip(retry)
 }
 
 // authorized returns r with the current token, and that token ("" none).
@@ -94,6 +120,15 @@ func (t *Transport) authorized(r *http.Request) (string, *http.Request, error) {
 		return "", r, nil
 	}
 	r = r.Clone(r.Context())
+	if c, ok := t.Handler.(*Client); ok && c.dpop != nil && isDPoP(tok) {
+		p, err := c.dpop.current().proof(r.Method, r.URL, tok.AccessToken, t.nonces.get(r.URL))
+		if err != nil {
+			return "", r, err
+		}
+		r.Header.Set("Authorization", "DPoP "+tok.AccessToken)
+		r.Header.Set("DPoP", p)
+		return tok.AccessToken, r, nil
+	}
 	r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	return tok.AccessToken, r, nil
 }
