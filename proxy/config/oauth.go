@@ -65,8 +65,10 @@ type OAuth struct {
 	TokenStore    string `json:"tokenStore,omitempty"`
 	TokenStoreKey string `json:"tokenStoreKey,omitempty"`
 	// RedirectURI is where the authorization server sends the person back
-	// (authorization_code): a loopback http URL `auth login` listens on.
-	// Default http://127.0.0.1:8976/callback.
+	// (authorization_code): a loopback http URL `auth login` listens on
+	// (default http://127.0.0.1:8976/callback), or switchboard's own
+	// callback (http on loopback, or https: …/oauth/callback), which lets
+	// callers consent in band.
 	RedirectURI string `json:"redirectUri,omitempty"`
 	// DPoP (RFC 9449) binds authorization_code tokens to a key of
 	// switchboard's: "auto" (the default) when the authorization server
@@ -138,8 +140,12 @@ func (v *validator) oauth(path, tr string, s *Server) {
 		}
 	}
 	if o.RedirectURI != "" {
-		if u, err := url.Parse(o.RedirectURI); err != nil || u.Scheme != "http" || !loopbackHost(u.Hostname()) || u.Port() == "" {
-			v.add(p+".redirectUri", fmt.Sprintf("want a loopback http URL with a port (http://127.0.0.1:PORT/path), got %q", o.RedirectURI))
+		u, err := url.Parse(o.RedirectURI)
+		loopback := err == nil && u.Scheme == "http" && loopbackHost(u.Hostname()) && u.Port() != ""
+		// switchboard's own public callback, for consent in band.
+		public := err == nil && u.Scheme == "https" && u.Host != "" && u.Path == inBandCallback && u.RawQuery == "" && u.Fragment == ""
+		if !loopback && !public {
+			v.add(p+".redirectUri", fmt.Sprintf("want a loopback http URL with a port (http://127.0.0.1:PORT/path), or switchboard's own https://HOST%s, got %q", inBandCallback, o.RedirectURI))
 		}
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {
@@ -260,5 +266,9 @@ func (v *validator) vaultStore(path, val string) {
 		}
 	}
 }
+
+// inBandCallback is the path of switchboard's redirect URI for consent in
+// band (upstream/oauth.CallbackPath).
+const inBandCallback = "/oauth/callback"
 
 func loopbackHost(h string) bool { return h == "127.0.0.1" || h == "::1" || h == "localhost" }
