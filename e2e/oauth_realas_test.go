@@ -235,6 +235,13 @@ func wantLogin(t *testing.T, when string, res *mcp.CallToolResult, err error) {
 // approves at once.
 func authLogin(t *testing.T, config string, env []string) {
 	t.Helper()
+	authLoginAs(t, config, env, "alice")
+}
+
+// authLoginAs is authLogin with user signing in at the authorization
+// server.
+func authLoginAs(t *testing.T, config string, env []string, user string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, switchboard, "auth", "login", "up", "--config", config, "--no-browser")
@@ -258,7 +265,7 @@ func authLogin(t *testing.T, config string, env []string) {
 		t.Fatal(err)
 	}
 	q := u.Query()
-	q.Set("login_hint", "alice")
+	q.Set("login_hint", user)
 	u.RawQuery = q.Encode()
 	resp, err := http.Get(u.String())
 	if err != nil {

@@ -53,7 +53,7 @@ func (a *authSlot) handler(ctx context.Context, cn *connector, url string) (auth
 		Client: &http.Client{Transport: allowList{eg}, CheckRedirect: eg.checkAllowed},
 	}
 	var h auth.OAuthHandler
-	if sp.OAuth.Grant == oauth.GrantTokenExchange {
+	if sp.OAuth.Grant == oauth.GrantTokenExchange || sp.OAuth.PerCaller {
 		// A token per caller: the call's context names it.
 		h, err = oauth.NewPerCaller(ctx, p)
 	} else {

@@ -77,6 +77,14 @@ type OAuth struct {
 	// authorization server without ES256 fails the flow), "off" never.
 	// The other grants send bearer tokens.
 	DPoP string `json:"dpop,omitempty"`
+	// PerCaller (authorization_code): each downstream caller links their
+	// own account at the server, consenting in band at their first call,
+	// and their calls carry their own token; requests made for no caller
+	// (connecting, listing) use the token of `auth login`. It needs
+	// callers with an identity (auth.tokens or auth.oauth), a
+	// "protocol": "2026-07-28" http server, and redirectUri set to
+	// switchboard's own callback.
+	PerCaller bool `json:"perCaller,omitempty"`
 	// The enterprise grant: the identity provider's issuer, switchboard's
 	// client there, and the person's ID token (a secret:// reference).
 	IDPIssuer       string `json:"idpIssuer,omitempty"`
@@ -157,6 +165,35 @@ func (v *validator) oauth(path, tr string, s *Server) {
 	v.grantFields(p, o)
 	if o.Grant == GrantTokenExchange {
 		v.tokenExchange(path, tr, s)
+	}
+	if o.PerCaller {
+		v.perCaller(path, tr, s, o)
+	}
+}
+
+// perCaller checks what linked accounts (authorization_code, a token per
+// caller) need: callers who can be told apart, a server that holds no
+// session per client, and switchboard's own callback, where each caller's
+// consent comes back.
+func (v *validator) perCaller(path, tr string, s *Server, o *OAuth) {
+	p := path + ".oauth.perCaller"
+	switch {
+	case o.Grant == GrantTokenExchange:
+		v.add(p, `"token_exchange" is always per caller`)
+		return
+	case o.Grant != GrantAuthorizationCode:
+		v.add(p, fmt.Sprintf("not used by grant %q (authorization_code only)", o.Grant))
+		return
+	}
+	if !v.idp && !v.callers {
+		v.add(p, "each caller links their own account: it needs callers with an identity (auth.tokens or auth.oauth)")
+	}
+	if tr != "http" || s.Protocol != "2026-07-28" {
+		v.add(p, `each call carries its own caller's token: it needs "type": "http" and "protocol": "2026-07-28" `+
+			`(a server of an earlier protocol binds its session to the one caller that opened it)`)
+	}
+	if u, err := url.Parse(o.RedirectURI); err != nil || u.Path != inBandCallback {
+		v.add(p, fmt.Sprintf("each caller consents in band: it needs redirectUri set to switchboard's own …%s", inBandCallback))
 	}
 }
 

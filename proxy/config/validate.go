@@ -39,7 +39,7 @@ var transportAliases = map[string]string{
 // Validate runs every semantic check and reports all problems at once, each
 // with its field path.
 func (c *Config) Validate() error {
-	v := validator{idp: c.Auth != nil && c.Auth.OAuth != nil}
+	v := validator{idp: c.Auth != nil && c.Auth.OAuth != nil, callers: c.Auth != nil && len(c.Auth.Tokens) > 0}
 	v.settings(c)
 	for _, k := range sortedKeys(c.MCPServers) {
 		v.server(joinKey(c.serversPath(), k), k, c.MCPServers[k])
@@ -214,8 +214,9 @@ func (v *validator) requireReady(names []string, base map[string]*Server) {
 }
 
 type validator struct {
-	errs []error
-	idp  bool // auth.oauth is set: callers may carry the identity provider's tokens
+	errs    []error
+	idp     bool // auth.oauth is set: callers may carry the identity provider's tokens
+	callers bool // auth.tokens is set: callers are told apart by their static tokens
 }
 
 func (v *validator) add(path, reason string) {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"sync"
 	"time"
@@ -13,11 +14,12 @@ import (
 )
 
 // consent is a call's offer to have its caller consent in band to a
-// server that needs it (oauth.Asking): a caller with no identity of its
-// own (serve --stdio, a sidecar without downstream auth), since the token
-// it consents to is switchboard's one token for the server and in a view
-// of many callers none of them may choose the account everyone's calls
-// use; and a client that declared URL-mode elicitation.
+// server that needs it (oauth.Asking), from a client that declared
+// URL-mode elicitation. The caller's principal goes with it: a server's
+// one token is consented to only by a caller with no identity of its own
+// (serve --stdio, a sidecar without downstream auth), since in a view of
+// many callers none of them may choose the account everyone's calls use;
+// a caller's own token (perCaller, linked accounts) only by that caller.
 //
 // A 2025-11-25 client is answered with the URL elicitation error (-32042)
 // and told on its session's stream when the consent ends
@@ -38,8 +40,9 @@ func consentOffer(ctx context.Context, req *session.Request) (context.Context, *
 	if req == nil || req.Session == nil || !session.CanElicit(req.ClientCapabilities(), "url") {
 		return ctx, nil
 	}
+	var principal, label string
 	if h := HeldIn(ctx); h != nil && h.Principal.Holder != (Holder{}) {
-		return ctx, nil
+		principal, label = hex.EncodeToString(h.Principal.Holder[:]), h.Principal.TokenID
 	}
 	c := &consent{modern: req.Modern()}
 	if c.modern {
@@ -51,6 +54,7 @@ func consentOffer(ctx context.Context, req *session.Request) (context.Context, *
 			_ = ss.Notify(context.Background(), "notifications/elicitation/complete", &mcp.ElicitationCompleteParams{ElicitationID: id})
 		}}
 	}
+	c.a.Principal, c.a.Label = principal, label
 	return oauth.WithAsking(ctx, c.a), c
 }
 

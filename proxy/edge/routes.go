@@ -41,9 +41,8 @@ func (e *Edge) routes() http.Handler {
 		r.HandleFunc(p, e.resourceMetadata)
 	}
 	if e.consents != nil {
-		// A person's browser, not an MCP client: no bearer token, and
-		// only flows of switchboard's own token (no caller) start here.
-		r.Handle(oauth.StartPath+"{flow}", e.checkHost(e.consents.StartHandler(func(*http.Request) (string, bool) { return "", true })))
+		// A person's browser, not an MCP client: no bearer token.
+		r.Handle(oauth.StartPath+"{flow}", e.checkHost(e.consents.StartHandler()))
 		r.Handle(oauth.CallbackPath, e.checkHost(e.consents.CallbackHandler()))
 	}
 	return http.NewCrossOriginProtection().Handler(exactPath("/mcp", root, r))

@@ -126,7 +126,7 @@ func oauthConfig(o *config.OAuth) *oauth.Config {
 		ClientMetadataURL: o.ClientMetadataURL, PrivateKey: o.PrivateKey, SigningAlgorithm: o.SigningAlgorithm,
 		Assertion: o.Assertion, RedirectURI: o.RedirectURI, IDPIssuer: o.IDPIssuer, IDPClientID: o.IDPClientID,
 		IDPClientSecret: o.IDPClientSecret, IDToken: o.IDToken, IDPTokenEndpoint: o.IDPTokenEndpoint, TokenStore: o.TokenStore, TokenStoreKey: o.TokenStoreKey,
-		DPoP: o.DPoP,
+		DPoP: o.DPoP, PerCaller: o.PerCaller,
 	}
 }
 

@@ -34,12 +34,14 @@ func CallerOf(ctx context.Context) (c Caller, ok bool) {
 }
 
 // PerCaller is the auth.OAuthHandler of a server whose tokens are per
-// caller (token_exchange): a request made for a caller (its context's
-// Caller) uses that caller's Client, keyed (server, principal) in the
-// store and made on the caller's first request; a request made for no
-// caller (connecting, listing the catalog) uses the client's own token,
-// obtained with client_credentials by the same client. One caller's
-// token is never used for another's request.
+// caller (token_exchange; authorization_code with perCaller, linked
+// accounts): a request made for a caller (its context's Caller) uses that
+// caller's Client, keyed (server, principal) in the store and made on the
+// caller's first request; a request made for no caller (connecting,
+// listing the catalog) uses the client's own token, obtained with
+// client_credentials by the same client (token_exchange), or the one
+// `auth login` keeps (authorization_code). One caller's token is never
+// used for another's request.
 type PerCaller struct {
 	p   Params
 	own *Client
@@ -52,9 +54,11 @@ type PerCaller struct {
 func NewPerCaller(ctx context.Context, p Params) (*PerCaller, error) {
 	p.Key.Principal = ""
 	op := p
-	c := *p.Config
-	c.Grant = GrantClientCredentials
-	op.Config = &c
+	if p.Config.Grant == GrantTokenExchange {
+		c := *p.Config
+		c.Grant = GrantClientCredentials
+		op.Config = &c
+	}
 	own, err := New(ctx, op)
 	if err != nil {
 		return nil, err

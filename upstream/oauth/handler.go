@@ -49,6 +49,8 @@ type Config struct {
 	// DPoP is DPoPAuto ("": the same), DPoPOn or DPoPOff; only
 	// authorization_code sends DPoP proofs.
 	DPoP string `json:",omitempty"`
+	// PerCaller (authorization_code): a token per caller (NewPerCaller).
+	PerCaller bool `json:",omitempty"`
 }
 
 // Redirect is the redirect URI authorization_code uses.
@@ -234,7 +236,7 @@ func (h *Client) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 				return nil
 			}
 		}
-		if a := askingOf(ctx); a != nil && h.startBase != "" {
+		if a := askingOf(ctx); a != nil && h.startBase != "" && a.Principal == h.p.Key.Principal {
 			return h.inBand(ctx, req, resp, a)
 		}
 	}

@@ -64,6 +64,7 @@ type Flow struct {
 	ID        string // in the start URL; random, not the OAuth state
 	Server    string
 	Principal string
+	Label     string // names the caller on the start page
 
 	authURL string
 	state   string
@@ -94,6 +95,17 @@ func (c *Consents) Open(server, principal, authURL string) (*Flow, error) {
 	c.byID[f.ID] = f
 	c.byState[state] = f
 	return f, nil
+}
+
+// Peek is the flow id names, if it can still be started.
+func (c *Consents) Peek(id string) (server, principal, label string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.byID[id]
+	if f == nil || f.started || !c.now().Before(f.expires) {
+		return "", "", "", false
+	}
+	return f.Server, f.Principal, f.Label, true
 }
 
 // Start is the caller's browser at the start URL of flow id, as
@@ -242,6 +254,14 @@ type ConsentNeed struct {
 // retries (notifications/elicitation/complete).
 type Asking struct {
 	Complete func(elicitationID string)
+	// Principal is the caller's ("": no identity of its own). A server's
+	// own token (auth login's) is consented to only by a caller without
+	// one; a caller's own token (perCaller) only by that caller.
+	Principal string
+	// Label names the caller to the person at the start URL (e.g. the
+	// identity provider's subject): a person who did not ask sees it is
+	// not theirs.
+	Label string
 
 	mu   sync.Mutex
 	need *ConsentNeed

@@ -18,6 +18,8 @@ type pendingConsent struct {
 	ready     chan struct{} // closed once the URL is known, or the authorization ended
 	readyOnce sync.Once
 
+	label string // the caller's, for the start page
+
 	mu      sync.Mutex
 	need    *ConsentNeed
 	done    bool
@@ -42,7 +44,7 @@ func (h *Client) inBand(ctx context.Context, req *http.Request, resp *http.Respo
 	h.mu.Lock()
 	p := h.pending
 	if p == nil {
-		p = &pendingConsent{ready: make(chan struct{})}
+		p = &pendingConsent{ready: make(chan struct{}), label: a.Label}
 		h.pending = p
 		// The authorization outlives the call: it gets a request and a
 		// response of its own (headers only; it reads no body).
@@ -106,6 +108,7 @@ func (h *Client) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	if err != nil {
 		return nil, err
 	}
+	f.Label = p.label
 	need := ConsentNeed{Server: server, ElicitationID: random()[:22], URL: h.startBase + StartPath + f.ID,
 		Message: fmt.Sprintf("The server %q needs your consent: open the URL to sign in there and let switchboard act for you; the call is retried once you have.", server)}
 	p.mu.Lock()

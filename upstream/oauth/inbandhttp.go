@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"strings"
 )
@@ -13,23 +14,34 @@ import (
 const consentCookie = "switchboard_consent_"
 
 // StartHandler serves a flow's start URL (its id is the path's last
-// segment): the caller principal reports (from the request's
-// credentials, as for /mcp) must be the one the flow was opened for; the
-// browser is then given the flow's binding cookie and redirected to the
-// authorization server.
-func (c *Consents) StartHandler(principal func(*http.Request) (string, bool)) http.Handler {
+// segment). A flow of switchboard's own token (no principal) starts at
+// once: the browser is given the flow's binding cookie and redirected to
+// the authorization server. A flow of a caller's own token (linked
+// accounts) first shows whose account is being linked, with a button: a
+// browser cannot prove it is the caller, so the person who opens a URL
+// someone else was sent sees it names another, and the start is a POST,
+// which a link or an image cannot make.
+func (c *Consents) StartHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "consent start: GET only", http.StatusMethodNotAllowed)
-			return
-		}
-		p, ok := principal(r)
-		if !ok {
-			http.Error(w, "consent start: no caller: sign in as the caller whose call asked for consent", http.StatusUnauthorized)
-			return
-		}
 		id := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-		authURL, binding, err := c.Start(id, p)
+		server, principal, label, ok := c.Peek(id)
+		if !ok {
+			http.Error(w, "consent start: "+ErrFlowUnknown.Error(), http.StatusNotFound)
+			return
+		}
+		switch {
+		case r.Method == http.MethodGet && principal != "":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'")
+			w.Header().Set("X-Frame-Options", "DENY")
+			_ = confirmPage.Execute(w, map[string]string{"Server": server, "Caller": label})
+			return
+		case r.Method == http.MethodGet, r.Method == http.MethodPost && principal != "":
+		default:
+			http.Error(w, "consent start: GET (or POST to confirm) only", http.StatusMethodNotAllowed)
+			return
+		}
+		authURL, binding, err := c.Start(id, principal)
 		if err != nil {
 			http.Error(w, "consent start: "+err.Error(), statusOf(err))
 			return
@@ -39,6 +51,17 @@ func (c *Consents) StartHandler(principal func(*http.Request) (string, bool)) ht
 		http.Redirect(w, r, authURL, http.StatusFound)
 	})
 }
+
+// confirmPage asks the person to confirm whose account they link.
+var confirmPage = template.Must(template.New("confirm").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>switchboard: link {{.Server}}</title></head>
+<body>
+<h1>Link your {{.Server}} account</h1>
+<p>switchboard asks to act at <b>{{.Server}}</b> for <b>{{.Caller}}</b>, who made the call that needs it.</p>
+<p>If that is not you, close this page: whoever sent you here would act with your account.</p>
+<form method="post"><button type="submit">Continue to {{.Server}}</button></form>
+</body></html>
+`))
 
 // CallbackHandler serves the redirect URI: the authorization server's
 // answer completes the flow its state names, at the browser that started

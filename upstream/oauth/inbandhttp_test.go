@@ -5,31 +5,29 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
 
-// TestConsentHandlers: the start URL redirects alice's browser to the
-// authorization server with a binding cookie, and refuses bob; the
-// redirect completes the flow at alice's browser only (a victim's
-// browser, without the cookie, is refused), and a refusal at the
-// authorization server ends the fetch with a consent error.
+// TestConsentHandlers: a flow of alice's own token shows whose account is
+// linked and starts only on the POST its page makes (a GET, which a link
+// can make, never starts it), which redirects the browser to the
+// authorization server with a binding cookie; a flow of switchboard's own
+// token starts at once. The redirect completes the flow at the starting
+// browser only (a victim's browser, without the cookie, is refused), and
+// a refusal at the authorization server ends the fetch with a consent
+// error.
 func TestConsentHandlers(t *testing.T) {
 	c := NewConsents(time.Minute)
-	who := func(r *http.Request) (string, bool) {
-		p := r.Header.Get("X-Test-Principal")
-		return p, p != ""
-	}
-	start, callback := c.StartHandler(who), c.CallbackHandler()
+	start, callback := c.StartHandler(), c.CallbackHandler()
 	f, err := c.Open("notion", "alice", testAuthURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(h http.Handler, target, principal string, cookies []*http.Cookie) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodGet, target, nil)
-		if principal != "" {
-			r.Header.Set("X-Test-Principal", principal)
-		}
+	f.Label = "oauth:alice"
+	do := func(h http.Handler, method, target string, cookies []*http.Cookie) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, target, nil)
 		for _, k := range cookies {
 			r.AddCookie(k)
 		}
@@ -37,15 +35,27 @@ func TestConsentHandlers(t *testing.T) {
 		h.ServeHTTP(w, r)
 		return w
 	}
-	if w := get(start, "/oauth/start/"+f.ID, "", nil); w.Code != http.StatusUnauthorized {
-		t.Errorf("start without a caller: %d", w.Code)
+	get := func(h http.Handler, target, _ string, cookies []*http.Cookie) *httptest.ResponseRecorder {
+		return do(h, http.MethodGet, target, cookies)
 	}
-	if w := get(start, "/oauth/start/"+f.ID, "bob", nil); w.Code != http.StatusForbidden {
-		t.Errorf("bob started alice's flow: %d", w.Code)
+	w := get(start, "/oauth/start/"+f.ID, "", nil)
+	if body := w.Body.String(); w.Code != http.StatusOK || !strings.Contains(body, "oauth:alice") || !strings.Contains(body, "notion") ||
+		!strings.Contains(body, `method="post"`) || len(w.Result().Cookies()) != 0 {
+		t.Fatalf("the page of alice's flow: %d %v\n%s", w.Code, w.Result().Cookies(), body)
 	}
-	w := get(start, "/oauth/start/"+f.ID, "alice", nil)
+	if w := do(start, http.MethodPut, "/oauth/start/"+f.ID, nil); w.Code != http.StatusMethodNotAllowed {
+		t.Errorf("a PUT to the start URL: %d", w.Code)
+	}
+	w = do(start, http.MethodPost, "/oauth/start/"+f.ID, nil)
 	if w.Code != http.StatusFound || w.Header().Get("Location") != testAuthURL || len(w.Result().Cookies()) != 1 {
-		t.Fatalf("alice's start: %d %q %v", w.Code, w.Header().Get("Location"), w.Result().Cookies())
+		t.Fatalf("alice's confirmed start: %d %q %v", w.Code, w.Header().Get("Location"), w.Result().Cookies())
+	}
+	if w := get(start, "/oauth/start/"+f.ID, "", nil); w.Code != http.StatusNotFound {
+		t.Errorf("the page of a started flow: %d", w.Code)
+	}
+	own, _ := c.Open("notion", "", "https://as.example/authorize?state=st-own")
+	if w := get(start, "/oauth/start/"+own.ID, "", nil); w.Code != http.StatusFound || len(w.Result().Cookies()) != 1 {
+		t.Errorf("the start of switchboard's own token: %d", w.Code)
 	}
 	cookies := w.Result().Cookies()
 	if w := get(callback, "/oauth/callback?code=c-1&state=st-4d1e", "", nil); w.Code != http.StatusForbidden {
@@ -53,7 +63,7 @@ func TestConsentHandlers(t *testing.T) {
 	}
 
 	g, _ := c.Open("notion", "alice", testAuthURL)
-	w = get(start, "/oauth/start/"+g.ID, "alice", nil)
+	w = do(start, http.MethodPost, "/oauth/start/"+g.ID, nil)
 	if w := get(callback, "/oauth/callback?code=c-2&state=st-4d1e", "", w.Result().Cookies()); w.Code != http.StatusOK {
 		t.Fatalf("the redirect at alice's browser: %d %s", w.Code, w.Body)
 	}
@@ -67,7 +77,7 @@ func TestConsentHandlers(t *testing.T) {
 	}
 
 	h, _ := c.Open("notion", "alice", testAuthURL)
-	w = get(start, "/oauth/start/"+h.ID, "alice", nil)
+	w = do(start, http.MethodPost, "/oauth/start/"+h.ID, nil)
 	if w := get(callback, "/oauth/callback?error=access_denied&state=st-4d1e", "", w.Result().Cookies()); w.Code != http.StatusForbidden {
 		t.Errorf("a refused consent: %d", w.Code)
 	}
