@@ -2,7 +2,8 @@ package oauth
 
 import (
 	"errors"
-	"html/template"
+	"fmt"
+	"html"
 	"net/http"
 	"strings"
 )
@@ -34,7 +35,7 @@ func (c *Consents) StartHandler() http.Handler {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'")
 			w.Header().Set("X-Frame-Options", "DENY")
-			_ = confirmPage.Execute(w, map[string]string{"Server": server, "Caller": label})
+			fmt.Fprintf(w, confirmPage, html.EscapeString(server), html.EscapeString(label))
 			return
 		case r.Method == http.MethodGet, r.Method == http.MethodPost && principal != "":
 		default:
@@ -52,16 +53,18 @@ func (c *Consents) StartHandler() http.Handler {
 	})
 }
 
-// confirmPage asks the person to confirm whose account they link.
-var confirmPage = template.Must(template.New("confirm").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>switchboard: link {{.Server}}</title></head>
+// confirmPage asks the person to confirm whose account they link: the
+// server's name, then the caller's, each escaped. (No html/template: its
+// reflection would keep every exported method in the binary.)
+const confirmPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>switchboard: link %[1]s</title></head>
 <body>
-<h1>Link your {{.Server}} account</h1>
-<p>switchboard asks to act at <b>{{.Server}}</b> for <b>{{.Caller}}</b>, who made the call that needs it.</p>
+<h1>Link your %[1]s account</h1>
+<p>switchboard asks to act at <b>%[1]s</b> for <b>%[2]s</b>, who made the call that needs it.</p>
 <p>If that is not you, close this page: whoever sent you here would act with your account.</p>
-<form method="post"><button type="submit">Continue to {{.Server}}</button></form>
+<form method="post"><button type="submit">Continue to %[1]s</button></form>
 </body></html>
-`))
+`
 
 // CallbackHandler serves the redirect URI: the authorization server's
 // answer completes the flow its state names, at the browser that started

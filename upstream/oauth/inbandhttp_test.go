@@ -25,7 +25,7 @@ func TestConsentHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Label = "oauth:alice"
+	f.Label = "oauth:<alice>"
 	do := func(h http.Handler, method, target string, cookies []*http.Cookie) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, target, nil)
 		for _, k := range cookies {
@@ -39,7 +39,7 @@ func TestConsentHandlers(t *testing.T) {
 		return do(h, http.MethodGet, target, cookies)
 	}
 	w := get(start, "/oauth/start/"+f.ID, "", nil)
-	if body := w.Body.String(); w.Code != http.StatusOK || !strings.Contains(body, "oauth:alice") || !strings.Contains(body, "notion") ||
+	if body := w.Body.String(); w.Code != http.StatusOK || !strings.Contains(body, "oauth:&lt;alice&gt;") || strings.Contains(body, "<alice>") || !strings.Contains(body, "notion") ||
 		!strings.Contains(body, `method="post"`) || len(w.Result().Cookies()) != 0 {
 		t.Fatalf("the page of alice's flow: %d %v\n%s", w.Code, w.Result().Cookies(), body)
 	}
