@@ -30,24 +30,8 @@ import (
 // browser that did not start the flow cannot complete it, and a client
 // that declared form mode only is told to run auth login.
 func TestOAuthConsentInBand(t *testing.T) {
-	aAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	redirect := "http://" + aAddr + "/oauth/callback"
-	bRes := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	issuer := startAuthServer(t, map[string]any{
-		"clients": []any{
-			map[string]any{"id": "sb-code", "secret": "sb-code-77e1c0", "redirectURIs": []string{redirect},
-				"grants": []string{"authorization_code", "refresh_token"}, "ttlSeconds": 20},
-		},
-		"users": []any{map[string]any{"id": "alice"}},
-	})
-	bDir := t.TempDir()
-	startSwitchboardIn(t, bDir, bDir, map[string]any{
-		"listen":     strings.TrimPrefix(bRes, "http://"),
-		"mcpServers": map[string]any{"f": fixtureServer("f")},
-		"auth": map[string]any{"oauth": map[string]any{
-			"resource": bRes, "issuer": issuer, "scopes": []string{"mcp:tools"}, "audience": []string{bRes + "/mcp", "sb-code"},
-		}},
-	}, nil)
+	rig := newConsentRig(t, "sb-code-77e1c0", 20, "alice")
+	aAddr, redirect, bRes, issuer := rig.aAddr, rig.redirect, rig.bRes, rig.issuer
 
 	dir := t.TempDir()
 	env := []string{"SB_CODE=sb-code-77e1c0", "SWITCHBOARD_TOKEN_DIR=" + filepath.Join(dir, "tokens")}
@@ -216,6 +200,43 @@ func TestOAuthConsentInBand(t *testing.T) {
 	if got := grantCounts(t, issuer)["authorization_code"]; got != codes+2 {
 		t.Errorf("authorization codes exchanged: %d after the second in-band consent, want %d", got, codes+2)
 	}
+}
+
+// consentRig is what a test of consent in band runs against: the real
+// authorization server, whose client sb-code has A's callback as its
+// redirect URI, and B, switchboard as its protected resource in front of
+// the fixture, auditing each call with the person it was made as. A is
+// the test's own, listening on aAddr.
+type consentRig struct{ aAddr, redirect, bRes, issuer, audit string }
+
+// newConsentRig starts the authorization server, with users and sb-code
+// authenticated by secret (its access tokens live ttl seconds; 0: the
+// server's default), and B.
+func newConsentRig(t *testing.T, secret string, ttl int, users ...string) consentRig {
+	t.Helper()
+	r := consentRig{aAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), bRes: fmt.Sprintf("http://127.0.0.1:%d", freePort(t))}
+	r.redirect = "http://" + r.aAddr + "/oauth/callback"
+	client := map[string]any{"id": "sb-code", "secret": secret, "redirectURIs": []string{r.redirect},
+		"grants": []string{"authorization_code", "refresh_token"}}
+	if ttl != 0 {
+		client["ttlSeconds"] = ttl
+	}
+	var us []any
+	for _, u := range users {
+		us = append(us, map[string]any{"id": u})
+	}
+	r.issuer = startAuthServer(t, map[string]any{"clients": []any{client}, "users": us})
+	bDir := t.TempDir()
+	r.audit = filepath.Join(bDir, "audit.jsonl")
+	startSwitchboardIn(t, bDir, bDir, map[string]any{
+		"listen":     strings.TrimPrefix(r.bRes, "http://"),
+		"mcpServers": map[string]any{"f": fixtureServer("f")},
+		"audit":      map[string]any{"enabled": true, "file": r.audit, "arguments": true},
+		"auth": map[string]any{"oauth": map[string]any{
+			"resource": r.bRes, "issuer": r.issuer, "audience": []string{r.bRes + "/mcp", "sb-code"},
+		}},
+	}, nil)
+	return r
 }
 
 // addLoginHint names the person at the authorization server's authorize

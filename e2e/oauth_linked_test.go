@@ -31,26 +31,8 @@ import (
 // Alice's next call needs no consent; each call B audits names the person
 // whose call it was.
 func TestOAuthLinkedAccounts(t *testing.T) {
-	aAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	redirect := "http://" + aAddr + "/oauth/callback"
-	bRes := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	issuer := startAuthServer(t, map[string]any{
-		"clients": []any{
-			map[string]any{"id": "sb-code", "secret": "sb-code-41b9aa", "redirectURIs": []string{redirect},
-				"grants": []string{"authorization_code", "refresh_token"}},
-		},
-		"users": []any{map[string]any{"id": "svc"}, map[string]any{"id": "alice"}, map[string]any{"id": "bob"}},
-	})
-	bDir := t.TempDir()
-	auditFile := filepath.Join(bDir, "audit.jsonl")
-	startSwitchboardIn(t, bDir, bDir, map[string]any{
-		"listen":     strings.TrimPrefix(bRes, "http://"),
-		"mcpServers": map[string]any{"f": fixtureServer("f")},
-		"audit":      map[string]any{"enabled": true, "file": auditFile, "arguments": true},
-		"auth": map[string]any{"oauth": map[string]any{
-			"resource": bRes, "issuer": issuer, "audience": []string{bRes + "/mcp", "sb-code"},
-		}},
-	}, nil)
+	rig := newConsentRig(t, "sb-code-41b9aa", 0, "svc", "alice", "bob")
+	aAddr, redirect, bRes, issuer, auditFile := rig.aAddr, rig.redirect, rig.bRes, rig.issuer, rig.audit
 
 	dir := t.TempDir()
 	const aliceTok, bobTok = "alice-static-3f1e0b9c", "bob-static-8d24c6a1"
