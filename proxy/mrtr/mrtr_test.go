@@ -142,3 +142,17 @@ func TestBindingExactKeys(t *testing.T) {
 		t.Errorf("retry fields: %+v, %v; want the exact key's state", rt, err)
 	}
 }
+
+// TestStateRefusesLineBreaks: the decoder skips CR and LF, so a state
+// with one inserted in its signature would open as the state without; it
+// is refused.
+func TestStateRefusesLineBreaks(t *testing.T) {
+	pc := New()
+	st := pc.seal("x", 1, "bind")
+	if _, _, ok := pc.open(st[:len(st)-4]+"\n"+st[len(st)-4:], "bind"); ok {
+		t.Error("a state with a line break in its signature opens")
+	}
+	if _, _, ok := pc.open(st, "bind"); !ok {
+		t.Fatal("the state does not open")
+	}
+}

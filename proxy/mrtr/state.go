@@ -76,7 +76,7 @@ func (cs *Calls) sealUpstream(res any, bind *binding) {
 // openUpstream checks a sealed upstream state and returns the upstream's.
 func (cs *Calls) openUpstream(sealed, bind string) (string, bool) {
 	i := strings.LastIndexByte(sealed, '.')
-	if i < len(upstreamPrefix) {
+	if i < len(upstreamPrefix) || strings.ContainsAny(sealed, "\r\n") { // the decoder skips CR and LF
 		return "", false
 	}
 	head, sig := sealed[:i], sealed[i+1:]
@@ -161,7 +161,7 @@ func (cs *Calls) seal(id string, round int, bind string) string {
 // open checks a requestState and returns the call ID and round it holds.
 func (cs *Calls) open(state, bind string) (string, int, bool) {
 	i := strings.LastIndexByte(state, '.')
-	if i < 0 {
+	if i < 0 || strings.ContainsAny(state, "\r\n") { // the decoder skips CR and LF
 		return "", 0, false
 	}
 	head, sig := state[:i], state[i+1:]

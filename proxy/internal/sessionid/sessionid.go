@@ -166,7 +166,9 @@ func (s *Sealer) seal(st State) string {
 // this Sealer's key; ErrInvalid for anything else.
 func (s *Sealer) Open(id string) (State, error) {
 	var st State
-	if len(id) > MaxLen {
+	// The decoder skips CR and LF: an ID with one would open as the ID
+	// without, one session under two names.
+	if len(id) > MaxLen || strings.ContainsAny(id, "\r\n") {
 		return st, ErrInvalid
 	}
 	replica, tok, ok := strings.Cut(id, ".")

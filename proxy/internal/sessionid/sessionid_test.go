@@ -174,3 +174,18 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestOpenRefusesLineBreaks: the decoder skips CR and LF, so an ID with
+// one inserted would open as the ID without; it is refused.
+func TestOpenRefusesLineBreaks(t *testing.T) {
+	s := sealer(t, key, "r1")
+	id := s.Seal(state)
+	for _, br := range []string{"\n", "\r"} {
+		if _, err := s.Open(id[:len(id)-4] + br + id[len(id)-4:]); err == nil {
+			t.Errorf("an ID with %q inside opens", br)
+		}
+	}
+	if _, err := s.Open(id); err != nil {
+		t.Fatal(err)
+	}
+}

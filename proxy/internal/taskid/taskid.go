@@ -91,7 +91,9 @@ func (c *Codec) Seal(ref Ref, caller string) (string, error) {
 // Open is what id names, if it was sealed for caller under c's key.
 func (c *Codec) Open(id, caller string) (Ref, error) {
 	rest, ok := strings.CutPrefix(id, prefix)
-	if !ok || len(id) > maxID {
+	// The decoder skips CR and LF, so an ID with one would open as the
+	// ID without: one task, two names.
+	if !ok || len(id) > maxID || strings.ContainsAny(id, "\r\n") {
 		return Ref{}, ErrMalformed
 	}
 	parts := strings.Split(rest, ".")
