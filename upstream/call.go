@@ -226,7 +226,9 @@ func (cs *calls) live(ctx context.Context) (*session, error) {
 // the breaker, and so does a call refused because a remote server is
 // unreachable; answers (even errors) and callers going away do not.
 func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.Context, *session) (json.RawMessage, error)) (json.RawMessage, error) {
-	oauth.Reconnecting(ctx, cs.reconnect)
+	if oauth.Asks(ctx) {
+		oauth.Reconnecting(ctx, cs.reconnect)
+	}
 	s, err := cs.acquireLive(ctx)
 	if err != nil {
 		var ue *UnavailableError

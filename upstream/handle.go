@@ -222,6 +222,14 @@ func New(spec Spec, opt Options) *Handle {
 // Spec returns the spec the Handle runs.
 func (h *Handle) Spec() Spec { return *h.sp() }
 
+// AsksConsent reports whether the server's token may need a person's
+// consent (oauth grant authorization_code), which a call can be asked
+// for in band (oauth.WithAsking).
+func (h *Handle) AsksConsent() bool {
+	o := h.sp().OAuth
+	return o != nil && o.Grant == oauth.GrantAuthorizationCode
+}
+
 // sp is the current spec; see Update.
 func (h *Handle) sp() *Spec { return h.spec.Load() }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/upstream"
 	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
 
@@ -34,10 +35,10 @@ type consent struct {
 	once   sync.Once
 }
 
-// consentOffer is ctx offering req's caller to be asked (nil: it cannot
-// be).
-func consentOffer(ctx context.Context, req *session.Request) (context.Context, *consent) {
-	if req == nil || req.Session == nil || !session.CanElicit(req.ClientCapabilities(), "url") {
+// consentOffer is ctx offering req's caller to be asked for a consent h's
+// server needs (nil: it cannot be, or the server never needs one).
+func consentOffer(ctx context.Context, req *session.Request, h *upstream.Handle) (context.Context, *consent) {
+	if !h.AsksConsent() || req == nil || req.Session == nil || !session.CanElicit(req.ClientCapabilities(), "url") {
 		return ctx, nil
 	}
 	var principal, label string

@@ -107,7 +107,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 	}
 	src, opts := sanitize.Source{Server: r.Entry.Key, Tool: r.Original}, d.trust.options(snap, r.Entry)
 	sink := newCallSink(d.trust, req, tok, src, opts)
-	callCtx, offer := consentOffer(forCaller(cctx), req)
+	callCtx, offer := consentOffer(forCaller(cctx), req, h)
 	up, err := h.CallTool(callCtx, params, sink)
 	if n := offer.need(); err != nil && n != nil && offer.modern && offer.given(ctx, req, n) {
 		// The 2026-07-28 client's person consented: once more.
