@@ -324,3 +324,40 @@ func TestDPoPNonceConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestDPoPPerCaller: a caller's own DPoP-bound token (linked accounts) is
+// sent with the DPoP scheme and a proof of that caller's key, as a
+// server's one token is.
+func TestDPoPPerCaller(t *testing.T) {
+	k, err := newDPoPKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "DPoP at-alice" {
+			t.Errorf("Authorization %q, want alice's token with the DPoP scheme", r.Header.Get("Authorization"))
+		}
+		if _, _, err := checkProof(r.Header.Get("DPoP"), r.Method, "http://"+r.Host+"/mcp", "at-alice", ""); err != nil {
+			t.Errorf("proof: %v", err)
+		}
+	}))
+	defer rs.Close()
+	st := NewMemoryStore()
+	st.Save(Key{Server: "s", Principal: "alice"}, &Entry{Token: &oauth2.Token{AccessToken: "at-alice", TokenType: "DPoP", Expiry: time.Now().Add(time.Hour)},
+		TokenURL: "http://127.0.0.1:1/token", DPoPKey: k.marshal()})
+	h, err := NewPerCaller(context.Background(), Params{Key: Key{Server: "s"}, URL: rs.URL + "/mcp",
+		Config: &Config{Grant: GrantAuthorizationCode, PerCaller: true}, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Transport: &Transport{Base: http.DefaultTransport, Handler: h, Home: func(*url.URL) bool { return true }, Server: "s"}}
+	req, _ := http.NewRequestWithContext(WithCaller(context.Background(), Caller{Principal: "alice"}), http.MethodPost, rs.URL+"/mcp", strings.NewReader(`{}`))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+}

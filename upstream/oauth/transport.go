@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -107,6 +108,20 @@ func (t *Transport) send(r *http.Request, again bool) (string, *http.Request, *h
 	}
 }
 
+// dpopOf is the DPoP of the Client h sends ctx's request with (a caller's
+// own, for PerCaller); nil: bearer only.
+func dpopOf(ctx context.Context, h auth.OAuthHandler) *dpopTransport {
+	switch h := h.(type) {
+	case *Client:
+		return h.dpop
+	case *PerCaller:
+		if c, err := h.of(ctx); err == nil {
+			return c.dpop
+		}
+	}
+	return nil
+}
+
 // authorized returns r with the current token, and that token ("" none).
 func (t *Transport) authorized(r *http.Request) (string, *http.Request, error) {
 	ts, err := t.Handler.TokenSource(r.Context())
@@ -120,8 +135,8 @@ func (t *Transport) authorized(r *http.Request) (string, *http.Request, error) {
 		return "", r, nil
 	}
 	r = r.Clone(r.Context())
-	if c, ok := t.Handler.(*Client); ok && c.dpop != nil && isDPoP(tok) {
-		p, err := c.dpop.current().proof(r.Method, r.URL, tok.AccessToken, t.nonces.get(r.URL))
+	if d := dpopOf(r.Context(), t.Handler); d != nil && isDPoP(tok) {
+		p, err := d.current().proof(r.Method, r.URL, tok.AccessToken, t.nonces.get(r.URL))
 		if err != nil {
 			return "", r, err
 		}
