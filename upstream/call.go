@@ -234,7 +234,7 @@ func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.
 		var ue *UnavailableError
 		if errors.As(err, &ue) && ue.Consent && consentAsked(cs.sup.conn.askConsent(ctx)) {
 			// Down for want of a consent its caller was now asked for.
-			return nil, &UnavailableError{Server: cs.sp().Name, Reason: "it needs a person's consent, asked for in band", Consent: true, InBand: true}
+			return nil, cs.askedInBand()
 		}
 		return nil, err
 	}
@@ -258,6 +258,12 @@ func (cs *calls) do(ctx context.Context, timeout time.Duration, fn func(context.
 		return res.(json.RawMessage), nil
 	}
 	return nil, cs.callError(ctx, cctx, s, timeout, err)
+}
+
+// askedInBand is the error of a call refused for a consent its caller was
+// asked for (oauth.Asking).
+func (cs *calls) askedInBand() *UnavailableError {
+	return &UnavailableError{Server: cs.sp().Name, Consent: true, InBand: true}
 }
 
 // reconnect asks a server whose connection is down for an attempt now and
@@ -336,7 +342,7 @@ func (cs *calls) callError(ctx, cctx context.Context, s *session, timeout time.D
 	if consentAsked(err) {
 		// The caller was sent the consent's URL (oauth.Asking): the
 		// session is fine, and so is the server.
-		return &UnavailableError{Server: cs.sp().Name, Reason: "it needs a person's consent, asked for in band", Consent: true, InBand: true}
+		return cs.askedInBand()
 	}
 	if why := tokenRefusal(err); why != "" {
 		// No token could be had for the server: the session is fine, and

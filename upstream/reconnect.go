@@ -67,12 +67,16 @@ func needsConsent(err string) bool {
 // callerRefusal is what err says from oauth.ErrCaller on, when a call
 // failed because its caller's own token could not be had (as text, as
 // needsConsent); "" for any other error.
-func callerRefusal(err error) string {
+func callerRefusal(err error) string { return fromMark(err, oauth.ErrCaller) }
+
+// fromMark is what err says from mark's text on; "" when it does not say
+// it.
+func fromMark(err, mark error) string {
 	if err == nil {
 		return ""
 	}
 	msg := err.Error()
-	if i := strings.Index(msg, oauth.ErrCaller.Error()); i >= 0 {
+	if i := strings.Index(msg, mark.Error()); i >= 0 {
 		return msg[i:]
 	}
 	return ""
@@ -93,11 +97,7 @@ func tokenRefusal(err error) string {
 	if err == nil || needsConsent(err.Error()) {
 		return ""
 	}
-	msg := err.Error()
-	if i := strings.Index(msg, oauth.ErrNoToken.Error()); i >= 0 {
-		return msg[i:]
-	}
-	return ""
+	return fromMark(err, oauth.ErrNoToken)
 }
 
 // callerRefused reports whether a call failed because its caller's own

@@ -38,7 +38,7 @@ const DefaultConsentTTL = 10 * time.Minute
 // starts it at switchboard's start URL (Start, which checks the caller is
 // the one the flow was opened for and binds the flow to that browser),
 // and the authorization server's redirect completes it (Complete, which
-// checks the binding and hands the code to the flow's waiting Fetcher).
+// checks the binding and hands the code to the flow's waiter, Wait).
 // Each flow is bound to the principal that opened it, is used once, and
 // expires.
 type Consents struct {
@@ -132,10 +132,9 @@ func (c *Consents) Start(id, principal string) (authURL, binding string, err err
 
 // Complete is the authorization server's redirect with state, code and
 // iss, arriving at a browser that brings bindings (its consent cookies;
-// one must be the flow's): the flow's waiting
-// Fetcher gets the code. The flow is used up whatever the outcome, but
-// for a redirect that names no flow; a refused one ends its Fetcher
-// without a code.
+// one must be the flow's): the flow's waiter (Wait) gets the code. The
+// flow is used up whatever the outcome, but for a redirect that names no
+// flow; a refused one ends its waiter without a code.
 func (c *Consents) Complete(state string, bindings []string, code, iss string) (*Flow, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -207,22 +206,6 @@ func random() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// Fetcher is the person's part of authorization_code done in band for
-// principal's call to server: it opens a flow for the authorization URL,
-// tells opened of it (the call answers its caller with the flow's start
-// URL), and waits for the flow's redirect, until the flow expires or ctx
-// ends.
-func (c *Consents) Fetcher(server, principal string, opened func(*Flow)) auth.AuthorizationCodeFetcher {
-	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-		f, err := c.Open(server, principal, args.URL)
-		if err != nil {
-			return nil, err
-		}
-		opened(f)
-		return c.Wait(ctx, f)
-	}
 }
 
 // CallbackPath is the path of switchboard's redirect URI for in-band

@@ -150,22 +150,24 @@ func TestConsentFlowOpen(t *testing.T) {
 	}
 }
 
-// TestConsentFetcher: the in-band fetcher opens a flow for its caller,
-// says so, and returns the code its redirect brings; a flow that expires
-// first fails the fetch.
+// TestConsentFetcher: what the in-band fetcher does with a flow (Client.fetch:
+// Open, then Wait): the code its redirect brings reaches the waiter; a
+// flow that expires first fails the wait and is forgotten.
 func TestConsentFetcher(t *testing.T) {
 	c := NewConsents(time.Minute)
-	opened := make(chan *Flow, 1)
 	type res struct {
 		r   *auth.AuthorizationResult
 		err error
 	}
 	out := make(chan res, 1)
+	f, err := c.Open("notion", "alice", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		r, err := c.Fetcher("notion", "alice", func(f *Flow) { opened <- f })(context.Background(), &auth.AuthorizationArgs{URL: testAuthURL})
+		r, err := c.Wait(context.Background(), f)
 		out <- res{r, err}
 	}()
-	f := <-opened
 	if f.Server != "notion" || f.Principal != "alice" {
 		t.Fatalf("flow %+v", f)
 	}
@@ -181,9 +183,11 @@ func TestConsentFetcher(t *testing.T) {
 	}
 
 	short := NewConsents(50 * time.Millisecond)
-	var g *Flow
-	_, err = short.Fetcher("notion", "alice", func(f *Flow) { g = f })(context.Background(), &auth.AuthorizationArgs{URL: testAuthURL})
-	if !errors.Is(err, ErrFlowExpired) {
+	g, err := short.Open("notion", "alice", testAuthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = short.Wait(context.Background(), g); !errors.Is(err, ErrFlowExpired) {
 		t.Fatalf("a flow nobody completed: %v", err)
 	}
 	if _, _, err := short.Start(g.ID, "alice"); !errors.Is(err, ErrFlowUnknown) {
