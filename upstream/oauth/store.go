@@ -138,15 +138,20 @@ func NewFileStore(dir, secret string) (*FileStore, error) {
 			return nil, err
 		}
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("token store: %w", err)
-	}
-	aead, err := cipher.NewGCM(block)
+	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, fmt.Errorf("token store: %w", err)
 	}
 	return &FileStore{path: filepath.Join(dir, "tokens.enc"), aead: aead}, nil
+}
+
+// newAEAD is AES-256-GCM under key (32 bytes), as the stores seal.
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
 }
 
 // keyFile reads the 32-byte key at path, or makes it.

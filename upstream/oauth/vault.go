@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -86,11 +85,8 @@ func NewVaultStore(kv KV, prefix, secret string) (*VaultStore, error) {
 	s := &VaultStore{kv: kv, prefix: prefix}
 	if secret != "" {
 		sum := sha256.Sum256([]byte(secret))
-		block, err := aes.NewCipher(sum[:])
-		if err != nil {
-			return nil, fmt.Errorf("token store vault:%s: %w", prefix, err)
-		}
-		if s.aead, err = cipher.NewGCM(block); err != nil {
+		var err error
+		if s.aead, err = newAEAD(sum[:]); err != nil {
 			return nil, fmt.Errorf("token store vault:%s: %w", prefix, err)
 		}
 	}
