@@ -384,6 +384,9 @@ func (p *Proxy) shutdown(srv, adminSrv *http.Server, stopReload, unregister func
 	unregister()
 	// 5. and 6.
 	p.closeAllBy(stopBy)
+	// The in-band consents still waiting end; their callers' sessions
+	// and servers are closed already, so telling them waits for nothing.
+	p.consents.Close()
 }
 
 // closeSessions lets every downstream session's requests in flight finish

@@ -41,13 +41,20 @@ const DefaultConsentTTL = 10 * time.Minute
 // checks the binding and hands the code to the flow's waiter, Wait).
 // Each flow is bound to the principal that opened it, is used once, and
 // expires.
+//
+// Consents also owns the in-band authorizations waiting on its flows
+// (run): Close ends them and waits for them.
 type Consents struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl  time.Duration
+	now  func() time.Time
+	life context.Context // ends at Close
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 
 	mu      sync.Mutex
 	byID    map[string]*Flow
 	byState map[string]*Flow
+	closed  bool
 }
 
 // NewConsents returns an empty set whose flows expire after ttl
@@ -56,7 +63,35 @@ func NewConsents(ttl time.Duration) *Consents {
 	if ttl <= 0 {
 		ttl = DefaultConsentTTL
 	}
-	return &Consents{ttl: ttl, now: time.Now, byID: map[string]*Flow{}, byState: map[string]*Flow{}}
+	life, stop := context.WithCancel(context.Background())
+	return &Consents{ttl: ttl, now: time.Now, life: life, stop: stop, byID: map[string]*Flow{}, byState: map[string]*Flow{}}
+}
+
+// run runs f on a goroutine of c's, with a context Close ends; false, and
+// f not run, once Close began.
+func (c *Consents) run(f func(ctx context.Context)) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f(c.life)
+	}()
+	return true
+}
+
+// Close ends the authorizations waiting on c's flows (their callers are
+// told, as for a flow that expired) and waits for them. It is idempotent
+// and safe to call concurrently.
+func (c *Consents) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.stop()
+	c.wg.Wait()
 }
 
 // Flow is one in-band consent under way.

@@ -45,13 +45,17 @@ func (h *Client) inBand(ctx context.Context, req *http.Request, resp *http.Respo
 	p := h.pending
 	if p == nil {
 		p = &pendingConsent{ready: make(chan struct{}), label: a.Label}
-		h.pending = p
 		// The authorization outlives the call: it gets a request and a
 		// response of its own (headers only; it reads no body).
 		r := req.Clone(context.Background())
 		r.Body, r.GetBody = http.NoBody, nil
 		copied := &http.Response{StatusCode: resp.StatusCode, Status: resp.Status, Header: resp.Header.Clone(), Body: http.NoBody, Request: r}
-		go h.authorizeInBand(h.inner, r, copied, p)
+		inner := h.inner
+		if !h.p.Consents.run(func(life context.Context) { h.authorizeInBand(life, inner, r, copied, p) }) {
+			h.mu.Unlock()
+			return fmt.Errorf("upstream %q %w: switchboard is stopping", h.p.Key.Server, ErrConsent)
+		}
+		h.pending = p
 	}
 	h.mu.Unlock()
 	select {
@@ -72,9 +76,9 @@ func (h *Client) inBand(ctx context.Context, req *http.Request, resp *http.Respo
 }
 
 // authorizeInBand runs inner's Authorize for p until the flow it opens
-// ends, then tells every call that was asked.
-func (h *Client) authorizeInBand(inner auth.OAuthHandler, req *http.Request, resp *http.Response, p *pendingConsent) {
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), pendingKey{}, p), h.p.Consents.ttl+time.Minute)
+// ends (or life does), then tells every call that was asked.
+func (h *Client) authorizeInBand(life context.Context, inner auth.OAuthHandler, req *http.Request, resp *http.Response, p *pendingConsent) {
+	ctx, cancel := context.WithTimeout(context.WithValue(life, pendingKey{}, p), h.p.Consents.ttl+time.Minute)
 	defer cancel()
 	err := inner.Authorize(ctx, req, resp)
 	h.mu.Lock()

@@ -132,3 +132,40 @@ func TestInBandNeedsSwitchboardsCallback(t *testing.T) {
 		t.Errorf("got %v (need %+v), want the auth login error and no need", err, a.Need())
 	}
 }
+
+// TestInBandClose: Close ends an in-band authorization still waiting for
+// its person, tells its caller, and waits for it; a call that needs
+// consent after Close is not asked.
+func TestInBandClose(t *testing.T) {
+	h, _ := inBandClient(t)
+	told := make(chan string, 1)
+	a := &Asking{Complete: func(id string) { told <- id }}
+	req, resp := unauthorized()
+	if err := h.Authorize(WithAsking(context.Background(), a), req, resp); !errors.Is(err, ErrConsentAsked) {
+		t.Fatalf("call: %v, want ErrConsentAsked", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		h.p.Consents.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the authorization waiting for its person")
+	}
+	select {
+	case id := <-told:
+		if id != a.Need().ElicitationID {
+			t.Errorf("told %q, want %q", id, a.Need().ElicitationID)
+		}
+	default:
+		t.Error("the caller was not told the consent ended")
+	}
+	b := &Asking{}
+	req, resp = unauthorized()
+	if err := h.Authorize(WithAsking(context.Background(), b), req, resp); !errors.Is(err, ErrConsent) || b.Need() != nil {
+		t.Errorf("a call after Close: %v (need %+v), want a consent error and no asking", err, b.Need())
+	}
+	h.p.Consents.Close() // idempotent
+}
