@@ -131,12 +131,12 @@ func hexVal(c byte) byte {
 // escapeURI percent-encodes every byte of s that a URI does not hold as
 // it is (RFC 3986: what is neither unreserved nor reserved), '%' included,
 // so that percentDecode(escapeURI(s)) == s. Brackets stay as they are only
-// in the authority, around an IP literal (§3.2.2); anywhere else they are
-// escaped, as a decoded reading that held "%5B" must not come back with a
-// bracket the URI never had.
+// around an IP literal host (§3.2.2); anywhere else they are escaped, as a
+// decoded reading that held "%5B" must not come back with a bracket the
+// URI never had.
 func escapeURI(s string) string {
 	const hexDigits = "0123456789ABCDEF"
-	host := authority(s)
+	host := ipLiteral(s)
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -156,9 +156,11 @@ type byteRange struct{ from, to int }
 
 func (p byteRange) contains(i int) bool { return p.from <= i && i < p.to }
 
-// authority returns where the authority of s, a URI, stands: after
-// "scheme://" up to the path, query or fragment; empty when s has none.
-func authority(s string) byteRange {
+// ipLiteral returns where the IP literal host of s, a URI, stands, its
+// brackets included: in the authority (after "scheme://" up to the path,
+// query or fragment), after any userinfo, "[" … "]" followed by nothing
+// or a port. It is empty when s has none.
+func ipLiteral(s string) byteRange {
 	i := strings.Index(s, "://")
 	if i < 1 || !looksLikeURI(s[:i+1]) {
 		return byteRange{}
@@ -168,7 +170,18 @@ func authority(s string) byteRange {
 	if j := strings.IndexAny(s[from:], "/?#"); j >= 0 {
 		to = from + j
 	}
-	return byteRange{from, to}
+	if at := strings.LastIndexByte(s[from:to], '@'); at >= 0 {
+		from += at + 1
+	}
+	end := strings.IndexByte(s[from:to], ']')
+	if from == to || s[from] != '[' || end < 0 || strings.IndexByte(s[from+1:to], '[') >= 0 {
+		return byteRange{}
+	}
+	end += from + 1
+	if port := s[end:to]; port != "" && (port[0] != ':' || strings.Trim(port[1:], "0123456789") != "") {
+		return byteRange{}
+	}
+	return byteRange{from, end}
 }
 
 // uriByte reports whether c stands in a URI as it is: unreserved or

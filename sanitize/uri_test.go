@@ -215,6 +215,8 @@ func FuzzURI(f *testing.F) {
 		"data:image/png;base64,U0VDUkVU",
 		"%53%45CRET%5B0",
 		"https://[::1]:8/%53ECRET/%5B",
+		"A://%53%45CRET0000000000%5B",
+		"a://u@[%53ECRET]:1%5B",
 		"SECRET",
 		"%",
 	} {
