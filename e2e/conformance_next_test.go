@@ -36,8 +36,9 @@ type checkResults struct {
 }
 
 // runConformanceNext runs the suite's scenarios of requirements against
-// url and reads the checks it saved.
-func runConformanceNext(t *testing.T, url, requirements string) checkResults {
+// url (or, with a scenario, that one only at that spec version) and reads
+// the checks it saved.
+func runConformanceNext(t *testing.T, url, requirements string, scenario ...string) checkResults {
 	t.Helper()
 	suite := filepath.Join(npmDir(t), "node_modules", "conformance-next", "dist", "index.js")
 	if _, err := os.Stat(suite); err != nil {
@@ -49,7 +50,16 @@ func runConformanceNext(t *testing.T, url, requirements string) checkResults {
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node22(t), suite, "server", "--url", url, "--requirements", requirements, "--timeout", "15000", "-o", out)
+	args := []string{suite, "server", "--url", url, "--timeout", "15000", "-o", out}
+	if len(scenario) == 0 {
+		args = append(args, "--requirements", requirements)
+	}
+	for _, sc := range scenario {
+		// An extension's scenario is on no spec version's timeline: it
+		// runs with --force.
+		args = append(args, "--scenario", sc, "--spec-version", requirements, "--force")
+	}
+	cmd := exec.CommandContext(ctx, node22(t), args...)
 	cmd.Dir = t.TempDir()
 	text, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -200,9 +210,41 @@ func TestConformanceNext(t *testing.T) {
 				if lost := lostThrough(direct, through, except); len(lost) > 0 {
 					t.Errorf("over a %s upstream, checks that pass directly fail through switchboard:\n  %s", name, strings.Join(lost, "\n  "))
 				}
+				if tc.requirements == "2026-07-28" {
+					tasksUnwrapped(t, name, upstreams[name], direct)
+				}
 			}
 		})
 	}
+}
+
+// tasksUnwrapped runs the one tasks scenario with a check that wants a
+// tool's text byte for byte (notThrough) through switchboard with the
+// trust boundary off for the server ("wrap": false): there every check of
+// it that passes directly passes through, so what notThrough excuses is
+// the wrapping and nothing in how tasks are routed.
+func tasksUnwrapped(t *testing.T, name string, upstream map[string]any, direct checkResults) {
+	t.Helper()
+	const scenario = "tasks-request-headers"
+	unwrapped := maps.Clone(upstream)
+	unwrapped["wrap"] = false
+	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"conformance": unwrapped}})
+	waitTools(t, s, "test_simple_text")
+	through := runConformanceNext(t, "http://"+s.addr+"/mcp", "2026-07-28", scenario)
+	ran := 0
+	for key, n := range direct.passed {
+		if !strings.HasPrefix(key, scenario+" ") {
+			continue
+		}
+		ran++
+		if through.passed[key] < n {
+			t.Errorf("over a %s upstream with wrap false, %s passes directly and not through switchboard", name, key)
+		}
+	}
+	if ran == 0 || through.ok == 0 {
+		t.Fatalf("over a %s upstream with wrap false, %s ran no check that passes (directly %d, through %d of %d)", name, scenario, ran, through.ok, through.total)
+	}
+	t.Logf("the tasks extension's %s through switchboard over a %s upstream with wrap false: %d of %d checks passed", scenario, name, through.ok, through.total)
 }
 
 // TestConformanceLegacyClientModernUpstream runs the 2025-11-25
