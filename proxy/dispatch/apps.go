@@ -22,23 +22,49 @@ func publicAppResult(res *mcp.CallToolResult, prefix string) {
 	}
 	res.Meta = view.PublicAppMeta(res.Meta, prefix)
 	for i, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.ResourceLink:
-			if router.IsAppURI(c.URI) {
-				cp := *c
-				cp.URI = router.AppURI(prefix, c.URI)
-				res.Content[i] = &cp
-			}
-		case *mcp.EmbeddedResource:
-			if c.Resource != nil && router.IsAppURI(c.Resource.URI) {
-				rc := *c.Resource
-				rc.URI = router.AppURI(prefix, rc.URI)
-				cp := *c
-				cp.Resource = &rc
-				res.Content[i] = &cp
-			}
+		res.Content[i] = publicAppContent(c, prefix)
+	}
+}
+
+// publicAppPrompt does for a prompts/get result what publicAppResult does
+// for a tool's: its messages' resource links and embedded resources name
+// a ui:// URI by its public form.
+func publicAppPrompt(res *mcp.GetPromptResult, prefix string) {
+	if res == nil {
+		return
+	}
+	for i, m := range res.Messages {
+		if m == nil {
+			continue
+		}
+		if c := publicAppContent(m.Content, prefix); c != m.Content {
+			cp := *m
+			cp.Content = c
+			res.Messages[i] = &cp
 		}
 	}
+}
+
+// publicAppContent is c, or a copy of it naming its ui:// URI by the
+// public form when it is a resource link or an embedded resource.
+func publicAppContent(c mcp.Content, prefix string) mcp.Content {
+	switch c := c.(type) {
+	case *mcp.ResourceLink:
+		if router.IsAppURI(c.URI) {
+			cp := *c
+			cp.URI = router.AppURI(prefix, c.URI)
+			return &cp
+		}
+	case *mcp.EmbeddedResource:
+		if c.Resource != nil && router.IsAppURI(c.Resource.URI) {
+			rc := *c.Resource
+			rc.URI = router.AppURI(prefix, rc.URI)
+			cp := *c
+			cp.Resource = &rc
+			return &cp
+		}
+	}
+	return c
 }
 
 // publicAppURIs gives the ui:// contents of a read their public URI

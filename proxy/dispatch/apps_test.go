@@ -102,3 +102,27 @@ func TestPublicAppURIs(t *testing.T) {
 		t.Error("the upstream's own values changed")
 	}
 }
+
+// TestPublicAppPrompt: a prompt's messages name a ui:// resource, linked
+// or embedded, by its public URI; other URIs and the upstream's own
+// messages stay as they are.
+func TestPublicAppPrompt(t *testing.T) {
+	link := &mcp.ResourceLink{URI: "ui://w/app.html", Name: "app"}
+	embedded := &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "ui://w/app.html", Text: "p"}}
+	first := &mcp.PromptMessage{Role: "user", Content: link}
+	res := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{first,
+		{Role: "assistant", Content: embedded},
+		{Role: "user", Content: &mcp.ResourceLink{URI: "file:///x", Name: "x"}},
+		{Role: "user", Content: &mcp.TextContent{Text: "ui://w/app.html"}}}}
+	publicAppPrompt(res, "s")
+	got := []string{res.Messages[0].Content.(*mcp.ResourceLink).URI, res.Messages[1].Content.(*mcp.EmbeddedResource).Resource.URI,
+		res.Messages[2].Content.(*mcp.ResourceLink).URI, res.Messages[3].Content.(*mcp.TextContent).Text}
+	want := []string{"ui://s/w/app.html", "ui://s/w/app.html", "file:///x", "ui://w/app.html"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("prompt URIs %v, want %v", got, want)
+	}
+	if link.URI != "ui://w/app.html" || embedded.Resource.URI != "ui://w/app.html" || first.Content != link {
+		t.Error("the upstream's own values changed")
+	}
+	publicAppPrompt(nil, "s")
+}

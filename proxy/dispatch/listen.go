@@ -81,11 +81,11 @@ func (d *Dispatcher) acknowledge(ctx context.Context, viewID string, ss *session
 		ResourcesListChanged: want.ResourcesListChanged,
 	}
 	for _, uri := range want.ResourceSubscriptions {
-		e := v.OwnerOf(uri)
+		e, own := v.Locate(uri)
 		if e == nil || !ss.Subscribe(uri) {
 			continue
 		}
-		if err := d.peer.subscribe(ctx, e.Handle, uri); err != nil {
+		if err := d.peer.subscribe(ctx, e.Handle, own); err != nil {
 			ss.Unsubscribe(uri)
 			d.log.Warn("resource subscription refused", "upstream", e.Key, "error", err)
 			continue
@@ -103,8 +103,8 @@ func (d *Dispatcher) unsubscribeAll(viewID string, ss *session.Session) {
 	}
 	for _, uri := range ss.Subscriptions() {
 		ss.Unsubscribe(uri)
-		if e := v.OwnerOf(uri); e != nil {
-			_ = d.peer.unsubscribe(context.Background(), e.Handle, uri)
+		if e, own := v.Locate(uri); e != nil {
+			_ = d.peer.unsubscribe(context.Background(), e.Handle, own)
 		}
 	}
 }

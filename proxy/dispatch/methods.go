@@ -239,24 +239,25 @@ func paginate[T any](list []T, cursor string, key func(T) string) ([]T, string, 
 
 // subscribe forwards resources/subscribe (on) and unsubscribe (off) to the
 // URI's owner, ref-counted so one upstream subscription serves every
-// downstream session.
+// downstream session. The session holds the URI as its client names it
+// (a ui:// URI's public form); the server is asked for its own.
 func (d *Dispatcher) subscribe(ctx context.Context, v *view.View, r *session.Request, on bool) (any, error) {
 	var params mcp.SubscribeParams
 	if err := decodeParams(r, &params); err != nil {
 		return nil, err
 	}
-	e := v.OwnerOf(params.URI)
+	e, own := v.Locate(params.URI)
 	if e == nil {
 		return nil, mcp.ResourceNotFoundError(params.URI)
 	}
 	var err error
 	switch {
 	case on && r.Session.Subscribe(params.URI):
-		if err = d.peer.subscribe(ctx, e.Handle, params.URI); err != nil {
+		if err = d.peer.subscribe(ctx, e.Handle, own); err != nil {
 			r.Session.Unsubscribe(params.URI)
 		}
 	case !on && r.Session.Unsubscribe(params.URI):
-		err = d.peer.unsubscribe(ctx, e.Handle, params.URI)
+		err = d.peer.unsubscribe(ctx, e.Handle, own)
 	}
 	if err != nil {
 		return nil, d.trust.protocolError(ctx, err, sanitize.Source{Server: e.Key, Resource: params.URI}, d.trust.options(v.Snap, e))

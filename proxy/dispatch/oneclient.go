@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
+	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
 
@@ -22,7 +23,7 @@ import (
 func (pr *peer) soleSession(h *upstream.Handle, method string) (*session.Session, error) {
 	var sole *session.Session
 	n := 0
-	pr.eachSessionExposing(h, func(ss *session.Session) {
+	pr.eachSessionExposing(h, func(ss *session.Session, _ *view.ServerEntry) {
 		sole = ss
 		n++
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
+	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/upstream"
 )
@@ -169,7 +170,7 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		if err != nil {
 			return
 		}
-		pr.eachSessionExposing(h, func(ss *session.Session) {
+		pr.eachSessionExposing(h, func(ss *session.Session, _ *view.ServerEntry) {
 			_ = ss.LogEncoded(msg.Level, raw)
 		})
 	case "notifications/resources/updated":
@@ -185,10 +186,17 @@ func (pr *peer) Notify(h *upstream.Handle, method string, params json.RawMessage
 		if out == nil {
 			return
 		}
-		// Only the sessions that subscribed to the URI.
-		pr.eachSessionExposing(h, func(ss *session.Session) {
-			if ss.Subscribed(n.URI) {
-				_ = ss.Notify(context.Background(), method, out)
+		// Only the sessions that subscribed to the URI, as their client
+		// names it (a ui:// URI by its public form).
+		pr.eachSessionExposing(h, func(ss *session.Session, e *view.ServerEntry) {
+			sent := out
+			if router.IsAppURI(out.URI) {
+				cp := *out
+				cp.URI = router.AppURI(e.Prefix, out.URI)
+				sent = &cp
+			}
+			if ss.Subscribed(sent.URI) {
+				_ = ss.Notify(context.Background(), method, sent)
 			}
 		})
 	}
@@ -212,19 +220,22 @@ func (pr *peer) Request(ctx context.Context, h *upstream.Handle, method string, 
 	return pr.trust.askClient(ctx, ss.ClientCapabilities(), ss.Ask, method, params, src, opts)
 }
 
-// eachSessionExposing calls f for every session whose view serves h now.
-func (pr *peer) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session)) {
+// eachSessionExposing calls f for every session whose view serves h now,
+// with the view's entry for h.
+func (pr *peer) eachSessionExposing(h *upstream.Handle, f func(ss *session.Session, e *view.ServerEntry)) {
 	snap := pr.serving.Load().Snap
 	if snap == nil {
 		return
 	}
-	exposed := map[string]bool{}
+	exposed := map[string]*view.ServerEntry{}
 	for id, vs := range snap.Views {
-		exposed[id] = vs.Exposes(h)
+		if e := vs.Entry(h); e != nil {
+			exposed[id] = e
+		}
 	}
 	pr.sessions.each(func(ss *session.Session, viewID string) {
-		if exposed[viewID] {
-			f(ss)
+		if e := exposed[viewID]; e != nil {
+			f(ss, e)
 		}
 	})
 }

@@ -43,6 +43,7 @@ func (d *Dispatcher) getPrompt(ctx context.Context, v *view.View, req *session.R
 		return nil, d.trust.protocolError(ctx, err, src, opts)
 	}
 	d.trust.noteFindings(ctx, r.Entry.Key, r.Original, rep)
+	publicAppPrompt(out, r.Entry.Prefix)
 	return out, nil
 }
 

@@ -159,8 +159,8 @@ func (d *Dispatcher) closeSession(ss *session.Session) {
 		}
 		if v := d.serving.Load().Views[rec.pr.View]; v != nil {
 			for _, uri := range ss.Subscriptions() {
-				if e := v.OwnerOf(uri); e != nil {
-					_ = d.peer.unsubscribe(context.Background(), e.Handle, uri)
+				if e, own := v.Locate(uri); e != nil {
+					_ = d.peer.unsubscribe(context.Background(), e.Handle, own)
 				}
 			}
 		}

@@ -170,12 +170,6 @@ func keepURI(filter []string, uri string) bool {
 	return false
 }
 
-// OwnerOf finds the server that serves uri (see Locate).
-func (v *View) OwnerOf(uri string) *ServerEntry {
-	e, _ := v.Locate(uri)
-	return e
-}
-
 // Locate finds the server that serves uri, as a client names it, and the
 // URI that server knows it by: an exact listed URI first; then a public
 // ui:// URI (router.AppURI) by its prefix, when the view shows that

@@ -4,12 +4,17 @@ import "github.com/mcp-switchboard/switchboard/upstream"
 
 // Exposes reports whether the view serves handle h.
 func (vs *Spec) Exposes(h *upstream.Handle) bool {
+	return vs.Entry(h) != nil
+}
+
+// Entry is the view's entry for h, or nil when the view does not show it.
+func (vs *Spec) Entry(h *upstream.Handle) *ServerEntry {
 	for _, e := range vs.Servers {
 		if e.Handle == h {
-			return true
+			return e
 		}
 	}
-	return false
+	return nil
 }
 
 // ListChanges names the list_changed notifications between two versions
