@@ -24,6 +24,7 @@ const consentCookie = "switchboard_consent_"
 // which a link or an image cannot make.
 func (c *Consents) StartHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		browserHeaders(w.Header())
 		id := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 		server, principal, label, ok := c.Peek(id)
 		if !ok {
@@ -33,8 +34,6 @@ func (c *Consents) StartHandler() http.Handler {
 		switch {
 		case r.Method == http.MethodGet && principal != "":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'")
-			w.Header().Set("X-Frame-Options", "DENY")
 			fmt.Fprintf(w, confirmPage, html.EscapeString(server), html.EscapeString(label))
 			return
 		case r.Method == http.MethodGet, r.Method == http.MethodPost && principal != "":
@@ -71,6 +70,7 @@ const confirmPage = `<!doctype html>
 // it, and the flow's fetcher exchanges the code.
 func (c *Consents) CallbackHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		browserHeaders(w.Header())
 		q := r.URL.Query()
 		var bindings []string
 		for _, k := range r.Cookies() {
@@ -100,6 +100,23 @@ func (c *Consents) CallbackHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("consent to " + f.Server + " given: you may close this window and retry the call\n"))
 	})
+}
+
+// browserHeaders are the headers of every answer of the start and
+// callback routes: their URLs and pages carry a flow's capability (its
+// ID, the code and state of the redirect), which no cache may keep and
+// no Referer may carry on (RFC 9700 §4.2.4), and no page of theirs may
+// be framed (clickjacking of the confirm button). The policy has no
+// form-action: browsers apply it to the redirects that follow a form's
+// POST too, and the confirm page's POST is redirected to the
+// authorization server (and on, to wherever it sends the person); with
+// no script and a form without an action, it would restrict nothing.
+func browserHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 }
 
 // statusOf is the HTTP status of a flow step's error.

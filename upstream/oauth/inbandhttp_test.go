@@ -85,3 +85,69 @@ func TestConsentHandlers(t *testing.T) {
 		t.Errorf("a refused consent's fetch: %v", err)
 	}
 }
+
+// TestConsentRoutesNotCachedNorFramed: every answer of the start and
+// callback routes (the confirm page, the redirect to the authorization
+// server, the callback's success and its refusals, one reflecting the
+// authorization server's error) may not be kept by a cache nor send a
+// Referer on (their URLs carry the flow ID, the code and the state),
+// nor be framed, and none is sniffed into HTML.
+func TestConsentRoutesNotCachedNorFramed(t *testing.T) {
+	c := NewConsents(time.Minute)
+	start, callback := c.StartHandler(), c.CallbackHandler()
+	f, _ := c.Open("notion", "alice", testAuthURL)
+	own, _ := c.Open("notion", "", "https://as.example/authorize?state=st-own")
+	do := func(h http.Handler, method, target string, cookies []*http.Cookie) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, target, nil)
+		for _, k := range cookies {
+			r.AddCookie(k)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	answers := map[string]*httptest.ResponseRecorder{
+		"the confirm page":   do(start, http.MethodGet, "/oauth/start/"+f.ID, nil),
+		"an unknown flow":    do(start, http.MethodGet, "/oauth/start/guessed", nil),
+		"a PUT":              do(start, http.MethodPut, "/oauth/start/"+f.ID, nil),
+		"the confirmed POST": do(start, http.MethodPost, "/oauth/start/"+f.ID, nil),
+		"an own token start": do(start, http.MethodGet, "/oauth/start/"+own.ID, nil),
+	}
+	cookies := answers["the confirmed POST"].Result().Cookies()
+	answers["the callback at another browser"] = do(callback, http.MethodGet, "/oauth/callback?code=c&state=st-own", nil)
+	answers["the callback"] = do(callback, http.MethodGet, "/oauth/callback?code=c&state=st-4d1e", cookies)
+	answers["a replayed callback"] = do(callback, http.MethodGet, "/oauth/callback?code=c&state=st-4d1e", cookies)
+	answers["a reflected error"] = do(callback, http.MethodGet, "/oauth/callback?error=%3Cscript%3Ealert(1)%3C/script%3E", nil)
+	answers["no code"] = do(callback, http.MethodGet, "/oauth/callback?state=st-4d1e", nil)
+	for name, w := range answers {
+		h := w.Header()
+		if h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Frame-Options") != "DENY" ||
+			!strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s (%d): headers %v, want no-store, no-referrer, not framed, not sniffed", name, w.Code, h)
+		}
+	}
+	if w := answers["a reflected error"]; !strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") || w.Code != http.StatusBadRequest {
+		t.Errorf("the authorization server's error reflected as %q (%d)", w.Header().Get("Content-Type"), w.Code)
+	}
+}
+
+// TestConsentConfirmMayRedirect: the confirm page's policy lets its POST
+// be redirected to the authorization server. Browsers apply a policy's
+// form-action to the redirects that follow a form's submission, so
+// "form-action 'self'" stopped a real browser at the redirect the POST
+// answers with, and no caller could link an account.
+func TestConsentConfirmMayRedirect(t *testing.T) {
+	c := NewConsents(time.Minute)
+	f, _ := c.Open("notion", "alice", testAuthURL)
+	w := httptest.NewRecorder()
+	c.StartHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/oauth/start/"+f.ID, nil))
+	csp := w.Header().Get("Content-Security-Policy")
+	for d := range strings.SplitSeq(csp, ";") {
+		if name, sources, _ := strings.Cut(strings.TrimSpace(d), " "); name == "form-action" && !strings.Contains(sources, "https://as.example") {
+			t.Errorf("the confirm page's policy %q keeps its POST from the authorization server (https://as.example)", csp)
+		}
+	}
+	if !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("the confirm page's policy %q lets it load or run anything", csp)
+	}
+}
