@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -47,7 +48,7 @@ func (c *Consents) StartHandler() http.Handler {
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: consentCookie + id[:16], Value: binding, Path: "/", HttpOnly: true,
-			Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode, MaxAge: int(c.ttl.Seconds())})
+			Secure: r.TLS != nil || httpsCallback(authURL), SameSite: http.SameSiteLaxMode, MaxAge: int(c.ttl.Seconds())})
 		http.Redirect(w, r, authURL, http.StatusFound)
 	})
 }
@@ -117,6 +118,19 @@ func browserHeaders(h http.Header) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+}
+
+// httpsCallback reports whether the redirect URI authURL sends the
+// authorization server's answer to is https: switchboard behind a proxy
+// that ends TLS sees plain HTTP, and the binding cookie must still be
+// Secure.
+func httpsCallback(authURL string) bool {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return false
+	}
+	cb, err := url.Parse(u.Query().Get("redirect_uri"))
+	return err == nil && cb.Scheme == "https"
 }
 
 // statusOf is the HTTP status of a flow step's error.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -149,5 +150,23 @@ func TestConsentConfirmMayRedirect(t *testing.T) {
 	}
 	if !strings.Contains(csp, "default-src 'none'") {
 		t.Errorf("the confirm page's policy %q lets it load or run anything", csp)
+	}
+}
+
+// TestConsentCookieSecureBehindTLSProxy: the binding cookie is Secure
+// when the callback is https, though switchboard, behind a proxy that
+// ends TLS, is reached by plain HTTP: a browser must never send it, nor
+// take it from, a plain HTTP answer.
+func TestConsentCookieSecureBehindTLSProxy(t *testing.T) {
+	c := NewConsents(time.Minute)
+	tls, _ := c.Open("notion", "", "https://as.example/authorize?state=st-1&redirect_uri="+url.QueryEscape("https://gateway.example/oauth/callback"))
+	plain, _ := c.Open("notion", "", "https://as.example/authorize?state=st-2&redirect_uri="+url.QueryEscape("http://127.0.0.1:8080/oauth/callback"))
+	for f, want := range map[*Flow]bool{tls: true, plain: false} {
+		w := httptest.NewRecorder()
+		c.StartHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://gateway.example/oauth/start/"+f.ID, nil))
+		ks := w.Result().Cookies()
+		if len(ks) != 1 || ks[0].Secure != want || !ks[0].HttpOnly {
+			t.Errorf("the binding cookie of a flow whose callback is %s: %+v, want Secure %v", f.authURL, ks, want)
+		}
 	}
 }
