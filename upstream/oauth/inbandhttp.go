@@ -35,6 +35,11 @@ func (c *Consents) StartHandler() http.Handler {
 		switch {
 		case r.Method == http.MethodGet && principal != "":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			// Its form's POST must keep its Origin (no-referrer would send
+			// "null", which the cross-origin check refuses for a browser
+			// without Sec-Fetch-Site); nothing goes to another origin with
+			// a Referer all the same.
+			w.Header().Set("Referrer-Policy", "same-origin")
 			fmt.Fprintf(w, confirmPage, html.EscapeString(server), html.EscapeString(label))
 			return
 		case r.Method == http.MethodGet, r.Method == http.MethodPost && principal != "":

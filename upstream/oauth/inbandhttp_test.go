@@ -121,8 +121,11 @@ func TestConsentRoutesNotCachedNorFramed(t *testing.T) {
 	answers["a reflected error"] = do(callback, http.MethodGet, "/oauth/callback?error=%3Cscript%3Ealert(1)%3C/script%3E", nil)
 	answers["no code"] = do(callback, http.MethodGet, "/oauth/callback?state=st-4d1e", nil)
 	for name, w := range answers {
-		h := w.Header()
-		if h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Frame-Options") != "DENY" ||
+		h, referrer := w.Header(), "no-referrer"
+		if name == "the confirm page" {
+			referrer = "same-origin" // TestConsentConfirmMayRedirect
+		}
+		if h.Get("Cache-Control") != "no-store" || h.Get("Referrer-Policy") != referrer || h.Get("X-Frame-Options") != "DENY" ||
 			!strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s (%d): headers %v, want no-store, no-referrer, not framed, not sniffed", name, w.Code, h)
 		}
@@ -136,7 +139,10 @@ func TestConsentRoutesNotCachedNorFramed(t *testing.T) {
 // be redirected to the authorization server. Browsers apply a policy's
 // form-action to the redirects that follow a form's submission, so
 // "form-action 'self'" stopped a real browser at the redirect the POST
-// answers with, and no caller could link an account.
+// answers with, and no caller could link an account. Its referrer policy
+// keeps the POST's Origin: under no-referrer a browser sends "Origin:
+// null", which the cross-origin check refuses from a browser that sends
+// no Sec-Fetch-Site.
 func TestConsentConfirmMayRedirect(t *testing.T) {
 	c := NewConsents(time.Minute)
 	f, _ := c.Open("notion", "alice", testAuthURL)
@@ -147,6 +153,9 @@ func TestConsentConfirmMayRedirect(t *testing.T) {
 		if name, sources, _ := strings.Cut(strings.TrimSpace(d), " "); name == "form-action" && !strings.Contains(sources, "https://as.example") {
 			t.Errorf("the confirm page's policy %q keeps its POST from the authorization server (https://as.example)", csp)
 		}
+	}
+	if rp := w.Header().Get("Referrer-Policy"); rp != "same-origin" {
+		t.Errorf("the confirm page's referrer policy %q, want same-origin (its POST keeps its Origin, no other origin gets a Referer)", rp)
 	}
 	if !strings.Contains(csp, "default-src 'none'") {
 		t.Errorf("the confirm page's policy %q lets it load or run anything", csp)
