@@ -103,8 +103,19 @@ func (c *Consents) CallbackHandler() http.Handler {
 			http.Error(w, "consent callback: "+err.Error(), statusOf(err))
 			return
 		}
+		// The person is told what came of the code: it may yet be
+		// refused (at the token endpoint, or for an iss naming another
+		// issuer). Why is not said: it is the operator's to read.
+		msg := "consent to " + f.Server + " given: you may close this window and retry the call\n"
+		switch ended, err := f.settled(r.Context()); {
+		case ended && err != nil:
+			http.Error(w, "consent to "+f.Server+" not completed: switchboard could not use the authorization server's answer; retry the call to be asked again", http.StatusBadGateway)
+			return
+		case !ended && f.outcome != nil:
+			msg = "consent to " + f.Server + " received: you may close this window; the call is retried once switchboard has the token\n"
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("consent to " + f.Server + " given: you may close this window and retry the call\n"))
+		_, _ = w.Write([]byte(msg))
 	})
 }
 
