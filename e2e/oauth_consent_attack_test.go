@@ -32,8 +32,9 @@ import (
 //     and leaves alice's flow hers;
 //   - alice's redirect completes her flow once; replayed, it is unknown;
 //   - a redirect whose iss names another issuer (mix-up, RFC 9207) is
-//     not exchanged: no code reaches the token endpoint, and mallory is
-//     asked again;
+//     not exchanged: no code reaches the token endpoint, the callback
+//     says the consent was not completed (502), and mallory is asked
+//     again;
 //   - the authorization URL carries a PKCE S256 challenge, and the state
 //     never appears in the start URL;
 //   - every answer of the two routes is no-store, no-referrer and may
@@ -242,7 +243,7 @@ func TestOAuthConsentInBandAttacks(t *testing.T) {
 
 	// Alice's redirect completes her flow, once.
 	resp, body := get(aliceBr.hc, backAlice)
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "given") {
 		t.Fatalf("alice's redirect: %s %s", resp.Status, body)
 	}
 	wantBrowserHeaders("the callback", resp)
@@ -265,8 +266,8 @@ func TestOAuthConsentInBandAttacks(t *testing.T) {
 	}
 	confirm(malloryBr, malloryEl2.URL)
 	backMallory2 := malloryBr.back
-	if resp, body := get(malloryBr.hc, backMallory2+"&iss="+url.QueryEscape("http://127.0.0.1:1/evil")); resp.StatusCode != http.StatusOK {
-		t.Fatalf("mallory's redirect with another iss: %s %s", resp.Status, body)
+	if resp, body := get(malloryBr.hc, backMallory2+"&iss="+url.QueryEscape("http://127.0.0.1:1/evil")); resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "not completed") {
+		t.Errorf("mallory's redirect with another iss: %s %q, want 502 saying the consent was not completed", resp.Status, body)
 	}
 	waitCompleted(malloryDone, malloryEl2.ElicitationID, "mallory")
 	if el := asked(mallory, "mallory"); el.URL == malloryEl2.URL {
