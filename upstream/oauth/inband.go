@@ -107,6 +107,7 @@ type Flow struct {
 	binding string // set by Start: the browser's cookie value
 	started bool
 	done    chan *auth.AuthorizationResult
+	outcome *pendingConsent // the authorization waiting on the flow; nil: none (set under Consents.mu)
 }
 
 // Open registers a flow of server for principal ("": switchboard's own

@@ -17,6 +17,7 @@ import (
 type pendingConsent struct {
 	ready     chan struct{} // closed once the URL is known, or the authorization ended
 	readyOnce sync.Once
+	ended     chan struct{} // closed once the authorization ended (done, err set)
 
 	label string // the caller's, for the start page
 
@@ -44,7 +45,7 @@ func (h *Client) inBand(ctx context.Context, req *http.Request, resp *http.Respo
 	h.mu.Lock()
 	p := h.pending
 	if p == nil {
-		p = &pendingConsent{ready: make(chan struct{}), label: a.Label}
+		p = &pendingConsent{ready: make(chan struct{}), ended: make(chan struct{}), label: a.Label}
 		// The authorization outlives the call: it gets a request and a
 		// response of its own (headers only; it reads no body).
 		r := req.Clone(context.Background())
@@ -90,6 +91,7 @@ func (h *Client) authorizeInBand(life context.Context, inner auth.OAuthHandler, 
 	p.done, p.err = true, err
 	waiters := p.waiters
 	p.mu.Unlock()
+	close(p.ended)
 	p.signal()
 	for _, w := range waiters {
 		w()
@@ -112,7 +114,9 @@ func (h *Client) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	if err != nil {
 		return nil, err
 	}
-	f.Label = p.label
+	h.p.Consents.mu.Lock()
+	f.Label, f.outcome = p.label, p
+	h.p.Consents.mu.Unlock()
 	need := ConsentNeed{Server: server, ElicitationID: random()[:22], URL: h.startBase + StartPath + f.ID,
 		Message: fmt.Sprintf("The server %q needs your consent: open the URL to sign in there and let switchboard act for you; the call is retried once you have.", server)}
 	p.mu.Lock()
@@ -120,4 +124,33 @@ func (h *Client) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth
 	p.mu.Unlock()
 	p.signal()
 	return h.p.Consents.Wait(ctx, f)
+}
+
+// outcomeWait bounds how long the callback waits for the code it
+// delivered to be exchanged, so that it tells the person whether the
+// consent was given.
+const outcomeWait = 30 * time.Second
+
+// settled is how the authorization f's code was delivered to ended
+// (ended false when it did not end within outcomeWait or ctx, or no
+// authorization waits on f): err is nil once the token is kept, else why
+// it could not be had (the code refused at the token endpoint, an iss
+// that names another issuer, …).
+func (f *Flow) settled(ctx context.Context) (ended bool, err error) {
+	p := f.outcome
+	if p == nil {
+		return false, nil
+	}
+	t := time.NewTimer(outcomeWait)
+	defer t.Stop()
+	select {
+	case <-p.ended:
+	case <-t.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return true, p.err
 }

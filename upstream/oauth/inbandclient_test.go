@@ -169,3 +169,66 @@ func TestInBandClose(t *testing.T) {
 	}
 	h.p.Consents.Close() // idempotent
 }
+
+// refusingInner is an authorization_code handler whose person's code is
+// then refused (as the SDK refuses an iss naming another issuer, or the
+// token endpoint an invalid code).
+type refusingInner struct{ h *Client }
+
+func (p *refusingInner) TokenSource(context.Context) (oauth2.TokenSource, error) { return nil, nil }
+
+func (p *refusingInner) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	if _, err := p.h.fetch(ctx, &auth.AuthorizationArgs{URL: testAuthURL}); err != nil {
+		return err
+	}
+	return errors.New("authorization response issuer \"https://evil.example\" does not match expected issuer")
+}
+
+// TestInBandCallbackSaysOutcome: the callback tells the person whether
+// their consent came to a token: one whose code is then refused is not
+// answered "given" (it was, before the exchange was waited for), and one
+// whose code is exchanged is.
+func TestInBandCallbackSaysOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		refuse bool
+		status int
+		says   string
+	}{
+		{name: "refused", refuse: true, status: http.StatusBadGateway, says: "not completed"},
+		{name: "exchanged", status: http.StatusOK, says: "given"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, in := inBandClient(t)
+			if tc.refuse {
+				h.inner = &refusingInner{h: h}
+			}
+			a := &Asking{}
+			req, resp := unauthorized()
+			if err := h.Authorize(WithAsking(context.Background(), a), req, resp); !errors.Is(err, ErrConsentAsked) {
+				t.Fatalf("call: %v, want ErrConsentAsked", err)
+			}
+			start := httptest.NewRecorder()
+			h.p.Consents.StartHandler().ServeHTTP(start, httptest.NewRequest(http.MethodGet, a.Need().URL, nil))
+			if start.Code != http.StatusFound {
+				t.Fatalf("start: %d", start.Code)
+			}
+			r := httptest.NewRequest(http.MethodGet, "/oauth/callback?code=c-1&state=st-4d1e", nil)
+			for _, k := range start.Result().Cookies() {
+				r.AddCookie(k)
+			}
+			w := httptest.NewRecorder()
+			h.p.Consents.CallbackHandler().ServeHTTP(w, r)
+			if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.says) || strings.Contains(w.Body.String(), "evil") {
+				t.Errorf("the callback: %d %q, want %d saying %q (and not why)", w.Code, w.Body, tc.status, tc.says)
+			}
+			if !tc.refuse {
+				if got := <-in.code; got != "c-1" {
+					t.Errorf("the authorization got code %q", got)
+				}
+			}
+			h.p.Consents.Close()
+		})
+	}
+}

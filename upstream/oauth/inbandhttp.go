@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -24,6 +25,7 @@ const consentCookie = "switchboard_consent_"
 // which a link or an image cannot make.
 func (c *Consents) StartHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		browserHeaders(w.Header())
 		id := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 		server, principal, label, ok := c.Peek(id)
 		if !ok {
@@ -33,8 +35,11 @@ func (c *Consents) StartHandler() http.Handler {
 		switch {
 		case r.Method == http.MethodGet && principal != "":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'")
-			w.Header().Set("X-Frame-Options", "DENY")
+			// Its form's POST must keep its Origin (no-referrer would send
+			// "null", which the cross-origin check refuses for a browser
+			// without Sec-Fetch-Site); nothing goes to another origin with
+			// a Referer all the same.
+			w.Header().Set("Referrer-Policy", "same-origin")
 			fmt.Fprintf(w, confirmPage, html.EscapeString(server), html.EscapeString(label))
 			return
 		case r.Method == http.MethodGet, r.Method == http.MethodPost && principal != "":
@@ -48,7 +53,7 @@ func (c *Consents) StartHandler() http.Handler {
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: consentCookie + id[:16], Value: binding, Path: "/", HttpOnly: true,
-			Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode, MaxAge: int(c.ttl.Seconds())})
+			Secure: r.TLS != nil || httpsCallback(authURL), SameSite: http.SameSiteLaxMode, MaxAge: int(c.ttl.Seconds())})
 		http.Redirect(w, r, authURL, http.StatusFound)
 	})
 }
@@ -71,6 +76,7 @@ const confirmPage = `<!doctype html>
 // it, and the flow's fetcher exchanges the code.
 func (c *Consents) CallbackHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		browserHeaders(w.Header())
 		q := r.URL.Query()
 		var bindings []string
 		for _, k := range r.Cookies() {
@@ -97,9 +103,50 @@ func (c *Consents) CallbackHandler() http.Handler {
 			http.Error(w, "consent callback: "+err.Error(), statusOf(err))
 			return
 		}
+		// The person is told what came of the code: it may yet be
+		// refused (at the token endpoint, or for an iss naming another
+		// issuer). Why is not said: it is the operator's to read.
+		msg := "consent to " + f.Server + " given: you may close this window and retry the call\n"
+		switch ended, err := f.settled(r.Context()); {
+		case ended && err != nil:
+			http.Error(w, "consent to "+f.Server+" not completed: switchboard could not use the authorization server's answer; retry the call to be asked again", http.StatusBadGateway)
+			return
+		case !ended && f.outcome != nil:
+			msg = "consent to " + f.Server + " received: you may close this window; the call is retried once switchboard has the token\n"
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("consent to " + f.Server + " given: you may close this window and retry the call\n"))
+		_, _ = w.Write([]byte(msg))
 	})
+}
+
+// browserHeaders are the headers of every answer of the start and
+// callback routes: their URLs and pages carry a flow's capability (its
+// ID, the code and state of the redirect), which no cache may keep and
+// no Referer may carry on (RFC 9700 §4.2.4), and no page of theirs may
+// be framed (clickjacking of the confirm button). The policy has no
+// form-action: browsers apply it to the redirects that follow a form's
+// POST too, and the confirm page's POST is redirected to the
+// authorization server (and on, to wherever it sends the person); with
+// no script and a form without an action, it would restrict nothing.
+func browserHeaders(h http.Header) {
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+}
+
+// httpsCallback reports whether the redirect URI authURL sends the
+// authorization server's answer to is https: switchboard behind a proxy
+// that ends TLS sees plain HTTP, and the binding cookie must still be
+// Secure.
+func httpsCallback(authURL string) bool {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return false
+	}
+	cb, err := url.Parse(u.Query().Get("redirect_uri"))
+	return err == nil && cb.Scheme == "https"
 }
 
 // statusOf is the HTTP status of a flow step's error.
