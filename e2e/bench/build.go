@@ -172,6 +172,9 @@ func build(ctx context.Context, o *options, work string) (binaries, []string, er
 			b.switchboard, b.peer, b.peerErr = sb, peer, peerErr
 		}
 	}
+	if o.build == buildShipped && o.perf != "" {
+		notes = append(notes, "switchboard is stripped as shipped (-s), so its profiles name none of its functions: profile with --build defaults")
+	}
 	if o.build == buildShipped && b.peerErr == nil {
 		if n := checkPeerMakefile(src); n != "" {
 			notes = append(notes, n)

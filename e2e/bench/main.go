@@ -77,7 +77,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
 	fs.StringVar(&o.peerSrc, "peer-src", "", "`directory` of TBXark/mcp-proxy's source, the peer (default: shared/peers/tbxark-mcp-proxy beside the repository)")
-	fs.StringVar(&o.build, "build", buildShipped, "`how` to build switchboard and the peer: \"shipped\" (each as its project ships it: switchboard as charts/images/Dockerfile, the peer as its Makefile) or \"defaults\" (both with go build's defaults, as runs before issue 40 did)")
+	fs.StringVar(&o.build, "build", buildShipped, "`how` to build switchboard and the peer: \"shipped\" (each as its project ships it: switchboard as charts/images/Dockerfile, the peer as its Makefile) or \"defaults\" (both with go build's defaults, as the benchmark built them until it built them as shipped; switchboard's functions are named in --perf's profiles only so)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
