@@ -8,13 +8,15 @@
 // The benchmark is a module of its own (e2e/bench), so gonum/plot stays
 // out of switchboard's dependencies. Usage, from the repository root:
 //
-//	go -C e2e/bench run . [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE] [--peer-src DIR]
+//	go -C e2e/bench run . [--quick] [--reps N] [--calls N] [--max-time D] [--out FILE] [--png FILE] [--perf FILE] [--peer-src DIR] [--build shipped|defaults]
 //
 // (-C runs it in e2e/bench: relative paths in its flags are taken from
 // there.) It builds cmd/switchboard, e2e/fixture and the peer (from a
 // scratch copy of its source, with GOWORK=off, so mcp-go stays out of
-// switchboard's dependencies), finds @modelcontextprotocol/server-everything
-// in the npm tool cache .ci/setup fills, starts every server on 127.0.0.1
+// switchboard's dependencies) — switchboard and the peer each as its
+// project ships it, or both with go build's defaults under --build
+// defaults (build.go) —, finds @modelcontextprotocol/server-everything in
+// the npm tool cache .ci/setup fills, starts every server on 127.0.0.1
 // (port 0 where the server allows it), and prints a markdown report. Every
 // process it starts is stopped by PID on exit, including on errors and
 // Ctrl-C. It imports only the standard library, go-sdk and gonum/plot.
@@ -54,6 +56,7 @@ type options struct {
 	perf      string     // perf.data file for switchboard at c = 8 (the peer's gets .peer)
 	perfCalls int
 	peerSrc   string // TBXark/mcp-proxy's source, built in a scratch copy
+	build     string // buildShipped or buildDefaults
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -74,12 +77,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
 	fs.StringVar(&o.peerSrc, "peer-src", "", "`directory` of TBXark/mcp-proxy's source, the peer (default: shared/peers/tbxark-mcp-proxy beside the repository)")
+	fs.StringVar(&o.build, "build", buildShipped, "`how` to build switchboard and the peer: \"shipped\" (each as its project ships it: switchboard as charts/images/Dockerfile, the peer as its Makefile) or \"defaults\" (both with go build's defaults, as the benchmark built them until it built them as shipped; switchboard's functions are named in --perf's profiles only so)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.build != buildShipped && o.build != buildDefaults {
+		return nil, fmt.Errorf("--build: %q is neither %q nor %q", o.build, buildShipped, buildDefaults)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -236,11 +243,12 @@ func progress(format string, a ...any) {
 // what was measured so far even when it fails or is interrupted.
 func measure(ctx context.Context, o *options, work string) (*results, error) {
 	res := &results{opts: o, machine: readMachine(), runs: map[cellKey][]runResult{}, peak: map[string]mem{}}
-	b, err := build(ctx, o, work)
+	b, notes, err := build(ctx, o, work)
 	if err != nil {
 		return nil, err
 	}
-	res.sizes = b.sizes()
+	res.sizes = b.sizes
+	res.notes = append(res.notes, notes...)
 	if b.peerErr != nil {
 		res.notes = append(res.notes, fmt.Sprintf("the peer did not build, so its rows are missing: %s", firstLine(b.peerErr.Error())))
 	}
@@ -337,120 +345,6 @@ func (r *results) load(ctx context.Context, e *env, deadline time.Time) error {
 		r.repsDone = rep + 1
 	}
 	return nil
-}
-
-// binaries are the programs the benchmark runs. peer is empty when it did
-// not build (peerErr says why).
-type binaries struct {
-	switchboard, fixture, peer string
-	peerErr                    error
-}
-
-// binSize is the size of one built binary.
-type binSize struct {
-	name  string
-	bytes int64
-}
-
-func (b binaries) sizes() []binSize {
-	var out []binSize
-	for _, f := range [][2]string{{"switchboard", b.switchboard}, {"peer", b.peer}} {
-		if f[1] == "" {
-			continue
-		}
-		if st, err := os.Stat(f[1]); err == nil {
-			out = append(out, binSize{f[0], st.Size()})
-		}
-	}
-	return out
-}
-
-// build compiles switchboard, the echo server and the peer (without -race,
-// with go build's defaults), or reuses them from --bin. The switchboard
-// module is two directories above the benchmark's own. The peer is
-// TBXark/mcp-proxy, whose module is not on the module proxy: its source
-// (--peer-src, by default shared/peers/tbxark-mcp-proxy beside the
-// repository) is copied into the work directory and built there with
-// GOWORK=off, so mcp-go never enters switchboard's go.mod. If it does not
-// build, the run goes on without it.
-func build(ctx context.Context, o *options, work string) (binaries, error) {
-	dir := o.bin
-	if dir == "" {
-		dir = filepath.Join(work, "bin")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return binaries{}, err
-	}
-	gomod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		return binaries{}, fmt.Errorf("run from inside the benchmark's module (e2e/bench): go env GOMOD: %v", err)
-	}
-	root := filepath.Join(filepath.Dir(strings.TrimSpace(string(gomod))), "..", "..")
-	if _, err := os.Stat(filepath.Join(root, "cmd", "switchboard")); err != nil {
-		return binaries{}, fmt.Errorf("run from e2e/bench of the switchboard repository: %w", err)
-	}
-	b := binaries{
-		switchboard: filepath.Join(dir, "switchboard"),
-		fixture:     filepath.Join(dir, "fixture"),
-		peer:        filepath.Join(dir, "mcp-proxy"),
-	}
-	for _, t := range []struct{ out, pkg, dir string }{
-		{b.switchboard, "./cmd/switchboard", root},
-		{b.fixture, "./e2e/fixture", root},
-	} {
-		if _, err := os.Stat(t.out); err == nil && o.bin != "" {
-			progress("reusing %s", t.out)
-			continue
-		}
-		progress("building %s", t.pkg)
-		if err := goBuild(ctx, t.dir, t.out, t.pkg); err != nil {
-			return binaries{}, err
-		}
-	}
-	if _, err := os.Stat(b.peer); err == nil && o.bin != "" {
-		progress("reusing %s", b.peer)
-		return b, nil
-	}
-	src := o.peerSrc
-	if src == "" {
-		src = filepath.Join(root, "..", "shared", "peers", "tbxark-mcp-proxy")
-	}
-	progress("building the peer from %s", src)
-	if b.peerErr = buildPeer(ctx, src, filepath.Join(work, "peer-src"), b.peer); b.peerErr != nil {
-		progress("%v", b.peerErr)
-		b.peer = ""
-	}
-	return b, nil
-}
-
-// goBuild runs go build -o out pkg in dir, with extra environment added.
-func goBuild(ctx context.Context, dir, out, pkg string, env ...string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	buf := &tailBuffer{max: 8 << 10}
-	cmd.Stdout, cmd.Stderr = buf, buf
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s in %s: %w\n%s", pkg, dir, err, buf.String())
-	}
-	return nil
-}
-
-// buildPeer copies the peer's source tree src into scratch (never building
-// in the shared tree) and builds it to out. Its go.sum may lack entries
-// for today's module proxy, so -mod=mod lets go build complete it in the
-// copy.
-func buildPeer(ctx context.Context, src, scratch, out string) error {
-	if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
-		return fmt.Errorf("the peer's source is not at %s (--peer-src): %w", src, err)
-	}
-	if err := os.RemoveAll(scratch); err != nil {
-		return err
-	}
-	if err := os.CopyFS(scratch, os.DirFS(src)); err != nil {
-		return fmt.Errorf("copying the peer's source: %w", err)
-	}
-	return goBuild(ctx, scratch, out, ".", "GOWORK=off", "GOFLAGS=-mod=mod")
 }
 
 // machine describes where the numbers come from.

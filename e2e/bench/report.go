@@ -186,7 +186,8 @@ func (r *results) header(b *strings.Builder) {
 		up = "@modelcontextprotocol/server-everything " + r.everything + " on Node 22 (tool `echo {message}`)"
 	}
 	p("Upstreams: stdio: %s; HTTP: the go-sdk echo fixture (`e2e/fixture`, tool `echo {text}`), which also serves the 2026-07-28 comparison over stdio. ", up)
-	p("The peer is TBXark/mcp-proxy (on mark3labs/mcp-go), built from its source in the same run, with its defaults and logging off.\n\n")
+	sb, peer := recipes(r.opts.build)
+	p("switchboard is built %s. The peer is TBXark/mcp-proxy (on mark3labs/mcp-go), built from its source in the same run %s, and runs with its defaults and logging off.\n\n", sb.what, peer.what)
 	for _, n := range r.notes {
 		p("**Note:** %s\n\n", n)
 	}
@@ -320,25 +321,9 @@ func (r *results) memoryTargets() []target {
 
 // otherTargets are the binary size, start-up and 2026-07-28 path rows.
 func (r *results) otherTargets() []target {
-	var out []target
-	t := target{what: "binary size (linux/amd64, default `go build`)", goal: "≤ 25 MB", sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
-	var sbSize, peSize int64
-	for _, s := range r.sizes {
-		switch s.name {
-		case "switchboard":
-			sbSize = s.bytes
-		case "peer":
-			peSize = s.bytes
-		}
-	}
-	t.sb, t.peer, t.vsPeer = mb(sbSize), mb(peSize), ratio(float64(sbSize), float64(peSize))
-	if sbSize > 0 {
-		t.sbRatio = fmt.Sprintf("%.1f MiB", float64(sbSize)/(1<<20))
-	}
-	t.holds = verdict(sbSize <= 25e6, sbSize > 0)
-	out = append(out, t)
+	out := []target{r.sizeTarget()}
 
-	t = target{what: "first complete tools/list after launch, HTTP upstream, over the exec + initialize floor", goal: "≤ 30 ms",
+	t := target{what: "first complete tools/list after launch, HTTP upstream, over the exec + initialize floor", goal: "≤ 30 ms",
 		sb: "–", sbRatio: "–", peer: "–", vsPeer: "–", holds: verdict(false, false)}
 	st := r.startup
 	if list, fl, in := median(st.toList), median(st.floor), median(st.init); !math.IsNaN(list) && !math.IsNaN(fl) && !math.IsNaN(in) {
@@ -503,9 +488,7 @@ func (r *results) startupAndScale(b *strings.Builder) {
 	if r.sessions.err != "" {
 		p("- Session measurement: %s\n", firstLine(r.sessions.err))
 	}
-	for _, s := range r.sizes {
-		p("- Binary `%s`: %s (%d bytes).\n", s.name, mb(s.bytes), s.bytes)
-	}
+	r.sizeLines(p)
 	p("\n")
 }
 
