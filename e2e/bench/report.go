@@ -399,7 +399,7 @@ func (r *results) callTable(b *strings.Builder) {
 			}
 			errs := "0"
 			if s.errors > 0 {
-				errs = fmt.Sprintf("**%d** (%.80s)", s.errors, s.firstErr)
+				errs = fmt.Sprintf("**%d** (%.80s)", s.errors, tableCell(s.firstErr))
 			}
 			p("| %s | %d | %s | %s | %s | %s | %s | %s | %d |\n", sc.name, c, num(s.rate, "%.0f"),
 				num(s.p50, "%.3f"), num(s.p90, "%.3f"), num(s.p99, "%.3f"), num(s.cpu, "%.0f"), errs, s.reps)
@@ -580,4 +580,10 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// tableCell is s fit for a markdown table's cell: on one line, its pipes
+// escaped.
+func tableCell(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "|", "\\|").Replace(s)
 }

@@ -112,13 +112,28 @@ func (c *wireCaller) call(ctx context.Context, sc *scenario) error {
 	case err != nil:
 		return err
 	case !bytes.Contains(body, []byte(`"id":`+id+`,`)) && !bytes.Contains(body, []byte(`"id":`+id+`}`)):
-		return fmt.Errorf("answer is not to request %s: %.200s", id, body)
+		return fmt.Errorf("answer is not to request %s: %.200s", id, lastData(body))
 	case bytes.Contains(body, []byte(`"isError":true`)) || bytes.Contains(body, []byte(`"error":{`)):
-		return fmt.Errorf("tool error: %.200s", body)
+		return fmt.Errorf("tool error: %.200s", lastData(body))
 	case !containsArg(body, arg):
-		return fmt.Errorf("result does not contain %q: %.200s", arg, body)
+		return fmt.Errorf("result does not contain %q: %.200s", arg, lastData(body))
 	}
 	return nil
+}
+
+// lastData is the data of the last event of b when b is an SSE stream
+// (where an answer comes after a priming event), else b: what an error
+// should quote.
+func lastData(b []byte) []byte {
+	i := bytes.LastIndex(b, []byte("\ndata: "))
+	if i < 0 || !bytes.HasPrefix(b, []byte("id: ")) && !bytes.HasPrefix(b, []byte("event: ")) && !bytes.HasPrefix(b, []byte("data: ")) {
+		return b
+	}
+	d := b[i+len("\ndata: "):]
+	if j := bytes.IndexByte(d, '\n'); j >= 0 {
+		d = d[:j]
+	}
+	return d
 }
 
 // containsArg reports whether arg occurs in b followed by a non-digit
