@@ -27,15 +27,7 @@ func TestConsentHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Label = "oauth:<alice>"
-	do := func(h http.Handler, method, target string, cookies []*http.Cookie) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(method, target, nil)
-		for _, k := range cookies {
-			r.AddCookie(k)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
+	do := serveWith
 	get := func(h http.Handler, target, _ string, cookies []*http.Cookie) *httptest.ResponseRecorder {
 		return do(h, http.MethodGet, target, cookies)
 	}
@@ -98,15 +90,7 @@ func TestConsentRoutesNotCachedNorFramed(t *testing.T) {
 	start, callback := c.StartHandler(), c.CallbackHandler()
 	f, _ := c.Open("notion", "alice", testAuthURL)
 	own, _ := c.Open("notion", "", "https://as.example/authorize?state=st-own")
-	do := func(h http.Handler, method, target string, cookies []*http.Cookie) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(method, target, nil)
-		for _, k := range cookies {
-			r.AddCookie(k)
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
+	do := serveWith
 	answers := map[string]*httptest.ResponseRecorder{
 		"the confirm page":   do(start, http.MethodGet, "/oauth/start/"+f.ID, nil),
 		"an unknown flow":    do(start, http.MethodGet, "/oauth/start/guessed", nil),
@@ -178,4 +162,15 @@ func TestConsentCookieSecureBehindTLSProxy(t *testing.T) {
 			t.Errorf("the binding cookie of a flow whose callback is %s: %+v, want Secure %v", f.authURL, ks, want)
 		}
 	}
+}
+
+// serveWith serves one request of method for target, with cookies, by h.
+func serveWith(h http.Handler, method, target string, cookies []*http.Cookie) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, nil)
+	for _, k := range cookies {
+		r.AddCookie(k)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
 }
