@@ -126,6 +126,9 @@ func newClient(conn mcp.Connection, hooks clientHooks, log hclog.Logger) *client
 		done:   make(chan struct{}),
 		slots:  make(chan struct{}, maxServerRequests),
 	}
+	if d, ok := conn.(interface{ setDirect(func(*jsonrpc.Response)) }); ok {
+		d.setDirect(c.deliver)
+	}
 	go c.readLoop()
 	return c
 }

@@ -245,7 +245,7 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 		}
 	}
 	sr := newSSEReader(resp.Body, c.max)
-	_, err := c.readEvents(ctx, sr, req.ID, onAnswer)
+	_, err := c.readEvents(ctx, sr, req.ID, true, onAnswer)
 	resp.Body.Close()
 	lastID, retry := sr.lastID, sr.retry
 	if !answered && ctx.Err() == nil && lastID != "" {
@@ -276,7 +276,7 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 			continue
 		}
 		sr = newSSEReader(gresp.Body, c.max)
-		_, err = c.readEvents(ctx, sr, req.ID, onAnswer)
+		_, err = c.readEvents(ctx, sr, req.ID, false, onAnswer)
 		gresp.Body.Close()
 		if sr.lastID != "" {
 			lastID = sr.lastID
@@ -326,9 +326,13 @@ func (c *streamableConn) resume(ctx context.Context, lastID string) (*http.Respo
 
 // readEvents hands the messages of sr's events to Read until the stream
 // ends, breaks or ctx ends, and calls answered after delivering the
-// response to call (if call is valid). It returns how many messages it
-// delivered and the error that ended the stream (io.EOF: a clean end).
-func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jsonrpc.ID, answered func()) (int, error) {
+// response to call (if call is valid). On the first stream of a call
+// (first), a response that is its first message goes to the direct
+// function instead (handOn); a resumed stream's messages always go
+// through Read, behind what its first part sent. It returns how many
+// messages it delivered and the error that ended the stream (io.EOF: a
+// clean end).
+func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jsonrpc.ID, first bool, answered func()) (int, error) {
 	n := 0
 	for {
 		ev, err := sr.next()
@@ -346,7 +350,7 @@ func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jso
 			continue
 		}
 		for _, m := range msgs {
-			if !c.deliver(ctx, m, call) {
+			if !(first && n == 0 && c.handOn(m, call)) && !c.deliver(ctx, m, call) {
 				return n, ctx.Err()
 			}
 			n++
@@ -504,7 +508,7 @@ func (c *streamableConn) checkStandalone(resp *http.Response, sent bool) standal
 // how many messages it delivered; ok is false once the connection is closed.
 func (c *streamableConn) readStandalone(resp *http.Response, attempt int) (sr *sseReader, n int, ok bool) {
 	sr = newSSEReader(resp.Body, c.max)
-	n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, nil)
+	n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, false, nil)
 	resp.Body.Close()
 	if c.ctx.Err() != nil {
 		return sr, n, false
