@@ -67,7 +67,10 @@ type clientHooks struct {
 // every message the server sends on one goroutine, in order. A response is
 // delivered to its call through the call's own queue, after whatever the
 // server sent about the call before it; so a call hands on its
-// notifications before it returns, without waiting for anything.
+// notifications before it returns, without waiting for anything. (Over
+// streamable HTTP, a response that is the first message of its call's
+// stream is delivered from the goroutine that read the stream: nothing of
+// the call's came before it; see streamableConn.setDirect.)
 //
 // A client is safe for concurrent use. close ends it; its read loop and
 // every goroutine answering a server request are then waited for.
@@ -125,6 +128,9 @@ func newClient(conn mcp.Connection, hooks clientHooks, log hclog.Logger) *client
 		failed: make(chan struct{}),
 		done:   make(chan struct{}),
 		slots:  make(chan struct{}, maxServerRequests),
+	}
+	if d, ok := conn.(interface{ setDirect(func(*jsonrpc.Response)) }); ok {
+		d.setDirect(c.deliver)
 	}
 	go c.readLoop()
 	return c

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -79,8 +80,31 @@ type sseReader struct {
 	retry time.Duration
 }
 
+// sseBuffers holds the read buffers of streams that ended: a call's
+// response stream is read once and closed, and a fresh 16 KiB buffer for
+// every call to a streamable HTTP server was most of what such a call
+// allocated.
+var sseBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
+
 func newSSEReader(r io.Reader, limit int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 16<<10), max: limit}
+	br := sseBuffers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &sseReader{br: br, max: limit}
+}
+
+// release gives the reader's buffer back for another stream; s must not be
+// read again. Nothing read aliases the buffer: lines are copied out of it
+// (readLine), and event data and fields are copies too.
+func (s *sseReader) release() {
+	if s.br == nil {
+		return
+	}
+	s.br.Reset(nil)
+	sseBuffers.Put(s.br)
+	s.br = nil
+	if s.err == nil {
+		s.err = io.ErrClosedPipe
+	}
 }
 
 // next returns the next event with data. Events without a data field only
@@ -245,9 +269,10 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 		}
 	}
 	sr := newSSEReader(resp.Body, c.max)
-	_, err := c.readEvents(ctx, sr, req.ID, onAnswer)
+	_, err := c.readEvents(ctx, sr, req.ID, true, onAnswer)
 	resp.Body.Close()
 	lastID, retry := sr.lastID, sr.retry
+	sr.release()
 	if !answered && ctx.Err() == nil && lastID != "" {
 		// The server closed the stream to be polled (SEP-1699): the call's
 		// caller may close its client's stream likewise.
@@ -276,8 +301,9 @@ func (c *streamableConn) readPostStream(ctx context.Context, cancel context.Canc
 			continue
 		}
 		sr = newSSEReader(gresp.Body, c.max)
-		_, err = c.readEvents(ctx, sr, req.ID, onAnswer)
+		_, err = c.readEvents(ctx, sr, req.ID, false, onAnswer)
 		gresp.Body.Close()
+		sr.release()
 		if sr.lastID != "" {
 			lastID = sr.lastID
 		}
@@ -326,9 +352,13 @@ func (c *streamableConn) resume(ctx context.Context, lastID string) (*http.Respo
 
 // readEvents hands the messages of sr's events to Read until the stream
 // ends, breaks or ctx ends, and calls answered after delivering the
-// response to call (if call is valid). It returns how many messages it
-// delivered and the error that ended the stream (io.EOF: a clean end).
-func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jsonrpc.ID, answered func()) (int, error) {
+// response to call (if call is valid). On the first stream of a call
+// (first), a response that is its first message goes to the direct
+// function instead (handOn); a resumed stream's messages always go
+// through Read, behind what its first part sent. It returns how many
+// messages it delivered and the error that ended the stream (io.EOF: a
+// clean end).
+func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jsonrpc.ID, first bool, answered func()) (int, error) {
 	n := 0
 	for {
 		ev, err := sr.next()
@@ -346,7 +376,7 @@ func (c *streamableConn) readEvents(ctx context.Context, sr *sseReader, call jso
 			continue
 		}
 		for _, m := range msgs {
-			if !c.deliver(ctx, m, call) {
+			if !(first && n == 0 && c.handOn(m, call)) && !c.deliver(ctx, m, call) {
 				return n, ctx.Err()
 			}
 			n++
@@ -504,8 +534,9 @@ func (c *streamableConn) checkStandalone(resp *http.Response, sent bool) standal
 // how many messages it delivered; ok is false once the connection is closed.
 func (c *streamableConn) readStandalone(resp *http.Response, attempt int) (sr *sseReader, n int, ok bool) {
 	sr = newSSEReader(resp.Body, c.max)
-	n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, nil)
+	n, err := c.readEvents(c.ctx, sr, jsonrpc.ID{}, false, nil)
 	resp.Body.Close()
+	sr.release() // lastID and retry stay readable
 	if c.ctx.Err() != nil {
 		return sr, n, false
 	}

@@ -960,3 +960,61 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	r.s = r.s[n:]
 	return n, nil
 }
+
+// TestStreamableDirectAnswer: with a direct function set, a call's response
+// that is the first message of its stream (an event stream or a JSON body)
+// goes to it on the stream's goroutine, not through Read; a response that
+// follows the call's notifications comes through Read behind them.
+func TestStreamableDirectAnswer(t *testing.T) {
+	for _, jsonMode := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", jsonMode), func(t *testing.T) {
+			leakCheck(t)
+			s := newStreamServer(t, &mcp.StreamableHTTPOptions{JSONResponse: jsonMode})
+			c := dialStream(t, s, 0)
+			direct := make(chan *jsonrpc.Response, 4)
+			c.setDirect(func(r *jsonrpc.Response) { direct <- r })
+			answer := func(id int64) {
+				t.Helper()
+				select {
+				case r := <-direct:
+					if r.ID.Raw() != id || r.Error != nil {
+						t.Fatalf("direct answer %v (error %v), want the response to %d", r.ID.Raw(), r.Error, id)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("no direct answer to %d", id)
+				}
+			}
+
+			c.write(makeRequest(t, 1, "initialize", map[string]any{
+				"protocolVersion": "2025-11-25",
+				"capabilities":    map[string]any{},
+				"clientInfo":      map[string]any{"name": "test", "version": "1"},
+			}))
+			answer(1)
+			c.mu.Lock()
+			proto := c.proto
+			c.mu.Unlock()
+			if proto != "2025-11-25" || c.SessionID() == "" {
+				t.Fatalf("after a direct answer to initialize: protocol %q, session %q", proto, c.SessionID())
+			}
+			c.write(makeRequest(t, 0, "notifications/initialized", map[string]any{}))
+
+			c.write(makeRequest(t, 2, "tools/list", nil))
+			answer(2)
+			if jsonMode {
+				c.write(makeRequest(t, 3, "tools/call", map[string]any{"name": "big", "arguments": map[string]any{"n": 10}}))
+				answer(3)
+				return
+			}
+			c.write(makeRequest(t, 3, "logging/setLevel", map[string]any{"level": "debug"}))
+			answer(3)
+			c.write(makeRequest(t, 4, "tools/call", callProgress))
+			checkCallStream(t, c.readResponse(4), 4, 3)
+			select {
+			case r := <-direct:
+				t.Fatalf("the response to %v went past its notifications", r.ID.Raw())
+			default:
+			}
+		})
+	}
+}
