@@ -163,15 +163,6 @@ func (c *streamableConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// setDirect makes a call's response that is the first message of its
-// stream go to f on the goroutine that read the stream, instead of through
-// Read and the read loop: the caller waiting for the answer is woken with
-// one goroutine hand-off less. A response that comes after other messages
-// of its stream (progress, a log message, a server request) still goes
-// through Read behind them, so a call sees what the server sent about it
-// before its answer. It must be called before the first Write.
-func (c *streamableConn) setDirect(f func(*jsonrpc.Response)) { c.direct = f }
-
 // fail ends the connection for Read and Write; Close still has to be called.
 func (c *streamableConn) fail(err error) {
 	c.failOnce.Do(func() {
@@ -448,18 +439,6 @@ func (c *streamableConn) deliver(ctx context.Context, m jsonrpc.Message, call js
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// handOn gives m to the direct function when it is the response to call
-// and the first message of its stream, and reports whether it did.
-func (c *streamableConn) handOn(m jsonrpc.Message, call jsonrpc.ID) bool {
-	r, ok := m.(*jsonrpc.Response)
-	if !ok || c.direct == nil || !call.IsValid() || r.ID != call || c.failure() != nil {
-		return false
-	}
-	c.noteInitialize(r)
-	c.direct(r)
-	return true
 }
 
 func (c *streamableConn) noteInitialize(r *jsonrpc.Response) {
