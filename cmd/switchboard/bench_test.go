@@ -15,7 +15,7 @@ import (
 func TestBenchSearchTable(t *testing.T) {
 	dir := filepath.Join("..", "..", "proxy", "ranker", "testdata")
 	args := []string{"bench", "search", "--catalog", filepath.Join(dir, "servers")}
-	for _, f := range []string{"tasks_tune.jsonl", "tasks_heldout.jsonl", "goals_tune.jsonl", "goals_heldout.jsonl", "queries.jsonl", "queries_holdout.jsonl"} {
+	for _, f := range []string{"tasks_tune.jsonl", "tasks_heldout.jsonl", "goals_tune.jsonl", "goals_heldout.jsonl", "queries.jsonl", "queries_holdout.jsonl", "zh_tune.jsonl", "zh_heldout.jsonl"} {
 		args = append(args, filepath.Join(dir, f))
 	}
 	var stdout, stderr bytes.Buffer

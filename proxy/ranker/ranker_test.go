@@ -21,8 +21,8 @@ func TestSplitWords(t *testing.T) {
 		{name: "punctuation", in: "Notion | Retrieve a page (v1).", want: []string{"Notion", "Retrieve", "a", "page", "v1"}},
 		{name: "unicode", in: "Größe_ändern", want: []string{"Größe", "ändern"}},
 		{name: "empty", in: " _-. ", want: nil},
-		{name: "CJK bigrams", in: "列出文件 in 目录，删", want: []string{"列出", "出文", "文件", "in", "目录", "删"}},
-		{name: "CJK after Latin", in: "GitHub仓库の一覧", want: []string{"Git", "Hub", "仓库", "库の", "の一", "一覧"}},
+		{name: "CJK characters and bigrams", in: "列出文件 in 目录，删", want: []string{"列", "列出", "出", "出文", "文", "文件", "件", "in", "目", "目录", "录", "删"}},
+		{name: "CJK after Latin", in: "GitHub仓库の一覧", want: []string{"Git", "Hub", "仓", "仓库", "库", "库の", "の", "の一", "一", "一覧", "覧"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,18 +51,21 @@ func TestSearchMultiStep(t *testing.T) {
 }
 
 // TestSearchCJK: tools described in Chinese are found by a request in
-// Chinese, which has no spaces between its words.
+// Chinese, which has no spaces between its words, including by a word of
+// one character ("群") that no bigram of the request holds.
 func TestSearchCJK(t *testing.T) {
 	docs := []Doc{
 		{Name: "mcp_fs_delete", Server: "fs", Description: "删除指定路径的文件"},
 		{Name: "mcp_fs_list", Server: "fs", Description: "列出目录中的所有文件和子目录"},
 		{Name: "mcp_web_search", Server: "web", Description: "使用搜索引擎搜索网页"},
+		{Name: "mcp_chat_list", Server: "chat", Description: "获取用户所在的群列表"},
 	}
 	ix := New(docs)
 	for query, want := range map[string]string{
 		"请列出这个目录里的文件": "mcp_fs_list",
 		"帮我删除一个文件":    "mcp_fs_delete",
 		"在网上搜索最新消息":   "mcp_web_search",
+		"我在哪些群里":      "mcp_chat_list",
 	} {
 		hits := ix.Search(query, 1, "")
 		if len(hits) == 0 || docs[hits[0].Doc].Name != want {

@@ -1,6 +1,7 @@
 package ranker
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -53,28 +54,27 @@ func isCJK(r rune) bool {
 	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul)
 }
 
-// cjkBigrams calls fn with every two adjacent characters of the run of
-// CJK characters that starts at s[i] (the run itself if it is one
-// character), and returns where the run ends. Such text has no spaces to
-// split at; overlapping bigrams are the usual unit for ranking it, with
-// no dictionary ("列出文件" → 列出, 出文, 文件).
+// cjkBigrams calls fn with every character and every two adjacent
+// characters of the run of CJK characters that starts at s[i], and
+// returns where the run ends. Such text has no spaces to split at;
+// overlapping bigrams are the usual unit for ranking it, with no
+// dictionary, and the single characters beside them find the words of
+// one character that bigrams across word boundaries lose ("群", "堵")
+// ("列出文件" → 列, 列出, 出, 出文, 文, 文件, 件).
 func cjkBigrams(s string, i int, fn func(word string)) int {
 	prev := i
-	r, size := utf8.DecodeRuneInString(s[i:])
+	_, size := utf8.DecodeRuneInString(s[i:])
 	i += size
-	n := 1
+	fn(s[prev:i])
 	for i < len(s) {
-		r, size = utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRuneInString(s[i:])
 		if !isCJK(r) {
 			break
 		}
 		fn(s[prev : i+size])
+		fn(s[i : i+size])
 		prev = i
 		i += size
-		n++
-	}
-	if n == 1 {
-		fn(s[prev:i])
 	}
 	return i
 }
@@ -120,7 +120,10 @@ func appendLower(buf []byte, w string) []byte {
 // ranking: an English stop word, a word of one letter, or one of the few
 // words requests are wrapped in ("please", "want", "using").
 func isStop(w string) bool {
-	if utf8.RuneCountInString(w) < 2 || english.IsStopWord(w) {
+	if r, size := utf8.DecodeRuneInString(w); size == len(w) {
+		return !isCJK(r) || strings.ContainsRune(cjkStop, r)
+	}
+	if english.IsStopWord(w) {
 		return true
 	}
 	switch w {
@@ -130,6 +133,11 @@ func isStop(w string) bool {
 	}
 	return false
 }
+
+// cjkStop holds the Chinese characters that alone carry no meaning for
+// ranking: particles, pronouns, the commonest verbs of a request and
+// measure words.
+const cjkStop = "的了在是我你他她它们这那有和与及或个一不也都就把被给让帮请吗呢吧啊么什怎哪些里下上中之为以到对将"
 
 // stem returns the stem of the lower-case word w.
 func stem(w string) string { return english.Stem(w, true) }
