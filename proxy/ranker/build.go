@@ -7,13 +7,14 @@ import (
 
 // The fields of a doc that BM25F weighs separately.
 const (
-	fieldName      = iota // the tool's own name, without the mcp_<server>_ prefix
-	fieldTitle            // Doc.Title
-	fieldLead             // the description's first sentence
-	fieldDesc             // Doc.Description, the first sentence included
-	fieldParamName        // the parameters' names
-	fieldParamDesc        // the parameters' descriptions
-	fieldServer           // the server key: counted apart, see serverWeight
+	fieldName       = iota // the tool's own name, without the mcp_<server>_ prefix
+	fieldTitle             // Doc.Title
+	fieldLead              // the description's first sentence
+	fieldDesc              // Doc.Description, the first sentence included
+	fieldParamName         // the parameters' names
+	fieldParamDesc         // the parameters' descriptions
+	fieldServer            // the server key: counted apart, see serverWeight
+	fieldTranslated        // the English of a description's CJK words (translations.go)
 	numFields
 )
 
@@ -22,22 +23,24 @@ const (
 // of a description says it more often than the rest. The server key is
 // not a BM25F field: see serverWeight.
 var fieldWeight = [numFields]float64{
-	fieldName:      3,
-	fieldTitle:     1.5,
-	fieldLead:      0.5,
-	fieldDesc:      0.5,
-	fieldParamName: 0.125,
-	fieldParamDesc: 0.3,
+	fieldName:       3,
+	fieldTitle:      1.5,
+	fieldLead:       0.5,
+	fieldDesc:       0.5,
+	fieldParamName:  0.125,
+	fieldParamDesc:  0.3,
+	fieldTranslated: 0.5,
 }
 
 // fieldB is BM25F's length normalisation of each field (0: none, 1: full).
 var fieldB = [numFields]float64{
-	fieldName:      0.3,
-	fieldTitle:     0.3,
-	fieldLead:      0.5,
-	fieldDesc:      0.7,
-	fieldParamName: 0.5,
-	fieldParamDesc: 0.2,
+	fieldName:       0.3,
+	fieldTitle:      0.3,
+	fieldLead:       0.5,
+	fieldDesc:       0.7,
+	fieldParamName:  0.5,
+	fieldParamDesc:  0.2,
+	fieldTranslated: 0.5,
 }
 
 // k1 is BM25's term-frequency saturation.
@@ -158,23 +161,30 @@ func (b *builder) term(w string) int32 {
 	return id
 }
 
-// add counts the terms of text in field f of doc d.
+// add counts the terms of text in field f of doc d, and in
+// fieldTranslated the translations of a description's CJK words.
 func (b *builder) add(d, f int, text string) {
 	var buf []byte
 	splitWords(text, func(w string) {
 		buf = appendLower(buf[:0], w)
-		id := b.term(string(buf))
-		if id == noTerm {
-			return
+		if f == fieldDesc {
+			b.addTranslations(d, buf)
 		}
-		c := b.tf[d][id]
-		if c == nil {
-			c = new([numFields]float64)
-			b.tf[d][id] = c
+		if id := b.term(string(buf)); id != noTerm {
+			b.count(d, f, id, 1)
 		}
-		c[f]++
-		b.lengths[d][f]++
 	})
+}
+
+// count adds n occurrences of term id to field f of doc d.
+func (b *builder) count(d, f int, id int32, n float64) {
+	c := b.tf[d][id]
+	if c == nil {
+		c = new([numFields]float64)
+		b.tf[d][id] = c
+	}
+	c[f] += n
+	b.lengths[d][f] += n
 }
 
 // weigh turns the counted frequencies into postings with their final

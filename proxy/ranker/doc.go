@@ -2,8 +2,10 @@
 // request, for progressive tool discovery (switchboard_find_tools, issue
 // 22): a lexical BM25F ranker over each tool's name, title, description
 // and parameter names and descriptions, with case splitting of names,
-// stop words, English stemming, a small table of general synonyms, and
-// two adjacent request words joined when the catalog writes them as one.
+// stop words, English stemming, a small table of general synonyms, two
+// adjacent request words joined when the catalog writes them as one, and
+// CJK text read as characters and bigrams and translated to English by an
+// embedded table (translations.tsv), both ways.
 //
 // It is pure Go, with no I/O and no model, and imports no package of this
 // module. New does all the work once per catalog: it tokenizes every field

@@ -207,6 +207,7 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 		s.buf = appendLower(s.buf[:0], w)
 		ix.joinTerm(s)
 		s.prev = append(s.prev[:0], s.buf...)
+		ix.translate(s.buf, s)
 		id, ok := ix.surface[string(s.buf)]
 		if !ok {
 			lw := string(s.buf)

@@ -235,16 +235,22 @@ func TestSearchJoinedWords(t *testing.T) {
 		{Name: "login", Server: "web", Description: "Sign a user into the current page with a password"},
 		{Name: "navigate", Server: "web", Description: "Go to a URL or site in the browser"},
 	}
+	wantFirst(t, docs, map[string]string{
+		"roll back the deployment": "rollback_pipeline",
+		"log in on this site":      "login",
+		"Log In":                   "login",
+	})
+}
+
+// wantFirst checks that each query of cases finds its tool first among
+// docs.
+func wantFirst(t *testing.T, docs []Doc, cases map[string]string) {
+	t.Helper()
 	ix := New(docs)
-	tests := []struct{ query, want string }{
-		{"roll back the deployment", "rollback_pipeline"},
-		{"log in on this site", "login"},
-		{"Log In", "login"},
-	}
-	for _, tt := range tests {
-		hits := ix.Search(tt.query, 1, "")
-		if len(hits) == 0 || docs[hits[0].Doc].Name != tt.want {
-			t.Errorf("Search(%q) = %v, want %s first", tt.query, hits, tt.want)
+	for query, want := range cases {
+		hits := ix.Search(query, 1, "")
+		if len(hits) == 0 || docs[hits[0].Doc].Name != want {
+			t.Errorf("Search(%q) = %v, want %s first", query, hits, want)
 		}
 	}
 }
