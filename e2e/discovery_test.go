@@ -17,11 +17,11 @@ import (
 )
 
 // TestDiscoverySearchMode: with discovery in search mode a real client
-// lists switchboard's two tools and the always-visible one; finds a tool,
-// calls it through switchboard_call_tool, gets list_changed and then sees
-// and calls it natively; a tool the policy denies is never found nor
-// callable through call_tool; the audit log and the metrics name the real
-// tool.
+// lists switchboard's two tools and the always-visible one; finds a tool
+// by a request in English and by one in Chinese, calls it through
+// switchboard_call_tool, gets list_changed and then sees and calls it
+// natively; a tool the policy denies is never found nor callable through
+// call_tool; the audit log and the metrics name the real tool.
 func TestDiscoverySearchMode(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -40,10 +40,14 @@ func TestDiscoverySearchMode(t *testing.T) {
 		t.Fatalf("search mode lists %v, want %v", listed, want)
 	}
 
-	found := findTools(t, cs, "add two numbers together")
-	t.Logf("find_tools(add two numbers together) = %v", found)
-	if len(found) == 0 || found[0] != "mcp_fx_add" {
-		t.Errorf("find_tools: %v, want mcp_fx_add first", found)
+	// The same request in English, and in Chinese against a tool
+	// described in English (the ranker's translations).
+	for _, q := range []string{"add two numbers together", "把两个数字加起来"} {
+		found := findTools(t, cs, q)
+		t.Logf("find_tools(%s) = %v", q, found)
+		if len(found) == 0 || found[0] != "mcp_fx_add" {
+			t.Errorf("find_tools(%s): %v, want mcp_fx_add first", q, found)
+		}
 	}
 	// Hidden by policy: never found, never callable through call_tool.
 	for _, q := range []string{"crash", "crash the server process", "exit with a code"} {
