@@ -151,6 +151,11 @@ func (b *builder) term(w string) int32 {
 	if st == "" {
 		return noTerm
 	}
+	return b.stemTerm(st)
+}
+
+// stemTerm returns the id of the stem st, adding it to the index.
+func (b *builder) stemTerm(st string) int32 {
 	id, ok := b.ix.stems[st]
 	if !ok {
 		id = int32(len(b.ix.post))

@@ -2,6 +2,7 @@ package ranker
 
 import (
 	_ "embed"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,27 +31,38 @@ type translation struct {
 
 // translations parses translationsTSV, once, on the first use of a
 // ranker, so a process that never searches never holds the map.
+// TestTranslations checks that every line of it parses.
 var translations = sync.OnceValue(func() map[string][]translation {
-	m := make(map[string][]translation, strings.Count(translationsTSV, "\n"))
-	for line := range strings.Lines(translationsTSV) {
+	m, _ := parseTranslations(translationsTSV)
+	return m
+})
+
+// parseTranslations reads a table in translationsTSV's format. A field
+// that is not "stem:p" with 0 < p ≤ 1 is left out, and the first such
+// field is the error.
+func parseTranslations(tsv string) (map[string][]translation, error) {
+	m := make(map[string][]translation, strings.Count(tsv, "\n"))
+	var bad error
+	for line := range strings.Lines(tsv) {
 		line = strings.TrimSuffix(line, "\n")
 		if line == "" || line[0] == '#' {
 			continue
 		}
 		word, rest, _ := strings.Cut(line, "\t")
-		var ts []translation
 		for f := range strings.SplitSeq(rest, "\t") {
 			st, ps, _ := strings.Cut(f, ":")
 			p, err := strconv.ParseFloat(ps, 64)
 			if err != nil || st == "" || p <= 0 || p > 1 {
-				panic("ranker: translations.tsv: bad field " + strconv.Quote(f) + " in line " + strconv.Quote(line))
+				if bad == nil {
+					bad = fmt.Errorf("translations: line %q: bad field %q", line, f)
+				}
+				continue
 			}
-			ts = append(ts, translation{st, p})
+			m[word] = append(m[word], translation{st, p})
 		}
-		m[word] = ts
 	}
-	return m
-})
+	return m, bad
+}
 
 // cjkWord reports whether the lower-case word w is one of splitWords' CJK
 // characters or bigrams, the only words the table translates.
@@ -81,13 +93,6 @@ func (b *builder) addTranslations(d int, w []byte) {
 		return
 	}
 	for _, t := range translations()[string(w)] {
-		id, ok := b.ix.stems[t.stem]
-		if !ok {
-			id = int32(len(b.ix.post))
-			b.ix.stems[t.stem] = id
-			b.ix.post = append(b.ix.post, nil)
-			b.ix.syn = append(b.ix.syn, nil)
-		}
-		b.count(d, fieldTranslated, id, t.p)
+		b.count(d, fieldTranslated, b.stemTerm(t.stem), t.p)
 	}
 }

@@ -2,6 +2,7 @@ package ranker
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,7 +23,13 @@ func TestTranslations(t *testing.T) {
 		writeTranslations(t, *translationsCorpus)
 		t.Log("wrote translations.tsv: rebuild the test binary to check it")
 	}
-	m := translations()
+	m, err := parseTranslations(translationsTSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseTranslations("搜索\tsearch:0.9\tfind:x\n文件\tfile:1.5\n"); err == nil {
+		t.Error("a table with a bad probability parses without an error")
+	}
 	if len(m) < 1000 {
 		t.Fatalf("translations.tsv has %d words", len(m))
 	}
@@ -215,13 +222,7 @@ func learnTranslations(pairs [][2]string) (rows []string, n int) {
 	}
 	for z, cs := range best {
 		slices.SortFunc(cs, func(a, b cand) int {
-			if a.p != b.p {
-				if a.p > b.p {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.stem, b.stem)
+			return cmp.Or(cmp.Compare(b.p, a.p), strings.Compare(a.stem, b.stem))
 		})
 		var b strings.Builder
 		b.WriteString(zhWords[z])
