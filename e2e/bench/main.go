@@ -242,7 +242,8 @@ func progress(format string, a ...any) {
 // measure builds, starts the servers and runs every measurement. It returns
 // what was measured so far even when it fails or is interrupted.
 func measure(ctx context.Context, o *options, work string) (*results, error) {
-	res := &results{opts: o, machine: readMachine(), runs: map[cellKey][]runResult{}, peak: map[string]mem{}}
+	res := &results{opts: o, machine: readMachine(), runs: map[cellKey][]runResult{}, peak: map[string]mem{},
+		resident: map[string]resident{}, initHeap: map[string]initHeap{}}
 	b, notes, err := build(ctx, o, work)
 	if err != nil {
 		return nil, err
@@ -302,6 +303,7 @@ func measure(ctx context.Context, o *options, work string) (*results, error) {
 			}
 		}
 	}
+	res.measureMadeOf(ctx, e)
 	if errors.Is(err, context.Canceled) {
 		res.notes = append(res.notes, "interrupted; the tables hold what was measured before.")
 		return res, err

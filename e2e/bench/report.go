@@ -25,8 +25,10 @@ type results struct {
 	startup     startupResult
 	upstreams   upstreamsResult
 	sessions    sessionsResult
-	sessionsCmp []sessionsResult // the same with each --compare environment
-	peak        map[string]mem   // switchboard and peer scenarios, read after the load
+	sessionsCmp []sessionsResult    // the same with each --compare environment
+	peak        map[string]mem      // switchboard and peer scenarios, read after the load
+	resident    map[string]resident // switchboard and the peer → server-everything, after the load
+	initHeap    map[string]initHeap // the same two binaries' package initialisation
 	perf        []perfResult
 	repsDone    int
 	notes       []string
@@ -158,6 +160,7 @@ func (r *results) markdown() string {
 	r.perCall(&b)
 	r.stateless(&b)
 	r.memoryTable(&b)
+	r.memoryMadeOf(&b)
 	r.startupAndScale(&b)
 	r.comparison(&b)
 	r.profiles(&b)
