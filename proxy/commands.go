@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-switchboard/switchboard/proxy/config"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/maxprocs"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -28,8 +29,13 @@ func RunPins(path, action, server, tool string, out func(string)) error {
 	return pin.Run(path, []string{action}, server, tool, out)
 }
 
-// TuneGC runs the collector tuning serve uses until ctx ends (package gctune).
-func TuneGC(ctx context.Context, getenv func(string) string) { gctune.Tune(ctx, getenv) }
+// TuneRuntime sets the runtime up as serve runs: on one processor unless
+// GOMAXPROCS says otherwise (package maxprocs), and with the collector's
+// tuning until ctx ends (package gctune).
+func TuneRuntime(ctx context.Context, getenv func(string) string) {
+	maxprocs.Set(getenv)
+	gctune.Tune(ctx, getenv)
+}
 
 // ToolRow is one published tool of the default view.
 type ToolRow struct {

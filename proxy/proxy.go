@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -293,7 +294,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.noteAddrs(ln, adm)
 	gogc, memlimit := gctune.Settings()
 	p.log.Info("starting", "version", Version, "config", p.configName(), "addr", p.listenAddr, "admin", p.adminAddr,
-		"servers", len(c.ServerNames()), "gogc", gogc, "memlimit", memlimit)
+		"servers", len(c.ServerNames()), "gomaxprocs", runtime.GOMAXPROCS(0), "gogc", gogc, "memlimit", memlimit)
 	logNotes(p.log, c)
 	if err := p.apply(ctx, c, nil); err != nil {
 		for _, l := range []net.Listener{ln, adm} {

@@ -149,7 +149,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	o.Stdin, o.Stdout, o.Stderr = stdin, stdout, stderr
 	o.CatalogDir = proxy.DefaultCatalogDir()
-	proxy.TuneGC(ctx, os.Getenv)
+	proxy.TuneRuntime(ctx, os.Getenv)
 	if err := proxy.Run(ctx, o); err != nil {
 		return configError(stderr, err)
 	}
