@@ -77,8 +77,7 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 
 {{/* "true" or nothing: whether the switchboard container gets GOMAXPROCS
 from its CPU limit (goMaxProcsFromCPULimit, resources.limits.cpu set, no
-GOMAXPROCS in env). Go's own default is never below 2, so a 1-CPU limit
-would run 2 threads of Go code on a CFS quota of one CPU. */}}
+GOMAXPROCS in env). Without it, serve runs on one processor. */}}
 {{- define "switchboard.goMaxProcsFromCPULimit" -}}
 {{- $limits := (.values.resources | default dict).limits | default dict -}}
 {{- if and .values.goMaxProcsFromCPULimit $limits.cpu -}}
