@@ -101,7 +101,8 @@ func readResident(pid int, binaryPath string) (resident, error) {
 // initHeap is what a binary's package initialisation allocates, from
 // GODEBUG=inittrace=1: in all, and by module (the five largest).
 type initHeap struct {
-	total int64 // bytes
+	who   string // the binary and its command, for the report
+	total int64  // bytes
 	top   []moduleBytes
 }
 
@@ -207,11 +208,7 @@ func (r *results) memoryMadeOf(b *strings.Builder) {
 		for _, m := range h.top {
 			top = append(top, fmt.Sprintf("%s %s", m.module, kbOrMB(m.bytes)))
 		}
-		who := "switchboard (`switchboard version`)"
-		if id == idPeerStdio {
-			who = "the peer (`mcp-proxy --version`)"
-		}
-		p("- Package initialisation of %s allocates %s of heap (GODEBUG=inittrace=1); the most: %s.\n", who, kbOrMB(h.total), strings.Join(top, ", "))
+		p("- Package initialisation of %s allocates %s of heap (GODEBUG=inittrace=1); the most: %s.\n", h.who, kbOrMB(h.total), strings.Join(top, ", "))
 	}
 	p("\n")
 }
@@ -239,25 +236,30 @@ func share(part, whole int64) string {
 // initialisation allocates. What cannot be read is left out of the report,
 // with a note.
 func (r *results) measureMadeOf(ctx context.Context, e *env) {
-	bins := map[string][]string{idSBStdio: {e.switchboard, "version"}, idPeerStdio: {e.peer, "--version"}}
-	for _, id := range []string{idSBStdio, idPeerStdio} {
-		argv := bins[id]
-		if argv[0] == "" {
+	for _, b := range []struct {
+		id, who string
+		argv    []string // initialises the binary's packages and exits
+	}{
+		{idSBStdio, "switchboard (`switchboard version`)", []string{e.switchboard, "version"}},
+		{idPeerStdio, "the peer (`mcp-proxy --version`)", []string{e.peer, "--version"}},
+	} {
+		if b.argv[0] == "" {
 			continue
 		}
-		if sc := r.scenario(id); sc != nil {
-			res, err := readResident(sc.pid, argv[0])
+		if sc := r.scenario(b.id); sc != nil {
+			res, err := readResident(sc.pid, b.argv[0])
 			if err != nil {
 				r.notes = append(r.notes, fmt.Sprintf("resident pages of %s not read: %v", sc.name, err))
 			} else {
-				r.resident[id] = res
+				r.resident[b.id] = res
 			}
 		}
-		h, err := measureInitHeap(ctx, argv...)
+		h, err := measureInitHeap(ctx, b.argv...)
 		if err != nil {
 			r.notes = append(r.notes, fmt.Sprintf("package initialisation not measured: %v", err))
 			continue
 		}
-		r.initHeap[id] = h
+		h.who = b.who
+		r.initHeap[b.id] = h
 	}
 }
