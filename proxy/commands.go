@@ -8,6 +8,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/gctune"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/maxprocs"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/sysmon"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/mcp-switchboard/switchboard/upstream"
@@ -35,6 +36,13 @@ func RunPins(path, action, server, tool string, out func(string)) error {
 func TuneRuntime(ctx context.Context, getenv func(string) string) {
 	maxprocs.Set(getenv)
 	gctune.Tune(ctx, getenv)
+}
+
+// SysmonEnv returns the GODEBUG value serve runs with and whether the
+// process must be started again to have it (package sysmon): the runtime's
+// monitor then backs off between checks instead of waking every 20 µs.
+func SysmonEnv(getenv func(string) string) (godebug string, restart bool) {
+	return sysmon.Env(getenv)
 }
 
 // ToolRow is one published tool of the default view.

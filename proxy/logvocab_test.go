@@ -21,7 +21,7 @@ var logKeys = map[string]bool{
 	// Lifecycle and catalog.
 	"version": true, "servers": true, "addr": true, "admin": true, "tools": true, "prompts": true, "resources": true,
 	"keys": true, "renamed": true, "winner": true, "from": true, "outcome": true, "blocked": true, "count": true,
-	"gomaxprocs": true, "gogc": true, "memlimit": true, "config": true, "uri": true, "names": true,
+	"gomaxprocs": true, "sysmon": true, "gogc": true, "memlimit": true, "config": true, "uri": true, "names": true,
 	// Child stderr re-logging.
 	"line": true, "truncated": true, "pid": true, "code": true, "signal": true,
 	// Refused downstream input: its size, never its content.

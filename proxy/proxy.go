@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-switchboard/switchboard/proxy/internal/logbridge"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/stdio"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/sysmon"
 	"github.com/mcp-switchboard/switchboard/proxy/mrtr"
 	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/telemetry"
@@ -294,7 +295,7 @@ func (p *Proxy) Serve(ctx context.Context, c *config.Config) error {
 	p.noteAddrs(ln, adm)
 	gogc, memlimit := gctune.Settings()
 	p.log.Info("starting", "version", Version, "config", p.configName(), "addr", p.listenAddr, "admin", p.adminAddr,
-		"servers", len(c.ServerNames()), "gomaxprocs", runtime.GOMAXPROCS(0), "gogc", gogc, "memlimit", memlimit)
+		"servers", len(c.ServerNames()), "gomaxprocs", runtime.GOMAXPROCS(0), "sysmon", sysmon.Mode(os.Getenv), "gogc", gogc, "memlimit", memlimit)
 	logNotes(p.log, c)
 	if err := p.apply(ctx, c, nil); err != nil {
 		for _, l := range []net.Listener{ln, adm} {

@@ -72,9 +72,10 @@ func parseFlags(args []string) (*options, error) {
 	concFlag := fs.String("conc", "", "comma-separated concurrencies (default 1,8,32; 1,8 with --quick)")
 	fs.IntVar(&o.sessions, "sessions", 1000, "idle downstream sessions to hold for the memory measurement (0 = skip)")
 	fs.IntVar(&o.upstreams, "upstreams", 10, "stdio upstreams for the idle-memory measurement")
-	// serve runs on one processor unless GOMAXPROCS is set: the default
-	// comparison is with Go's own default, one per CPU.
-	compare := fs.String("compare", fmt.Sprintf("GOMAXPROCS=%d", runtime.NumCPU()), "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → server-everything, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
+	// serve runs on one processor unless GOMAXPROCS is set, and with the
+	// runtime's monitor backing off unless GODEBUG names schedtrace: the
+	// default comparisons are with Go's own defaults for each.
+	compare := fs.String("compare", fmt.Sprintf("GODEBUG=schedtrace=0;GOMAXPROCS=%d", runtime.NumCPU()), "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → server-everything, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
 	fs.StringVar(&o.npm, "npm", defaultNPM(), "`directory` whose node_modules holds Node 22 and @modelcontextprotocol/server-everything (.ci/setup installs them)")
 	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")

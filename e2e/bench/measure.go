@@ -30,9 +30,56 @@ var clockTicks = func() int64 {
 	return 100
 }()
 
-// readCPU returns the user plus system CPU time a process has used, all
-// threads included, from /proc/PID/stat.
+// readCPU returns the CPU time a process has used, all its threads
+// included: the sum of each thread's time on a CPU in nanoseconds, from
+// /proc/PID/task/TID/schedstat, or, where the kernel has no schedstat,
+// user plus system time from /proc/PID/stat.
+//
+// /proc/PID/stat gives user and system time each in clock ticks (10 ms
+// here): two readings around 3,000 calls of 60 µs differ by about 19
+// ticks, so each reading's truncation moves a run's CPU per call by up to
+// 10 %. The scheduler's own count has no such step. A thread that ends
+// between two readings takes its time out of the second; the Go runtime
+// keeps its threads, so the processes measured here lose none.
 func readCPU(pid int) (time.Duration, error) {
+	if d, err := readSchedCPU(pid); err == nil {
+		return d, nil
+	}
+	return readStatCPU(pid)
+}
+
+// readSchedCPU sums the first field of every thread's schedstat: its time
+// on a CPU in nanoseconds.
+func readSchedCPU(pid int) (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var sum int64
+	read := 0
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended after the listing
+		}
+		f, _, _ := strings.Cut(string(b), " ")
+		ns, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/schedstat: bad run time %q", dir, t.Name(), f)
+		}
+		sum += ns
+		read++
+	}
+	if read == 0 {
+		return 0, fmt.Errorf("%s: no thread's schedstat could be read", dir)
+	}
+	return time.Duration(sum), nil
+}
+
+// readStatCPU returns user plus system time, all threads included, from
+// /proc/PID/stat, in whole clock ticks.
+func readStatCPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

@@ -67,5 +67,5 @@ func (r *results) peerTable(b *strings.Builder) {
 	for _, t := range r.peerTargets() {
 		p("| %s | %s | %s | %s | %s | %s |\n", t.what, t.goal, t.sb, t.peer, t.vsPeer, t.holds)
 	}
-	p("\nThe peer is TBXark/mcp-proxy; switchboard runs as shipped, with wrapping and policy on. CPU is the proxy process's own (user + system), children excluded; added p50 is the median through minus the median direct; the peak is VmHWM read after every load step.\n\n")
+	p("\nThe peer is TBXark/mcp-proxy; switchboard runs as shipped, with wrapping and policy on. CPU is the proxy process's own (all its threads' time on a CPU, by the scheduler's count), children excluded; added p50 is the median through minus the median direct; the peak is VmHWM read after every load step.\n\n")
 }

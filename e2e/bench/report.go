@@ -408,7 +408,7 @@ func (r *results) callTable(b *strings.Builder) {
 				num(s.p50, "%.3f"), num(s.p90, "%.3f"), num(s.p99, "%.3f"), num(s.cpu, "%.0f"), errs, s.reps)
 		}
 	}
-	p("\nCPU µs/call is user + system time of one process over the timed calls divided by the calls: switchboard or the peer for the rows through them (their stdio children excluded), the upstream for the direct rows. ")
+	p("\nCPU µs/call is the time all threads of one process spent on a CPU over the timed calls (the scheduler's count, `/proc/PID/task/*/schedstat`), divided by the calls: switchboard or the peer for the rows through them (their stdio children excluded), the upstream for the direct rows. ")
 	p("c is the number of concurrent workers: one session each over HTTP, one shared session over stdio.\n\n")
 }
 

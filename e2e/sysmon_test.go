@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestServeSysmonBackoff: serve starts itself again, once and in the same
+// process, with GODEBUG=schedtrace set, so the runtime's monitor backs
+// off between checks (proxy/internal/sysmon); a GODEBUG that names
+// schedtrace is kept as it is.
+func TestServeSysmonBackoff(t *testing.T) {
+	const period = "schedtrace=2147483647"
+	for _, tc := range []struct {
+		name, godebug, want, mode string
+	}{
+		{"default", "", period, "sysmon=backoff"},
+		{"other settings kept", "madvdontneed=1", "madvdontneed=1," + period, "sysmon=backoff"},
+		{"schedtrace=0 keeps the runtime's default", "schedtrace=0", "schedtrace=0", "sysmon=default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := startSwitchboardIn(t, dir, dir, nil, []string{"GODEBUG=" + tc.godebug})
+			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.proc.cmd.Process.Pid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for kv := range bytes.SplitSeq(environ, []byte{0}) {
+				if v, ok := bytes.CutPrefix(kv, []byte("GODEBUG=")); ok {
+					got = append(got, string(v))
+				}
+			}
+			if len(got) != 1 || got[0] != tc.want {
+				t.Errorf("the process started as switchboard serve runs with GODEBUG %q, want one: %q", got, tc.want)
+			}
+			cs := s.client(t, nil)
+			if tools := listTools(t, cs); len(tools) == 0 {
+				t.Error("no tools listed")
+			}
+			stderr := s.proc.Stderr()
+			if n := strings.Count(stderr, "switchboard: starting:"); n != 1 {
+				t.Errorf("%d start-up lines, want 1", n)
+			}
+			if !strings.Contains(stderr, tc.mode) {
+				t.Errorf("start-up line lacks %s:\n%s", tc.mode, tail(stderr, 2000))
+			}
+			if strings.Contains(stderr, "default monitor") {
+				t.Errorf("restart failed:\n%s", tail(stderr, 2000))
+			}
+		})
+	}
+}
