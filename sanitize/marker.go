@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Boundary markers.
@@ -342,6 +344,32 @@ func attrValue(v string) string {
 // everything after the nonce up to the body.
 type header struct {
 	attrs string
+}
+
+// toolHeaders holds the header of each tool's results, built once: a
+// forwarded call wraps its result for the same server and tool every time.
+// Only tool sources with short names are kept, and at most
+// maxToolHeaders of them, so what an upstream names cannot grow it
+// without bound; other sources get a header built for the pass.
+var (
+	toolHeaders   sync.Map // Source → *header
+	toolHeaderLen atomic.Int32
+)
+
+const maxToolHeaders = 4096
+
+func toolHeader(src Source) *header {
+	if v, ok := toolHeaders.Load(src); ok {
+		return v.(*header)
+	}
+	h := newHeader(src)
+	if src.Prompt == "" && src.Resource == "" && len(src.Server)+len(src.Tool) <= 2*maxAttrLen &&
+		toolHeaderLen.Load() < maxToolHeaders {
+		if _, loaded := toolHeaders.LoadOrStore(src, &h); !loaded {
+			toolHeaderLen.Add(1)
+		}
+	}
+	return &h
 }
 
 func newHeader(src Source) header {

@@ -52,8 +52,7 @@ type textItem struct {
 // it toward the result size and queues it for scanning.
 func (p *pass) addText(where, text string, src Source) *textItem {
 	if p.hdr == nil || p.hdrSrc != src {
-		h := newHeader(src)
-		p.hdr, p.hdrSrc = &h, src
+		p.hdr, p.hdrSrc = toolHeader(src), src
 	}
 	clean := Text(text)
 	t := &textItem{seq: p.items, where: where, raw: p.redact(clean), hdr: *p.hdr}

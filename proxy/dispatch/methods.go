@@ -339,9 +339,11 @@ func incomingTraceContext(r *session.Request) propagation.MapCarrier {
 		carrier[k] = v
 	}
 	if ex, ok := r.Extra.(*session.Extra); ok && ex != nil && ex.Header != nil {
-		for _, k := range []string{"traceparent", "tracestate", "baggage"} {
-			if v := ex.Header.Get(k); v != "" {
-				set(k, v)
+		// Looked up by their canonical keys: Header.Get would build each
+		// canonical key again on every call.
+		for _, k := range [...][2]string{{"traceparent", "Traceparent"}, {"tracestate", "Tracestate"}, {"baggage", "Baggage"}} {
+			if vs := ex.Header[k[1]]; len(vs) > 0 && vs[0] != "" {
+				set(k[0], vs[0])
 			}
 		}
 	}
