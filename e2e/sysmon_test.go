@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeSysmonBackoff: serve starts itself again, once and in the same
@@ -24,19 +25,7 @@ func TestServeSysmonBackoff(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			s := startSwitchboardIn(t, dir, dir, nil, []string{"GODEBUG=" + tc.godebug})
-			environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", s.proc.cmd.Process.Pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for kv := range bytes.SplitSeq(environ, []byte{0}) {
-				if v, ok := bytes.CutPrefix(kv, []byte("GODEBUG=")); ok {
-					got = append(got, string(v))
-				}
-			}
-			if len(got) != 1 || got[0] != tc.want {
-				t.Errorf("the process started as switchboard serve runs with GODEBUG %q, want one: %q", got, tc.want)
-			}
+			checkGODEBUG(t, s.proc, tc.want)
 			cs := s.client(t, nil)
 			if tools := listTools(t, cs); len(tools) == 0 {
 				t.Error("no tools listed")
@@ -52,5 +41,41 @@ func TestServeSysmonBackoff(t *testing.T) {
 				t.Errorf("restart failed:\n%s", tail(stderr, 2000))
 			}
 		})
+	}
+}
+
+// TestBareCommandSysmonBackoff: switchboard with no command serves, and
+// starts itself again as serve does.
+func TestBareCommandSysmonBackoff(t *testing.T) {
+	p := start(t, t.TempDir(), []string{"GODEBUG=", "SWITCHBOARD_LISTEN=127.0.0.1:0", "SWITCHBOARD_ADMIN_LISTEN=127.0.0.1:0"}, switchboard)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.Stderr(), "switchboard: starting:") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start-up line after 30 s:\n%s", tail(p.Stderr(), 2000))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(p.Stderr(), "sysmon=backoff") {
+		t.Errorf("start-up line lacks sysmon=backoff:\n%s", tail(p.Stderr(), 2000))
+	}
+	checkGODEBUG(t, p, "schedtrace=2147483647")
+}
+
+// checkGODEBUG checks the GODEBUG of p's running process, read from
+// /proc: exactly one, and want.
+func checkGODEBUG(t *testing.T, p *proc, want string) {
+	t.Helper()
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for kv := range bytes.SplitSeq(environ, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("GODEBUG=")); ok {
+			got = append(got, string(v))
+		}
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("the running switchboard has GODEBUG %q, want one: %q", got, want)
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "serve" {
+	// serve is also what runs without a command (run).
+	if len(os.Args) == 1 || os.Args[1] == "serve" {
 		if err := restartForSysmon(); err != nil {
 			fmt.Fprintf(os.Stderr, "switchboard: serving with the Go runtime's default monitor: restart with GODEBUG=schedtrace: %v\n", err)
 		}
