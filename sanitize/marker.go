@@ -359,15 +359,23 @@ var (
 const maxToolHeaders = 4096
 
 func toolHeader(src Source) *header {
+	if src.Prompt != "" || src.Resource != "" || len(src.Server)+len(src.Tool) > 2*maxAttrLen {
+		h := newHeader(src)
+		return &h
+	}
 	if v, ok := toolHeaders.Load(src); ok {
 		return v.(*header)
 	}
 	h := newHeader(src)
-	if src.Prompt == "" && src.Resource == "" && len(src.Server)+len(src.Tool) <= 2*maxAttrLen &&
-		toolHeaderLen.Load() < maxToolHeaders {
-		if _, loaded := toolHeaders.LoadOrStore(src, &h); !loaded {
-			toolHeaderLen.Add(1)
-		}
+	// A slot is taken before the store, so racing passes cannot keep more
+	// than maxToolHeaders between them.
+	if toolHeaderLen.Add(1) > maxToolHeaders {
+		toolHeaderLen.Add(-1)
+		return &h
+	}
+	if v, loaded := toolHeaders.LoadOrStore(src, &h); loaded {
+		toolHeaderLen.Add(-1)
+		return v.(*header)
 	}
 	return &h
 }

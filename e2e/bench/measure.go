@@ -42,11 +42,18 @@ var clockTicks = func() int64 {
 // between two readings takes its time out of the second; the Go runtime
 // keeps its threads, so the processes measured here lose none.
 func readCPU(pid int) (time.Duration, error) {
-	if d, err := readSchedCPU(pid); err == nil {
-		return d, nil
+	if haveSchedstat {
+		return readSchedCPU(pid)
 	}
 	return readStatCPU(pid)
 }
+
+// haveSchedstat is whether this kernel has per-thread schedstat, decided
+// once so that the two readings of a measurement come from one source.
+var haveSchedstat = func() bool {
+	_, err := readSchedCPU(os.Getpid())
+	return err == nil
+}()
 
 // readSchedCPU sums the first field of every thread's schedstat: its time
 // on a CPU in nanoseconds.
