@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func TestServeSysmonBackoff(t *testing.T) {
 			dir := t.TempDir()
 			s := startSwitchboardIn(t, dir, dir, nil, []string{"GODEBUG=" + tc.godebug})
 			checkGODEBUG(t, s.proc, tc.want)
+			checkName(t, s.proc)
 			cs := s.client(t, nil)
 			if tools := listTools(t, cs); len(tools) == 0 {
 				t.Error("no tools listed")
@@ -59,6 +61,20 @@ func TestBareCommandSysmonBackoff(t *testing.T) {
 		t.Errorf("start-up line lacks sysmon=backoff:\n%s", tail(p.Stderr(), 2000))
 	}
 	checkGODEBUG(t, p, "schedtrace=2147483647")
+	checkName(t, p)
+}
+
+// checkName checks that p's running process still has its binary's name
+// (what ps, top and pgrep show) after starting itself again.
+func checkName(t *testing.T, p *proc) {
+	t.Helper()
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(comm)), filepath.Base(switchboard); got != want {
+		t.Errorf("the running switchboard is named %q, want %q", got, want)
+	}
 }
 
 // checkGODEBUG checks the GODEBUG of p's running process, read from

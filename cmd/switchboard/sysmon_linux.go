@@ -11,8 +11,7 @@ import (
 // restartForSysmon starts serve again, in this process, with the GODEBUG
 // that lets the runtime's monitor back off (proxy.SysmonEnv; the runtime
 // reads GODEBUG only at start). It returns only when no restart is needed
-// (nil) or the exec failed. /proc/self/exe is this binary even when its
-// file was replaced or removed since it started.
+// (nil) or the exec failed.
 func restartForSysmon() error {
 	godebug, restart := proxy.SysmonEnv(os.Getenv)
 	if !restart {
@@ -24,5 +23,18 @@ func restartForSysmon() error {
 			env = append(env, kv)
 		}
 	}
-	return syscall.Exec("/proc/self/exe", os.Args, append(env, "GODEBUG="+godebug))
+	return syscall.Exec(selfPath(), os.Args, append(env, "GODEBUG="+godebug))
+}
+
+// selfPath is the path of this binary to exec. The kernel names a process
+// after the file it execs, so the binary's own path keeps the name ps,
+// top and pgrep show (exec'ing /proc/self/exe would rename the process
+// "exe"). /proc/self/exe is the fallback: it is this binary even when its
+// file was removed since it started.
+func selfPath() string {
+	p, err := os.Executable()
+	if err != nil || strings.HasSuffix(p, " (deleted)") {
+		return "/proc/self/exe"
+	}
+	return p
 }
