@@ -15,7 +15,7 @@ import (
 type gate struct {
 	mu      sync.Mutex
 	n       int64         // calls in flight
-	last    time.Time     // the last call's start or end, or the session's start
+	last    time.Time     // when the count last fell to zero, or the session's start; read only at zero
 	closing bool          // calls are refused
 	drained chan struct{} // made by close; closed once closing and n is zero
 }
@@ -28,8 +28,7 @@ func (g *gate) enter() bool {
 	if g.closing {
 		return false
 	}
-	g.n++
-	g.last = time.Now()
+	g.n++ // last is not read while a call is in flight
 	return true
 }
 
@@ -38,8 +37,11 @@ func (g *gate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.n--
+	if g.n > 0 {
+		return
+	}
 	g.last = time.Now()
-	if g.closing && g.n == 0 {
+	if g.closing {
 		close(g.drained)
 	}
 }

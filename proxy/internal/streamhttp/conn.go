@@ -230,7 +230,7 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	if s.id != "" && !s.wrote {
 		// The priming event goes with the stream's first event: one write
 		// still carries a lone answer.
-		out = append(s.priming(), event...)
+		out = append(s.appendPriming(make([]byte, 0, len(s.id)+32+len(event))), event...)
 	}
 	if last && !s.wrote {
 		// The POST's only event: with its length known, net/http sends

@@ -97,10 +97,14 @@ type kept struct {
 // eventID names the stream's n-th event.
 func (s *stream) eventID(n int) string { return s.id + "_" + strconv.Itoa(n) }
 
-// priming is the stream's priming event: its first ID, the retry delay and
-// no data.
-func (s *stream) priming() []byte {
-	return fmt.Appendf(nil, "id: %s\nretry: %d\ndata: \n\n", s.eventID(0), retryDelay.Milliseconds())
+// appendPriming appends the stream's priming event to b: its first ID
+// (eventID(0)), the retry delay and no data.
+func (s *stream) appendPriming(b []byte) []byte {
+	b = append(b, "id: "...)
+	b = append(b, s.id...)
+	b = append(b, "_0\nretry: "...)
+	b = strconv.AppendInt(b, retryDelay.Milliseconds(), 10)
+	return append(b, "\ndata: \n\n"...)
 }
 
 // keep stores an event written while nobody reads; s.mu held.
@@ -129,7 +133,7 @@ func (s *stream) Pause(retry time.Duration) {
 		return
 	}
 	if !s.wrote {
-		_, _ = s.w.Write(s.priming())
+		_, _ = s.w.Write(s.appendPriming(nil))
 		s.wrote = true
 	}
 	if retry > 0 {

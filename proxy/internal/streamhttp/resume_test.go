@@ -3,6 +3,7 @@ package streamhttp
 import (
 	"bufio"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,20 @@ func TestResumeOtherProcess(t *testing.T) {
 	got := readSSE(t, get(t, f, id, map[string]string{lastEventIDHeader: last}))
 	if len(got) != 1 || !strings.Contains(got[0].data, "after the wait") {
 		t.Fatalf("this process's stream, resumed after the foreign IDs: %+v", got)
+	}
+}
+
+// TestPrimingEvent: the priming event carries the stream's first event ID,
+// the retry delay in milliseconds and an empty data line, and parses back
+// to the stream and event 0.
+func TestPrimingEvent(t *testing.T) {
+	s := &stream{id: "ep.1z"}
+	got := string(s.appendPriming([]byte("x")))
+	want := "xid: " + s.eventID(0) + "\nretry: " + strconv.FormatInt(retryDelay.Milliseconds(), 10) + "\ndata: \n\n"
+	if got != want {
+		t.Errorf("priming event %q, want %q", got, want)
+	}
+	if id, n, ok := parseEventID(s.eventID(0)); !ok || id != s.id || n != 0 {
+		t.Errorf("the priming ID parses to %q, %d, %v", id, n, ok)
 	}
 }
