@@ -29,12 +29,20 @@ func restartForSysmon() error {
 // selfPath is the path of this binary to exec. The kernel names a process
 // after the file it execs, so the binary's own path keeps the name ps,
 // top and pgrep show (exec'ing /proc/self/exe would rename the process
-// "exe"). /proc/self/exe is the fallback: it is this binary even when its
-// file was removed since it started.
+// "exe"). /proc/self/exe is the fallback, for a binary whose file was
+// removed or replaced since it started: it is this binary all the same.
 func selfPath() string {
+	const self = "/proc/self/exe"
 	p, err := os.Executable()
-	if err != nil || strings.HasSuffix(p, " (deleted)") {
-		return "/proc/self/exe"
+	if err != nil {
+		return self
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return self
+	}
+	if me, err := os.Stat(self); err != nil || !os.SameFile(fi, me) {
+		return self
 	}
 	return p
 }
