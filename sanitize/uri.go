@@ -181,7 +181,66 @@ func ipLiteral(s string) byteRange {
 	if port := s[end:to]; port != "" && (port[0] != ':' || strings.Trim(port[1:], "0123456789") != "") {
 		return byteRange{}
 	}
+	if !ipLiteralBody(s[from+1 : end-1]) {
+		return byteRange{}
+	}
 	return byteRange{from, end}
+}
+
+// ipLiteralBody reports whether s, what stands between a host's brackets,
+// is what RFC 3986 §3.2.2 (and RFC 6874's zone) allows there: an IPv6
+// address (hex digits, ':' and '.'), then perhaps "%25" and a zone, or
+// an IPvFuture ("v", hex digits, '.', then unreserved, sub-delims or ':').
+// Anything else, such as a redaction mark a decoded reading brought into
+// the host, is not an IP literal, and its brackets are escaped.
+func ipLiteralBody(s string) bool {
+	if s == "" {
+		return false
+	}
+	if s[0] == 'v' || s[0] == 'V' {
+		dot := strings.IndexByte(s, '.')
+		if dot < 2 || strings.Trim(s[1:dot], "0123456789abcdefABCDEF") != "" || dot == len(s)-1 {
+			return false
+		}
+		for i := dot + 1; i < len(s); i++ {
+			if c := s[i]; c == '/' || c == '?' || c == '#' || c == '[' || c == ']' || c == '@' || !uriByte(c) {
+				return false
+			}
+		}
+		return true
+	}
+	addr, zone, hasZone := strings.Cut(s, "%25")
+	if addr == "" || strings.IndexByte(addr, ':') < 0 || strings.Trim(addr, "0123456789abcdefABCDEF:.") != "" {
+		return false
+	}
+	if !hasZone {
+		return true
+	}
+	if zone == "" {
+		return false
+	}
+	for i := 0; i < len(zone); i++ {
+		c := zone[i]
+		switch {
+		case c == '%':
+			if i+2 >= len(zone) || !isHex[zone[i+1]] || !isHex[zone[i+2]] {
+				return false
+			}
+			i += 2
+		case !unreservedByte(c):
+			return false
+		}
+	}
+	return true
+}
+
+// unreservedByte reports whether c is unreserved (RFC 3986 §2.3).
+func unreservedByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return c == '-' || c == '.' || c == '_' || c == '~'
 }
 
 // uriByte reports whether c stands in a URI as it is: unreserved or

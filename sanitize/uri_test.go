@@ -217,6 +217,7 @@ func FuzzURI(f *testing.F) {
 		"https://[::1]:8/%53ECRET/%5B",
 		"A://%53%45CRET0000000000%5B",
 		"a://u@[%53ECRET]:1%5B",
+		"A://%53%45CRET#%45X7ERNA1%75N7RU$7ED%43\x940N7EN7",
 		"SECRET",
 		"%",
 	} {
