@@ -203,7 +203,7 @@ func ipLiteralBody(s string) bool {
 			return false
 		}
 		for i := dot + 1; i < len(s); i++ {
-			if c := s[i]; c == '/' || c == '?' || c == '#' || c == '[' || c == ']' || c == '@' || !uriByte(c) {
+			if c := s[i]; !unreservedByte(c) && strings.IndexByte(subDelims+":", c) < 0 {
 				return false
 			}
 		}
@@ -243,14 +243,14 @@ func unreservedByte(c byte) bool {
 	return c == '-' || c == '.' || c == '_' || c == '~'
 }
 
+// subDelims are RFC 3986's sub-delims (§2.2); with ":/?#[]@", the
+// gen-delims, they are its reserved bytes.
+const subDelims = "!$&'()*+,;="
+
 // uriByte reports whether c stands in a URI as it is: unreserved or
 // reserved (RFC 3986 §2.2, §2.3).
 func uriByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-._~:/?#[]@!$&'()*+,;=", c) >= 0
+	return unreservedByte(c) || strings.IndexByte(":/?#[]@"+subDelims, c) >= 0
 }
 
 // URI returns s, a URI (or a text that quotes one, such as an error about
