@@ -53,8 +53,9 @@ type options struct {
 	sbEnv     []string
 	compare   [][]string // extra environments of the comparison scenarios
 	npm       string     // directory whose node_modules holds server-everything
-	perf      string     // perf.data file for switchboard at c = 8 (the peer's gets .peer)
+	perf      string     // perf.data file for switchboard at c = perfConc (the peer's gets .peer)
 	perfCalls int
+	perfConc  int
 	peerSrc   string // TBXark/mcp-proxy's source, built in a scratch copy
 	build     string // buildShipped or buildDefaults
 }
@@ -77,8 +78,9 @@ func parseFlags(args []string) (*options, error) {
 	// default comparisons are with Go's own defaults for each.
 	compare := fs.String("compare", fmt.Sprintf("GODEBUG=schedtrace=0;GOMAXPROCS=%d", runtime.NumCPU()), "`KEY=VALUE,…;…`: for each ;-separated environment, also run switchboard → server-everything, wrap+policy with it added, to show its effect in the same run (\"\" = none)")
 	fs.StringVar(&o.npm, "npm", defaultNPM(), "`directory` whose node_modules holds Node 22 and @modelcontextprotocol/server-everything (.ci/setup installs them)")
-	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = 8 (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
+	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = --perf-conc (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
+	fs.IntVar(&o.perfConc, "perf-conc", 8, "concurrency of the calls made while perf records each process")
 	fs.StringVar(&o.peerSrc, "peer-src", "", "`directory` of TBXark/mcp-proxy's source, the peer (default: shared/peers/tbxark-mcp-proxy beside the repository)")
 	fs.StringVar(&o.build, "build", buildShipped, "`how` to build switchboard and the peer: \"shipped\" (each as its project ships it: switchboard as charts/images/Dockerfile, the peer as its Makefile) or \"defaults\" (both with go build's defaults, as the benchmark built them until it built them as shipped; switchboard's functions are named in --perf's profiles only so)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")

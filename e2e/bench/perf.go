@@ -15,6 +15,7 @@ type perfResult struct {
 	name  string // scenario name
 	file  string // perf.data
 	calls int
+	conc  int     // calls in flight while recording
 	cpu   float64 // µs per call while recording
 	top   string  // perf report's top self-time entries
 	err   string
@@ -24,8 +25,8 @@ type perfResult struct {
 // everything, on the peer in front of the same upstream, on the two
 // switchboards of the stateless comparison, and on switchboard and the
 // peer in front of the HTTP echo, each while o.perfCalls calls are made at
-// c = 8, after every measurement, so the profiler's own cost is in no
-// table. Switchboard's profile goes to o.perf, the others' to o.perf +
+// c = o.perfConc, after every measurement, so the profiler's own cost is
+// in no table. Switchboard's profile goes to o.perf, the others' to o.perf +
 // ".peer", ".2026", ".2025", ".http" and ".peer-http".
 func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *options) ([]perfResult, error) {
 	if _, err := exec.LookPath("perf"); err != nil {
@@ -44,8 +45,8 @@ func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *optio
 			continue
 		}
 		file := o.perf + suffix[id]
-		progress("perf record on %s, %d calls at c = 8", sc.name, o.perfCalls)
-		pr := profileOne(ctx, e, sc, file, o.perfCalls)
+		progress("perf record on %s, %d calls at c = %d", sc.name, o.perfCalls, o.perfConc)
+		pr := profileOne(ctx, e, sc, file, o.perfCalls, o.perfConc)
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
@@ -57,8 +58,8 @@ func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *optio
 	return out, nil
 }
 
-func profileOne(ctx context.Context, e *env, sc *scenario, file string, calls int) perfResult {
-	pr := perfResult{name: sc.name, file: file}
+func profileOne(ctx context.Context, e *env, sc *scenario, file string, calls, conc int) perfResult {
+	pr := perfResult{name: sc.name, file: file, conc: conc}
 	rec := exec.Command("perf", "record", "-g", "-q", "-o", file, "-p", fmt.Sprint(sc.pid))
 	rec.SysProcAttr = childAttr()
 	out := &tailBuffer{max: 8 << 10}
@@ -81,7 +82,7 @@ func profileOne(ctx context.Context, e *env, sc *scenario, file string, calls in
 	}
 	// Let perf attach before the calls start.
 	time.Sleep(500 * time.Millisecond)
-	run, err := runLoad(ctx, e, sc, 8, calls)
+	run, err := runLoad(ctx, e, sc, conc, calls)
 	stopErr := stop()
 	if err != nil {
 		pr.err = fmt.Sprintf("load: %v", err)

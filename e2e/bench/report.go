@@ -544,7 +544,7 @@ func (r *results) profiles(b *strings.Builder) {
 		return
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
-	p("## Profiles (perf record -g, c = 8)\n\n")
+	p("## Profiles (perf record -g, c = %d)\n\n", r.perf[0].conc)
 	for _, pr := range r.perf {
 		if pr.err != "" {
 			p("- %s: %s\n\n", pr.name, pr.err)
