@@ -3,6 +3,7 @@ package upstream_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,9 +39,7 @@ type listFaults struct {
 // connection.
 func withCatalog(f *fakeUpstream) *listFaults {
 	lf := &listFaults{fail: map[string]error{}, hang: map[string]bool{}, asked: map[string][]time.Time{}}
-	f.server.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return &mcp.GetPromptResult{}, nil
-	})
+	f.server.AddPrompt(&mcp.Prompt{Name: "greet"}, noPrompt)
 	f.server.AddResource(&mcp.Resource{URI: "fake://hello", Name: "hello"}, readNothing)
 	f.server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "fake://items/{id}", Name: "item"}, readNothing)
 	f.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -63,6 +62,10 @@ func withCatalog(f *fakeUpstream) *listFaults {
 		}
 	})
 	return lf
+}
+
+func noPrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return &mcp.GetPromptResult{}, nil
 }
 
 func readNothing(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -270,6 +273,7 @@ func TestRelistKeepsItemsOfAFailingList(t *testing.T) {
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return &mcp.CallToolResult{}, nil
 			})
+		f.server.AddPrompt(&mcp.Prompt{Name: "added"}, noPrompt) // prompts/list is asked again, and fails
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
 		after := h.Catalog()
@@ -278,6 +282,96 @@ func TestRelistKeepsItemsOfAFailingList(t *testing.T) {
 		}
 		if len(after.Prompts) != 1 || after.Errors[upstream.ListPrompts] != refused.Message {
 			t.Errorf("failing prompts/list: prompts %v, errors %v; want the old prompt kept and the error", after.Prompts, after.Errors)
+		}
+	})
+}
+
+// TestListChangedRelistsThatList: a list_changed has the list it names
+// asked for again (the resources with their templates), not the others;
+// notifications that come together cost one listing.
+func TestListChangedRelistsThatList(t *testing.T) {
+	bubble(t, func(t *testing.T, f *fakeUpstream) {
+		lf := withCatalog(f)
+		var changes atomic.Int32
+		h, _ := catalogHandle(t, fakeSpec("busy"), &changes)
+		defer h.Close(context.Background())
+		synctest.Wait()
+		tools := len(h.Catalog().Tools)
+		asked := func() map[string]int {
+			n := map[string]int{}
+			for _, m := range []string{upstream.ListTools, upstream.ListPrompts, upstream.ListResources, upstream.ListTemplates} {
+				n[m] = len(lf.times(m))
+			}
+			return n
+		}
+		steps := []struct {
+			what   string
+			change func()
+			want   map[string]int
+		}{
+			{"tools/list_changed", func() {
+				for _, name := range []string{"a", "b", "c"} {
+					f.server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+						func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+							return &mcp.CallToolResult{}, nil
+						})
+				}
+			}, map[string]int{upstream.ListTools: 2, upstream.ListPrompts: 1, upstream.ListResources: 1, upstream.ListTemplates: 1}},
+			{"prompts/list_changed", func() { f.server.AddPrompt(&mcp.Prompt{Name: "more"}, noPrompt) },
+				map[string]int{upstream.ListTools: 2, upstream.ListPrompts: 2, upstream.ListResources: 1, upstream.ListTemplates: 1}},
+			{"resources/list_changed", func() { f.server.AddResource(&mcp.Resource{URI: "fake://more", Name: "more"}, readNothing) },
+				map[string]int{upstream.ListTools: 2, upstream.ListPrompts: 2, upstream.ListResources: 2, upstream.ListTemplates: 2}},
+		}
+		for _, st := range steps {
+			st.change()
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			if got := asked(); !maps.Equal(got, st.want) {
+				t.Errorf("after %s: lists asked %v, want %v", st.what, got, st.want)
+			}
+		}
+		if got := h.Catalog(); len(got.Tools) != tools+3 || len(got.Prompts) != 2 || len(got.Resources) != 2 {
+			t.Errorf("catalog after the changes: %d tools, %d prompts, %d resources; want %d, 2, 2", len(got.Tools), len(got.Prompts), len(got.Resources), tools+3)
+		}
+	})
+}
+
+// TestListChangedLeavesRetriesAlone: a list_changed for the tools does not
+// reschedule or count a failing list it did not ask for again.
+func TestListChangedLeavesRetriesAlone(t *testing.T) {
+	bubble(t, func(t *testing.T, f *fakeUpstream) {
+		lf := withCatalog(f)
+		lf.set(upstream.ListPrompts, refused)
+		var changes atomic.Int32
+		h, _ := catalogHandle(t, fakeSpec("halfway"), &changes)
+		defer h.Close(context.Background())
+		synctest.Wait()
+		before := h.Status()
+		if before.Catalog != upstream.CatalogPartial || before.CatalogRetry.IsZero() {
+			t.Fatalf("not partial: %+v", before)
+		}
+		time.Sleep(time.Second)
+		f.server.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		after := h.Status()
+		if after.Tools != before.Tools+1 {
+			t.Errorf("%d tools after tools/list_changed, want %d", after.Tools, before.Tools+1)
+		}
+		if !after.CatalogRetry.Equal(before.CatalogRetry) || after.ListFailures[upstream.ListPrompts] != 1 || after.Catalog != upstream.CatalogPartial {
+			t.Errorf("the failing prompts/list's retry moved: before %v (%d failures), after %v (%d failures), catalog %s",
+				before.CatalogRetry, before.ListFailures[upstream.ListPrompts], after.CatalogRetry, after.ListFailures[upstream.ListPrompts], after.Catalog)
+		}
+		if n := len(lf.times(upstream.ListPrompts)); n != 1 {
+			t.Errorf("prompts/list asked %d times, want once (its retry is not due)", n)
+		}
+		time.Sleep(time.Until(before.CatalogRetry) + time.Millisecond)
+		synctest.Wait()
+		if n := len(lf.times(upstream.ListPrompts)); n != 2 {
+			t.Errorf("prompts/list asked %d times once its retry was due, want 2", n)
 		}
 	})
 }

@@ -19,11 +19,13 @@ type catalogStore struct {
 	log    hclog.Logger
 	cur    atomic.Pointer[Catalog]
 	seeded atomic.Pointer[Catalog] // the catalog Seed gave, until a listing replaces it
-	resync chan struct{}           // the server said its lists changed (requestResync)
+	resync chan struct{}           // lists are stale (requestResync, listChanged)
 
 	mu      sync.Mutex
-	retryAt time.Time      // when the failing lists are asked for again
-	fails   map[string]int // failed listings by method
+	retryAt time.Time       // when the failing lists are asked for again
+	fails   map[string]int  // failed listings by method
+	stale   map[string]bool // the lists to ask for again at the next resync
+	all     bool            // every list is stale
 }
 
 func newCatalogStore(log hclog.Logger) catalogStore {
@@ -62,13 +64,62 @@ func (c *catalogStore) base() *Catalog {
 	return c.cur.Load()
 }
 
-// requestResync asks the supervisor to list the catalog again. It never
-// blocks.
+// requestResync asks the supervisor to list the whole catalog again. It
+// never blocks.
 func (c *catalogStore) requestResync() {
+	c.mu.Lock()
+	c.all = true
+	c.mu.Unlock()
+	c.wake()
+}
+
+// listChanged asks the supervisor to list again what a
+// notifications/…/list_changed names: the tools, the prompts, or the
+// resources with their templates. A server that says its tools changed
+// five times as it starts (server-everything does) costs one tools/list,
+// not a listing of everything. It never blocks.
+func (c *catalogStore) listChanged(notification string) {
+	var methods []string
+	switch notification {
+	case "notifications/tools/list_changed":
+		methods = []string{ListTools}
+	case "notifications/prompts/list_changed":
+		methods = []string{ListPrompts}
+	case "notifications/resources/list_changed":
+		methods = []string{ListResources, ListTemplates}
+	default:
+		c.requestResync()
+		return
+	}
+	c.mu.Lock()
+	if c.stale == nil {
+		c.stale = map[string]bool{}
+	}
+	for _, m := range methods {
+		c.stale[m] = true
+	}
+	c.mu.Unlock()
+	c.wake()
+}
+
+func (c *catalogStore) wake() {
 	select {
 	case c.resync <- struct{}{}:
 	default:
 	}
+}
+
+// takeStale returns the lists to ask for again, nil for all of them, and
+// forgets them.
+func (c *catalogStore) takeStale() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	only := c.stale
+	if c.all {
+		only = nil
+	}
+	c.stale, c.all = nil, false
+	return only
 }
 
 // status fills in what Status says about the catalog.
@@ -127,9 +178,27 @@ func (c *catalogStore) relist(ctx context.Context, s *session, sp *Spec, r *list
 		return false
 	}
 	c.store(cat)
-	c.note(r, cat)
+	if retried(only, cat) {
+		c.note(r, cat)
+	}
 	c.log.Debug("upstream catalog changed", "tools", len(cat.Tools), "prompts", len(cat.Prompts), "resources", len(cat.Resources))
 	return true
+}
+
+// retried reports whether a listing of only (nil: every list) asked
+// again for a list that is failing, or made the catalog complete; a
+// listing of the tools alone leaves a failing prompts/list to its retries
+// as they were.
+func retried(only map[string]bool, cat *Catalog) bool {
+	if only == nil || cat.Complete() {
+		return true
+	}
+	for m := range cat.Errors {
+		if only[m] {
+			return true
+		}
+	}
+	return false
 }
 
 // note follows up a listing: a partial catalog has each failed list

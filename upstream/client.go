@@ -49,8 +49,9 @@ const maxServerRequests = 16
 // clientHooks is what a client hands to its Handle: everything the server
 // sends outside a call.
 type clientHooks struct {
-	// listChanged is called for notifications/{tools,prompts,resources}/list_changed.
-	listChanged func()
+	// listChanged is called for notifications/{tools,prompts,resources}/list_changed,
+	// with the notification's method.
+	listChanged func(method string)
 	// notify gets a log message written while no call was in flight, and
 	// notifications/resources/updated.
 	notify func(method string, params json.RawMessage)
@@ -287,7 +288,7 @@ func (c *client) notification(r *jsonrpc.Request) {
 		c.logMessage(r)
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		if c.hooks.listChanged != nil {
-			c.hooks.listChanged()
+			c.hooks.listChanged(r.Method)
 		}
 	case "notifications/subscriptions/acknowledged":
 		c.acknowledged(r.Params)

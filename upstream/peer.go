@@ -29,7 +29,7 @@ type Peer interface {
 // answered from the spec unless the instance forwards its client's roots.
 func (h *Handle) hooks() clientHooks {
 	return clientHooks{
-		listChanged: h.cat.requestResync,
+		listChanged: h.cat.listChanged,
 		stray:       &h.strays,
 		notify: func(method string, params json.RawMessage) {
 			if h.opt.Peer != nil {

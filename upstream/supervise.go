@@ -444,7 +444,11 @@ func (sv *supervisor) serve(s *session) error {
 				return errConnectionLost
 			}
 		case <-sv.cat.resync:
-			sv.relist(s, retry, nil)
+			only := sv.cat.takeStale()
+			if sv.cat.load() == nil {
+				only = nil // nothing to keep the other lists from
+			}
+			sv.relist(s, retry, only)
 		case <-sv.retry:
 			return errRestartRequested
 		case <-retry.C():
