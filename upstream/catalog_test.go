@@ -68,6 +68,13 @@ func noPrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, err
 	return &mcp.GetPromptResult{}, nil
 }
 
+// addTool adds a tool to the fake, which tells its clients
+// notifications/tools/list_changed.
+func addTool(f *fakeUpstream, name string) {
+	f.server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+}
+
 func readNothing(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
 }
@@ -269,10 +276,7 @@ func TestRelistKeepsItemsOfAFailingList(t *testing.T) {
 			t.Fatalf("start: %+v", h.Status())
 		}
 		lf.set(upstream.ListPrompts, refused)
-		f.server.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
+		addTool(f, "added")
 		f.server.AddPrompt(&mcp.Prompt{Name: "added"}, noPrompt) // prompts/list is asked again, and fails
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
@@ -351,10 +355,7 @@ func TestListChangedLeavesRetriesAlone(t *testing.T) {
 			t.Fatalf("not partial: %+v", before)
 		}
 		time.Sleep(time.Second)
-		f.server.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
+		addTool(f, "added")
 		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
 		after := h.Status()
