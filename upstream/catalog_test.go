@@ -72,7 +72,9 @@ func noPrompt(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, err
 // notifications/tools/list_changed.
 func addTool(f *fakeUpstream, name string) {
 	f.server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 }
 
 func readNothing(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
