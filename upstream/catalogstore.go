@@ -102,6 +102,8 @@ func (c *catalogStore) listChanged(notification string) {
 	c.wake()
 }
 
+// wake tells the supervisor that lists are stale; a wake already pending
+// covers this one.
 func (c *catalogStore) wake() {
 	select {
 	case c.resync <- struct{}{}:
