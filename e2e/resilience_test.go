@@ -843,10 +843,7 @@ func TestResilienceUnderLoad(t *testing.T) {
 // test hook. Afterwards: no zombie, no orphan, switchboard's goroutines
 // and memory did not grow with the cycles.
 func TestSoakCrashRestart(t *testing.T) {
-	cycles := 300
-	if testing.Short() {
-		cycles = 30
-	}
+	const cycles = 300
 	mark := newMark(t)
 	gcFile := filepath.Join(t.TempDir(), "gc")
 	dir := t.TempDir()
