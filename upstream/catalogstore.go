@@ -111,17 +111,18 @@ func (c *catalogStore) wake() {
 	}
 }
 
-// takeStale returns the lists to ask for again, nil for all of them, and
-// forgets them.
-func (c *catalogStore) takeStale() map[string]bool {
+// takeStale returns the lists to ask for again (nil: all of them) and
+// forgets them; due is false when none is stale (a wake whose lists an
+// earlier wake already took).
+func (c *catalogStore) takeStale() (only map[string]bool, due bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	only := c.stale
+	only, due = c.stale, c.all || len(c.stale) > 0
 	if c.all {
 		only = nil
 	}
 	c.stale, c.all = nil, false
-	return only
+	return only, due
 }
 
 // status fills in what Status says about the catalog.

@@ -444,11 +444,12 @@ func (sv *supervisor) serve(s *session) error {
 				return errConnectionLost
 			}
 		case <-sv.cat.resync:
-			only := sv.cat.takeStale()
-			if sv.cat.load() == nil {
-				only = nil // nothing to keep the other lists from
+			if only, due := sv.cat.takeStale(); due {
+				if sv.cat.load() == nil {
+					only = nil // nothing to keep the other lists from
+				}
+				sv.relist(s, retry, only)
 			}
-			sv.relist(s, retry, only)
 		case <-sv.retry:
 			return errRestartRequested
 		case <-retry.C():
