@@ -11,8 +11,12 @@ import (
 // the common shape of a forwarded answer: text content without _meta or
 // annotations, and no other field but isError. nil for any other result,
 // which MarshalJSON then writes. It spares the reflection of json.Marshal
-// and the copy of every text it makes (FuzzAppendTextResult compares the
-// bytes with MarshalJSON's). With server (switchboard's Implementation,
+// and the copy of every text it makes, and writes <, > and & as
+// themselves where json.Marshal escapes them: the answer is JSON, never
+// HTML, and a wrapped result's twelve marker brackets would otherwise cost
+// five bytes each on the wire and an unescaping decode in every client
+// (FuzzAppendTextResult compares the bytes with MarshalJSON's, its HTML
+// escapes read as the characters). With server (switchboard's Implementation,
 // encoded), it is a 2026-07-28 answer as the session would finish it
 // (modernResult, completeType): resultType "complete" first, then _meta
 // naming the server; the session passes it as it is.
@@ -26,9 +30,9 @@ func appendTextResult(dst []byte, r *mcp.CallToolResult, server json.RawMessage)
 		if !ok || t == nil || t.Meta != nil || t.Annotations != nil {
 			return nil
 		}
-		// The envelope, the text, and room for escapes: a wrapped
-		// result's markers are <<< and >>>, six bytes each escaped.
-		size += 32 + len(t.Text) + len(t.Text)/4
+		// The envelope, the text, and room for escapes (line breaks,
+		// quotes).
+		size += 32 + len(t.Text) + len(t.Text)/8
 	}
 	if cap(dst)-len(dst) < size {
 		dst = append(make([]byte, 0, len(dst)+size), dst...)
@@ -60,15 +64,16 @@ const typedHead = `{"resultType":"complete","_meta":{"` + mcp.MetaKeyServerInfo 
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string as encoding/json writes it with
-// HTML escaping (json.Marshal): <, > and & escaped, invalid UTF-8 replaced
-// by U+FFFD, U+2028 and U+2029 escaped.
+// appendString appends s as a JSON string as encoding/json writes it
+// without HTML escaping (an Encoder after SetEscapeHTML(false)): invalid
+// UTF-8 replaced by U+FFFD, U+2028 and U+2029 escaped, <, > and & as they
+// are.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+			if b >= 0x20 && b != '"' && b != '\\' {
 				i++
 				continue
 			}

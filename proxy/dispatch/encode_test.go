@@ -8,8 +8,9 @@ import (
 )
 
 // FuzzAppendTextResult: a text-only result written by hand is
-// MarshalJSON's bytes exactly (typed: as the session would finish it for
-// a 2026-07-28 client); anything else is left to MarshalJSON.
+// MarshalJSON's bytes exactly, but for <, > and &, which it writes as
+// themselves (typed: as the session would finish it for a 2026-07-28
+// client); anything else is left to MarshalJSON.
 func FuzzAppendTextResult(f *testing.F) {
 	f.Add("hi", "", false, false, false)
 	f.Add("hi", "", false, false, true)
@@ -30,6 +31,7 @@ func FuzzAppendTextResult(f *testing.F) {
 			// the server, and resultType goes first.
 			info := &mcp.Implementation{Name: "switchboard", Version: a}
 			server, _ = json.Marshal(info)
+			server = htmlUnescaped(server) // copied as it is given
 			cp := *r
 			cp.Meta = mcp.Meta{mcp.MetaKeyServerInfo: info}
 			want, err = cp.MarshalJSON()
@@ -45,10 +47,55 @@ func FuzzAppendTextResult(f *testing.F) {
 			}
 			return
 		}
-		if string(got) != string(want) {
+		if want = htmlUnescaped(want); string(got) != string(want) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
 	})
+}
+
+// htmlUnescaped is json.Marshal's output as an Encoder after
+// SetEscapeHTML(false) writes it: its escapes of <, > and & as the
+// characters. In JSON a backslash always begins an escape, so an escape is
+// read whole, and an escaped backslash is never taken for the start of one.
+func htmlUnescaped(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				out = append(out, '<')
+			case "003e":
+				out = append(out, '>')
+			case "0026":
+				out = append(out, '&')
+			default:
+				out = append(out, b[i:i+6]...)
+			}
+			i += 5
+			continue
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// TestHTMLUnescaped: the fuzz target's reference reads escapes whole.
+func TestHTMLUnescaped(t *testing.T) {
+	for in, want := range map[string]string{
+		`"\u003ca\u0026b\u003e"`: `"<a&b>"`,
+		`"\\u003c"`:              `"\\u003c"`, // a backslash, then u003c
+		`"\\\u003c \u2028 \n"`:   `"\\< \u2028 \n"`,
+		`"\u00e9\"\u003e"`:       `"\u00e9\">"`,
+	} {
+		if got := string(htmlUnescaped([]byte(in))); got != want {
+			t.Errorf("htmlUnescaped(%s) = %s, want %s", in, got, want)
+		}
+	}
 }
 
 // TestAppendTextResultLeaves: what the hand-written path leaves to
