@@ -392,8 +392,8 @@ func (r *results) targetTable(b *strings.Builder) {
 func (r *results) callTable(b *strings.Builder) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Tool calls\n\n")
-	p("| scenario | c | calls/s | p50 ms | p90 ms | p99 ms | CPU µs/call | errors | reps |\n")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	p("| scenario | c | calls/s | p50 ms | p90 ms | p99 ms | CPU µs/call | client µs/call | errors | reps |\n")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, sc := range r.scenarios {
 		for _, c := range r.opts.conc {
 			s := r.summary(sc.id, c)
@@ -404,11 +404,12 @@ func (r *results) callTable(b *strings.Builder) {
 			if s.errors > 0 {
 				errs = fmt.Sprintf("**%d** (%.80s)", s.errors, tableCell(s.firstErr))
 			}
-			p("| %s | %d | %s | %s | %s | %s | %s | %s | %d |\n", sc.name, c, num(s.rate, "%.0f"),
-				num(s.p50, "%.3f"), num(s.p90, "%.3f"), num(s.p99, "%.3f"), num(s.cpu, "%.0f"), errs, s.reps)
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %d |\n", sc.name, c, num(s.rate, "%.0f"),
+				num(s.p50, "%.3f"), num(s.p90, "%.3f"), num(s.p99, "%.3f"), num(s.cpu, "%.0f"), num(s.client, "%.0f"), errs, s.reps)
 		}
 	}
 	p("\nCPU µs/call is the time all threads of one process spent on a CPU over the timed calls (the scheduler's count, `/proc/PID/task/*/schedstat`), divided by the calls: switchboard or the peer for the rows through them (their stdio children excluded), the upstream for the direct rows. ")
+	p("client µs/call is the load client's, this process's, counted the same way: it shares the machine's cores with the process measured. ")
 	p("c is the number of concurrent workers: one session each over HTTP, one shared session over stdio.\n\n")
 }
 
