@@ -199,8 +199,12 @@ func TestLastEventIDRaw(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
-	// A call's stream: its event IDs.
-	resp := do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_local_echo","arguments":{"text":"hi"}}}`, nil)
+	// A call's stream: its event IDs. (A call with nothing but its
+	// answer to send is answered with plain JSON: progress comes first.)
+	resp := do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_local_progress","arguments":{"steps":2},"_meta":{"progressToken":"p"}}}`, nil)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("the call's answer (%s) is %q, want an event stream", resp.Status, ct)
+	}
 	var ids []string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

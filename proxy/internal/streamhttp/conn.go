@@ -67,6 +67,7 @@ type stream struct {
 	broken chan struct{}       // the GET stream: closed when a write failed
 	modern bool                // answers a 2026-07-28 request (see errorStatus)
 	http1  bool                // its connection serves one request at a time
+	lone   bool                // a POST of one call, not in a batch (see Write)
 
 	// A resumable stream (resume.go): its ID ("": not resumable), the
 	// number of its last event, what was written while nobody read.
@@ -104,7 +105,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s := &stream{w: w, calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2}
+	s := &stream{w: w, calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2, lone: len(in.calls) == 1 && !in.batch}
 	s.hold.Use(w)
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
 		s.id = c.h.streamID(c.streams.Add(1))
@@ -205,14 +206,22 @@ func (s *stream) Linger() {
 }
 
 // Write implements session.Stream: one SSE event, flushed, within
-// writeTimeout. The answer to a POST's last call ends the stream.
+// writeTimeout. The answer to a POST's last call ends the stream. The
+// answer to a lone call that is the first thing written is the whole
+// response instead, as application/json (which a client must accept as
+// well as an event stream): nothing was streamed before it and nothing
+// can follow it, and a client reads one JSON value with less work than
+// an event stream. The go-sdk's client spends about a tenth less CPU per
+// call on it: no stream reader, no goroutine of its own growing its stack.
 func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	event, answer, last, wasFinished, err := s.next(msg)
+	plain := s.lone && !s.wrote && s.w != nil
+	event, answer, last, wasFinished, err := s.next(msg, plain)
 	if err != nil {
 		return err
 	}
+	plain = plain && last
 	if s.w == nil {
 		if s.id != "" && !wasFinished && (s.detached || s.hold.Ending()) {
 			s.keep(event, answer) // for a GET that takes the stream up (resume.go)
@@ -227,14 +236,17 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		return nil
 	}
 	out := event
-	if s.id != "" && !s.wrote {
+	switch {
+	case plain:
+		s.w.Header().Set("Content-Type", "application/json")
+	case s.id != "" && !s.wrote:
 		// The priming event goes with the stream's first event: one write
 		// still carries a lone answer.
 		out = append(s.appendPriming(make([]byte, 0, len(s.id)+32+len(event))), event...)
 	}
 	if last && !s.wrote {
-		// The POST's only event: with its length known, net/http sends
-		// the headers and the event in the one write of the flush below,
+		// The POST's only write: with its length known, net/http sends
+		// the headers and the body in the one write of the flush below,
 		// and the response has no chunked ending left to write when the
 		// handler returns (a second write, and a second wake-up of the
 		// client, per answered call).
@@ -254,7 +266,7 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 		if s.broken != nil {
 			close(s.broken)
 		}
-		if s.id != "" {
+		if s.id != "" && !plain {
 			s.keep(event, answer) // for a GET that takes the stream up
 			return nil
 		}
@@ -263,21 +275,29 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	return nil
 }
 
-// next encodes msg as the stream's next event (with its ID on a resumable
-// stream) and notes whether it answers one of the POST's calls and the
+// next encodes msg, as the stream's next event (with its ID on a
+// resumable stream), or as plain JSON when plain and it answers the POST's
+// last call, and notes whether it answers one of the POST's calls and the
 // last of them; s.mu held.
-func (s *stream) next(msg jsonrpc.Message) (event []byte, answer, last, wasFinished bool, err error) {
-	var id string
-	if s.id != "" {
-		s.seq++
-		id = s.eventID(s.seq)
+func (s *stream) next(msg jsonrpc.Message, plain bool) (event []byte, answer, last, wasFinished bool, err error) {
+	r, ok := msg.(*jsonrpc.Response)
+	answer = ok && s.calls[r.ID]
+	last = answer && len(s.calls) == 1
+	if plain && last {
+		event, err = encodePlain(msg)
+	} else {
+		var id string
+		if s.id != "" {
+			s.seq++
+			id = s.eventID(s.seq)
+		}
+		event, err = encodeEvent(msg, id)
 	}
-	if event, err = encodeEvent(msg, id); err != nil {
+	if err != nil {
 		return nil, false, false, false, err
 	}
-	if r, ok := msg.(*jsonrpc.Response); ok && s.calls[r.ID] {
+	if answer {
 		delete(s.calls, r.ID)
-		last, answer = len(s.calls) == 0, true
 	}
 	wasFinished = s.finished
 	if last {
@@ -300,6 +320,16 @@ func (s *stream) wholeAnswer(msg jsonrpc.Message) bool {
 	s.w = nil
 	close(s.done)
 	return true
+}
+
+// encodePlain is msg as JSON, the whole body of a response.
+func encodePlain(msg jsonrpc.Message) ([]byte, error) {
+	if r, ok := msg.(*jsonrpc.Response); ok {
+		if data := wire.AppendResponse(make([]byte, 0, 48+len(r.Result)), r); data != nil {
+			return data, nil
+		}
+	}
+	return jsonrpc.EncodeMessage(msg)
 }
 
 // encodeEvent is msg as one SSE message event, with event ID id if it is

@@ -289,6 +289,7 @@ type incoming struct {
 	msgs  []jsonrpc.Message
 	calls []*jsonrpc.Request
 	init  bool // holds an initialize: the answer carries the session ID
+	batch bool // the body is a JSON array: its answers go as events
 	// modern: a request of protocol 2026-07-28, which needs no session
 	modern bool
 }
@@ -381,7 +382,7 @@ func check(w http.ResponseWriter, r *http.Request, body []byte) (incoming, bool)
 		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in %s and later (request version: %s)", v20250618, version), http.StatusBadRequest)
 		return incoming{}, false
 	}
-	in := incoming{msgs: msgs}
+	in := incoming{msgs: msgs, batch: batch}
 	var lone peeked // the params of a lone request, read once for both checks
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)

@@ -482,8 +482,9 @@ func initialize(tb testing.TB, f *fixture, hdr map[string]string) string {
 	return id
 }
 
-// events reads an SSE response to its end and returns the data of each
-// message event.
+// events reads a response to its end and returns the data of each
+// message event: an SSE stream's, or the one message of a plain JSON
+// answer (a lone call's, when it was the first thing written).
 func events(tb testing.TB, resp *http.Response) []string {
 	tb.Helper()
 	out, err := readEvents(resp)
@@ -494,7 +495,18 @@ func events(tb testing.TB, resp *http.Response) []string {
 }
 
 func readEvents(resp *http.Response) ([]string, error) {
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+	switch ct := resp.Header.Get("Content-Type"); ct {
+	case "text/event-stream":
+	case "application/json":
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if !json.Valid(body) || resp.ContentLength != int64(len(body)) {
+			return nil, fmt.Errorf("a plain answer of %d bytes, Content-Length %d: %s", len(body), resp.ContentLength, body)
+		}
+		return []string{string(body)}, nil
+	default:
 		body, _ := io.ReadAll(resp.Body)
 		return nil, fmt.Errorf("content type %q: %s", ct, body)
 	}
@@ -750,9 +762,10 @@ func TestAnswers(t *testing.T) {
 }
 
 // TestLoneAnswerOneWrite: the answer to a POST's only call, with nothing
-// sent before it on the POST's stream, goes out with the headers in one
-// write and a Content-Length; a stream with more than one event is
-// chunked, as before.
+// sent before it on the POST's stream, is the whole response, plain JSON,
+// and goes out with the headers in one write and a Content-Length; a
+// stream with more than one event is an event stream, chunked, as is a
+// batch's, even of one call (its answer is an array's element).
 func TestLoneAnswerOneWrite(t *testing.T) {
 	f := serve(t)
 	id := initialize(t, f, nil)
@@ -794,14 +807,17 @@ func TestLoneAnswerOneWrite(t *testing.T) {
 	if n != 1 || resp.ContentLength <= 0 || len(resp.TransferEncoding) > 0 {
 		t.Errorf("lone answer: %d writes, Content-Length %d, Transfer-Encoding %q; want 1 write with a Content-Length", n, resp.ContentLength, resp.TransferEncoding)
 	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("lone answer: Content-Type %q, want application/json", ct)
+	}
 
 	const progress = `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`
 	resp, got, _ = do(progress, v25)
 	if len(got) != 4 || !strings.Contains(got[3], `"text":"done"`) {
 		t.Fatalf("progress call's stream: %q", got)
 	}
-	if resp.ContentLength != -1 || !slices.Equal(resp.TransferEncoding, []string{"chunked"}) {
-		t.Errorf("progress call: Content-Length %d, Transfer-Encoding %q; want chunked", resp.ContentLength, resp.TransferEncoding)
+	if resp.ContentLength != -1 || !slices.Equal(resp.TransferEncoding, []string{"chunked"}) || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("progress call: Content-Length %d, Transfer-Encoding %q, Content-Type %q; want a chunked event stream", resp.ContentLength, resp.TransferEncoding, resp.Header.Get("Content-Type"))
 	}
 
 	batch := `[` + strings.Replace(echo, `"id":1`, `"id":2`, 1) + `,` + strings.Replace(echo, `"id":1`, `"id":3`, 1) + `]`
@@ -809,8 +825,12 @@ func TestLoneAnswerOneWrite(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("batch: events %q", got)
 	}
-	if resp.ContentLength != -1 {
-		t.Errorf("batch: Content-Length %d; want chunked", resp.ContentLength)
+	if resp.ContentLength != -1 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("batch: Content-Length %d, Content-Type %q; want a chunked event stream", resp.ContentLength, resp.Header.Get("Content-Type"))
+	}
+	resp, got, _ = do(`[`+strings.Replace(echo, `"id":1`, `"id":4`, 1)+`]`, map[string]string{protocolVersionHeader: "2025-03-26"})
+	if ct := resp.Header.Get("Content-Type"); len(got) != 1 || ct != "text/event-stream" {
+		t.Errorf("batch of one call: %q as %q, want one event of an event stream", got, ct)
 	}
 }
 
