@@ -121,10 +121,8 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		}
 		s.calls[req.ID] = true
 	}
-	hdr := w.Header()
-	sseHeaders(hdr)
 	if in.init {
-		hdr.Set(sessionIDHeader, c.id)
+		w.Header().Set(sessionIDHeader, c.id)
 	}
 	if s.id != "" {
 		// A client that leaves while a lone call runs on this goroutine
@@ -162,6 +160,13 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		case <-r.Context().Done():
 		}
 	}
+	s.mu.Lock()
+	if s.w != nil && !s.wrote {
+		// Nothing was written: an event stream with no events, which a
+		// client reads as a stream that ended.
+		sseHeaders(s.w.Header())
+	}
+	s.mu.Unlock()
 	s.release()
 	c.detach(s)
 }
@@ -239,10 +244,14 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	switch {
 	case plain:
 		s.w.Header().Set("Content-Type", "application/json")
-	case s.id != "" && !s.wrote:
-		// The priming event goes with the stream's first event: one write
-		// still carries a lone answer.
-		out = append(s.appendPriming(make([]byte, 0, len(s.id)+32+len(event))), event...)
+	case !s.wrote:
+		// An event stream's headers go with its first event, and so
+		// does the priming event of a resumable one: one write still
+		// carries a lone answer.
+		sseHeaders(s.w.Header())
+		if s.id != "" {
+			out = append(s.appendPriming(make([]byte, 0, len(s.id)+32+len(event))), event...)
+		}
 	}
 	if last && !s.wrote {
 		// The POST's only write: with its length known, net/http sends

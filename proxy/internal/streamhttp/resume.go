@@ -133,6 +133,7 @@ func (s *stream) Pause(retry time.Duration) {
 		return
 	}
 	if !s.wrote {
+		sseHeaders(s.w.Header())
 		_, _ = s.w.Write(s.appendPriming(nil))
 		s.wrote = true
 	}

@@ -810,6 +810,9 @@ func TestLoneAnswerOneWrite(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("lone answer: Content-Type %q, want application/json", ct)
 	}
+	if cc, conn := resp.Header.Get("Cache-Control"), resp.Header.Get("Connection"); cc != "" || conn != "" {
+		t.Errorf("lone answer: an event stream's headers: Cache-Control %q, Connection %q", cc, conn)
+	}
 
 	const progress = `{"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"progress","_meta":{"progressToken":"tok"}}}`
 	resp, got, _ = do(progress, v25)
@@ -818,6 +821,9 @@ func TestLoneAnswerOneWrite(t *testing.T) {
 	}
 	if resp.ContentLength != -1 || !slices.Equal(resp.TransferEncoding, []string{"chunked"}) || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Errorf("progress call: Content-Length %d, Transfer-Encoding %q, Content-Type %q; want a chunked event stream", resp.ContentLength, resp.TransferEncoding, resp.Header.Get("Content-Type"))
+	}
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-cache, no-transform" {
+		t.Errorf("progress call: Cache-Control %q, want an event stream's", cc)
 	}
 
 	batch := `[` + strings.Replace(echo, `"id":1`, `"id":2`, 1) + `,` + strings.Replace(echo, `"id":1`, `"id":3`, 1) + `]`
