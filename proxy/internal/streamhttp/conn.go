@@ -333,12 +333,7 @@ func (s *stream) wholeAnswer(msg jsonrpc.Message) bool {
 
 // encodePlain is msg as JSON, the whole body of a response.
 func encodePlain(msg jsonrpc.Message) ([]byte, error) {
-	if r, ok := msg.(*jsonrpc.Response); ok {
-		if data := wire.AppendResponse(make([]byte, 0, 48+len(r.Result)), r); data != nil {
-			return data, nil
-		}
-	}
-	return jsonrpc.EncodeMessage(msg)
+	return appendMessage(msg, func(n int) []byte { return make([]byte, 0, n) })
 }
 
 // encodeEvent is msg as one SSE message event, with event ID id if it is
@@ -349,24 +344,35 @@ func encodeEvent(msg jsonrpc.Message, id string) ([]byte, error) {
 	if id != "" {
 		idLen = len("id: \n") + len(id)
 	}
-	start := func(n int) []byte {
+	event, err := appendMessage(msg, func(n int) []byte {
 		buf := make([]byte, 0, idLen+len(head)+n+len(tail))
 		if id != "" {
 			buf = append(append(append(buf, "id: "...), id...), '\n')
 		}
 		return append(buf, head...)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return append(event, tail...), nil
+}
+
+// appendMessage appends msg's JSON to what start makes, given the room the
+// JSON needs (start may leave more, for what goes after it): a simple
+// result's response written around its result's bytes, anything else by
+// the SDK's encoder.
+func appendMessage(msg jsonrpc.Message, start func(n int) []byte) ([]byte, error) {
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		// 48: the envelope around the result, with an ID of up to 20 bytes.
-		if event := wire.AppendResponse(start(48+len(r.Result)), r); event != nil {
-			return append(event, tail...), nil
+		if out := wire.AppendResponse(start(48+len(r.Result)), r); out != nil {
+			return out, nil
 		}
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(start(len(data)), data...), tail...), nil
+	return append(start(len(data)), data...), nil
 }
 
 // get serves the standalone stream until the client goes away or the
