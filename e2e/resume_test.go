@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -199,8 +200,14 @@ func TestLastEventIDRaw(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
-	// A call's stream: its event IDs. (A call with nothing but its
-	// answer to send is answered with plain JSON: progress comes first.)
+	// A call with nothing but its answer to send is answered with plain
+	// JSON: no stream, no event IDs.
+	plain := do(http.MethodPost, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"mcp_local_echo","arguments":{"text":"hi"}}}`, nil)
+	body, _ := io.ReadAll(plain.Body)
+	if ct := plain.Header.Get("Content-Type"); ct != "application/json" || !json.Valid(body) || !strings.Contains(string(body), `"id":6`) {
+		t.Errorf("a lone echo's answer (%s) is %q: %s; want plain JSON", plain.Status, ct, body)
+	}
+	// A call's stream: its event IDs (progress comes first).
 	resp := do(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"mcp_local_progress","arguments":{"steps":2},"_meta":{"progressToken":"p"}}}`, nil)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("the call's answer (%s) is %q, want an event stream", resp.Status, ct)
