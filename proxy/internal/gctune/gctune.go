@@ -90,14 +90,22 @@ func Settings() (gogc, memlimit string) {
 }
 
 // ReleaseStartupMemory returns start-up garbage (config parsing, package
-// initialisation, the first catalogs) to the OS once started returns
+// initialisation, the first catalogs) to the OS, and releases the pages of
+// the binary that start-up ran (releaseBinaryPages), once started returns
 // (every upstream has had its first start attempt), so an idle sidecar
 // holds only what it uses.
 func ReleaseStartupMemory(ctx context.Context, started func(context.Context)) {
 	started(ctx)
 	if ctx.Err() == nil {
-		debug.FreeOSMemory()
+		release()
 	}
+}
+
+// release returns free heap pages to the OS and drops the binary's
+// resident pages.
+func release() {
+	debug.FreeOSMemory()
+	releaseBinaryPages()
 }
 
 // An idle process keeps what its last burst of work left (sessions opened,
@@ -143,7 +151,7 @@ func ReleaseWhenIdle(ctx context.Context) {
 		metrics.Read(sample)
 		return sample[0].Value.Uint64()
 	}
-	r := &idleReleaser{allocs: allocs, release: debug.FreeOSMemory}
+	r := &idleReleaser{allocs: allocs, release: release}
 	now := allocs()
 	r.last, r.prev = now, now
 	t := time.NewTicker(idleTick)

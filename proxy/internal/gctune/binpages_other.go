@@ -1,0 +1,7 @@
+//go:build !linux
+
+package gctune
+
+// releaseBinaryPages does nothing where /proc/self/smaps does not say
+// which pages are the executable's.
+func releaseBinaryPages() uint64 { return 0 }
