@@ -106,6 +106,9 @@ var errCallerGone = errors.New("caller went away")
 // A transport failure never is, even if what it wraps looks like one (the
 // go-sdk's transports wrap some of theirs in a -32005 error).
 func answer(err error) (*jsonrpc.Error, bool) {
+	if err == nil {
+		return nil, false // before we, which escapes: most calls succeed
+	}
 	var we *jsonrpc.Error
 	if errors.Is(err, ErrConnectionClosed) || errors.Is(err, mcp.ErrConnectionClosed) || !errors.As(err, &we) {
 		return nil, false

@@ -178,14 +178,20 @@ func decodeObject(dec *json.Decoder, depth int) (map[string]any, error) {
 }
 
 // newKey refuses a key an object already holds, or one that differs from
-// one it holds only in case; folded (made on first use) maps each key's
-// lower case to the key.
+// one it holds only in case; folded maps each key's lower case to the key,
+// made with the second key (most arguments are objects of one).
 func newKey(m map[string]any, folded *map[string]string, k string) error {
 	if _, dup := m[k]; dup {
 		return argErr("duplicate key %q", k)
 	}
+	if len(m) == 0 {
+		return nil
+	}
 	if *folded == nil {
-		*folded = map[string]string{}
+		*folded = make(map[string]string, len(m)+1)
+		for held := range m {
+			(*folded)[strings.ToLower(held)] = held
+		}
 	}
 	fk := strings.ToLower(k)
 	if other, clash := (*folded)[fk]; clash {

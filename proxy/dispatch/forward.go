@@ -113,15 +113,15 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		// The 2026-07-28 client's person consented: once more.
 		up, err = h.CallTool(forCaller(cctx), params, sink)
 	}
-	var tc *upstream.TaskCreated
-	if errors.As(err, &tc) {
-		// The server runs the call as a task: the caller gets its
-		// CreateTaskResult (the result comes by tasks/get).
-		span.End()
-		rec.Outcome = "task"
-		return nil, d.tasks.created(ctx, tc, r, req)
-	}
 	if err != nil {
+		var tc *upstream.TaskCreated // escapes: declared where it is needed
+		if errors.As(err, &tc) {
+			// The server runs the call as a task: the caller gets its
+			// CreateTaskResult (the result comes by tasks/get).
+			span.End()
+			rec.Outcome = "task"
+			return nil, d.tasks.created(ctx, tc, r, req)
+		}
 		rec.Outcome = outcomeOf(err)
 		span.SetStatus(codes.Error, rec.Outcome)
 		span.End()

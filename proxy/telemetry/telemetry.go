@@ -264,18 +264,21 @@ func ErrorType(err error) string {
 }
 
 // CallAttrs are the metric attribute sets of one public tool, built once
-// per route: the duration's, and the call counter's for the usual outcome.
+// per route: the duration's, and the call counter's for the usual outcome,
+// each as the option list the instrument takes, so that a call passes them
+// without building a list of its own.
 type CallAttrs struct {
 	server, tool string
-	duration, ok metric.MeasurementOption
+	duration     []metric.RecordOption
+	ok           []metric.AddOption
 }
 
 // NewCallAttrs builds the attribute sets of a tool of server.
 func NewCallAttrs(server, tool string) *CallAttrs {
 	return &CallAttrs{
 		server: server, tool: tool,
-		duration: metric.WithAttributeSet(attribute.NewSet(attribute.String("server", server), attribute.String("tool", tool))),
-		ok:       metric.WithAttributeSet(attribute.NewSet(attribute.String("server", server), attribute.String("tool", tool), attribute.String("outcome", "ok"))),
+		duration: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("server", server), attribute.String("tool", tool)))},
+		ok:       []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("server", server), attribute.String("tool", tool), attribute.String("outcome", "ok")))},
 	}
 }
 
@@ -283,10 +286,10 @@ func NewCallAttrs(server, tool string) *CallAttrs {
 func (t *Telemetry) RecordCall(ctx context.Context, a *CallAttrs, outcome string, d time.Duration) {
 	calls := a.ok
 	if outcome != "ok" {
-		calls = metric.WithAttributes(attribute.String("server", a.server), attribute.String("tool", a.tool), attribute.String("outcome", outcome))
+		calls = []metric.AddOption{metric.WithAttributes(attribute.String("server", a.server), attribute.String("tool", a.tool), attribute.String("outcome", outcome))}
 	}
-	t.calls.Add(ctx, 1, calls)
-	t.duration.Record(ctx, d.Seconds(), a.duration)
+	t.calls.Add(ctx, 1, calls...)
+	t.duration.Record(ctx, d.Seconds(), a.duration...)
 }
 
 // Suspicious counts one suspicious pattern found in a server's content.
