@@ -1,8 +1,6 @@
 package gctune
 
 import (
-	"bufio"
-	"bytes"
 	"strconv"
 	"strings"
 )
@@ -42,11 +40,9 @@ func (m mapping) releasable() bool {
 // lines that follow it up to the next header.
 func parseSmaps(data []byte) []mapping {
 	var out []mapping
-	var cur *mapping
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	var cur *mapping // the last of out, while its fields are read
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSuffix(line, "\n")
 		if m, ok := parseSmapsHeader(line); ok {
 			out = append(out, m)
 			cur = &out[len(out)-1]

@@ -99,9 +99,24 @@ func FuzzParseSmaps(f *testing.F) {
 	f.Add([]byte("ffffffffffffffff-0 r--p 0 a:b 18446744073709551615 x\nRss: 9007199254740993 kB\n"), uint64(1))
 	f.Fuzz(func(t *testing.T, data []byte, pc uint64) {
 		maps := parseSmaps(data)
+		for _, m := range maps {
+			if len(m.perms) != 4 || !strings.Contains(m.dev, ":") {
+				t.Fatalf("parsed a block from a bad header: %+v", m)
+			}
+		}
+		var exe *mapping
+		for i := range maps {
+			if maps[i].start <= pc && pc < maps[i].end {
+				exe = &maps[i]
+				break
+			}
+		}
 		for _, m := range binaryPages(maps, pc) {
-			if !m.releasable() || m.end <= m.start || m.perms[1] == 'w' || m.perms[3] != 'p' || m.anon != 0 || m.inode == 0 {
-				t.Fatalf("released %+v", m)
+			if exe == nil || m.inode != exe.inode || m.dev != exe.dev || m.inode == 0 {
+				t.Fatalf("released %+v, not of the file mapped at %#x", m, pc)
+			}
+			if m.end <= m.start || m.perms[1] == 'w' || m.perms[3] != 'p' || !m.hasAnon || m.anon != 0 || m.rss == 0 {
+				t.Fatalf("released %+v: writable, shared, empty or holding pages of its own", m)
 			}
 		}
 	})

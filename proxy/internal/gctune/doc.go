@@ -1,4 +1,5 @@
 // Package gctune keeps a sidecar's memory small: the collector's target
-// follows the live heap (Tune), and garbage is returned to the OS after
-// start-up and when the process goes idle.
+// follows the live heap (Tune), and after start-up and when the process
+// goes idle, garbage is returned to the OS and the pages of the binary are
+// dropped from the resident set (releaseBinaryPages).
 package gctune
