@@ -19,16 +19,19 @@ import (
 
 // The abuse tests of #17 ("bounded under abuse and faults"): each drives
 // the real binary past one of its limits and prints what it measured. Memory
-// is switchboard's resident set (VmRSS), read from /proc.
+// is switchboard's anonymous resident set (RssAnon: heap, stacks, written
+// data), read from /proc: what abuse can grow. The pages of its binary are
+// left out: switchboard drops them from its resident set when it goes idle
+// and maps back what it runs, so they come and go with its activity.
 
-// readRSS returns pid's resident set size in KiB, or -1.
+// readRSS returns pid's anonymous resident set size in KiB, or -1.
 func readRSS(pid int) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
 			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
 			if err != nil {
 				return -1
@@ -39,8 +42,8 @@ func readRSS(pid int) int {
 	return -1
 }
 
-// rssPeak samples pid's RSS every 20 ms from now until the returned func
-// is called, which returns the highest sample in KiB.
+// rssPeak samples pid's anonymous RSS (readRSS) every 20 ms from now until
+// the returned func is called, which returns the highest sample in KiB.
 func rssPeak(pid int) (stop func() int) {
 	done := make(chan struct{})
 	var peak atomic.Int64

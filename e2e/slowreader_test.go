@@ -218,7 +218,7 @@ func callP50(t *testing.T, cs *mcp.ClientSession, n int) time.Duration {
 	return d[n/2]
 }
 
-// rssKiB is the resident set of a process, from /proc.
+// rssKiB is the anonymous resident set of a process, from /proc (readRSS).
 func rssKiB(t *testing.T, pid int) int64 {
 	t.Helper()
 	n := readRSS(pid)
