@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,22 +23,7 @@ import (
 // and maps back what it runs, so they come and go with its activity.
 
 // readRSS returns pid's anonymous resident set size in KiB, or -1.
-func readRSS(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return -1
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			if err != nil {
-				return -1
-			}
-			return n
-		}
-	}
-	return -1
-}
+func readRSS(pid int) int { return statusKB(pid, "RssAnon") }
 
 // rssPeak samples pid's anonymous RSS (readRSS) every 20 ms from now until
 // the returned func is called, which returns the highest sample in KiB.

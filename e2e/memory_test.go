@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,31 +9,10 @@ import (
 	"github.com/mcp-switchboard/switchboard/e2e/internal/testutil"
 )
 
-// fileResidentKB is a process's resident memory backed by files (the pages
-// of its binary, mostly), from /proc/PID/smaps_rollup.
-func fileResidentKB(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		t.Skipf("no smaps_rollup: %v", err)
-	}
-	var rss, anon int
-	for _, line := range strings.Split(string(b), "\n") {
-		name, value, _ := strings.Cut(line, ":")
-		n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(value), " kB"))
-		switch name {
-		case "Rss":
-			rss = n
-		case "Anonymous":
-			anon = n
-		}
-	}
-	return rss - anon
-}
-
 // TestIdleReleasesBinaryPages: once a burst of calls is over, switchboard
 // drops the pages of its binary from its resident set, and the next call
-// maps what it runs back.
+// maps what it runs back. Its file-backed resident memory (RssFile) is the
+// pages of its binary, mostly.
 func TestIdleReleasesBinaryPages(t *testing.T) {
 	mark := newMark(t)
 	s := startSwitchboard(t, map[string]any{"mcpServers": map[string]any{"echo": markedServer("echo", mark)}})
@@ -47,14 +24,14 @@ func TestIdleReleasesBinaryPages(t *testing.T) {
 			t.Fatalf("call %d: %s", i, js(res))
 		}
 	}
-	busy := fileResidentKB(t, s.pid())
+	busy := mustStatusKB(t, s.pid(), "RssFile")
 	var idle int
 	testutil.Eventually(t, 15*time.Second, "the binary's pages released once idle", func() bool {
-		idle = fileResidentKB(t, s.pid())
+		idle = mustStatusKB(t, s.pid(), "RssFile")
 		return idle < busy/2
 	})
 	if res := mustCall(t, cs, "mcp_echo_echo", map[string]any{"text": "after"}); res.IsError || !strings.Contains(textOf(res), "after") {
 		t.Fatalf("call after the release: %s", js(res))
 	}
-	t.Logf("file-backed resident: %d kB after the burst, %d kB idle, %d kB after one more call", busy, idle, fileResidentKB(t, s.pid()))
+	t.Logf("file-backed resident: %d kB after the burst, %d kB idle, %d kB after one more call", busy, idle, mustStatusKB(t, s.pid(), "RssFile"))
 }

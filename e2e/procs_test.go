@@ -177,21 +177,39 @@ func noZombies(t *testing.T, pid int, d time.Duration) {
 	}
 }
 
-// rssKB reads a process's resident set size.
-func rssKB(t *testing.T, pid int) int {
-	t.Helper()
+// statusKB reads a field in kB of a process's /proc status file (VmRSS,
+// RssAnon, RssFile), or -1.
+func statusKB(pid int, field string) int {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		return -1
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				return -1
+			}
 			return n
 		}
 	}
-	t.Fatalf("no VmRSS for %d", pid)
-	return 0
+	return -1
+}
+
+// mustStatusKB is statusKB, failing the test when the field is missing.
+func mustStatusKB(t *testing.T, pid int, field string) int {
+	t.Helper()
+	n := statusKB(pid, field)
+	if n < 0 {
+		t.Fatalf("no %s for %d", field, pid)
+	}
+	return n
+}
+
+// rssKB reads a process's resident set size.
+func rssKB(t *testing.T, pid int) int {
+	t.Helper()
+	return mustStatusKB(t, pid, "VmRSS")
 }
 
 // markedServer is a config entry that runs the fixture over stdio, marked

@@ -8,24 +8,22 @@ import (
 )
 
 // fileResident is the test process's resident memory backed by files, in
-// bytes, from /proc/self/smaps_rollup.
+// bytes, from /proc/self/status.
 func fileResident(t *testing.T) uint64 {
 	t.Helper()
-	data, err := os.ReadFile("/proc/self/smaps_rollup")
+	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		t.Skipf("no smaps_rollup: %v", err)
+		t.Skipf("no /proc/self/status: %v", err)
 	}
-	var rss, anon uint64
 	for _, line := range strings.Split(string(data), "\n") {
-		name, value, _ := strings.Cut(line, ":")
-		switch name {
-		case "Rss":
-			rss, _ = parseKB(value)
-		case "Anonymous":
-			anon, _ = parseKB(value)
+		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			if n, ok := parseKB(v); ok {
+				return n
+			}
 		}
 	}
-	return rss - anon
+	t.Fatal("no RssFile in /proc/self/status")
+	return 0
 }
 
 // TestReleaseBinaryPages releases this test binary's pages and goes on
