@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
+	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -172,7 +173,7 @@ func TestCatalogCacheStoresWhatWouldBeServed(t *testing.T) {
 
 	ps := pin.NewStore(hclog.NewNullLogger())
 	tool := &mcp.Tool{Name: "t", Description: "v1", InputSchema: map[string]any{"type": "object"}}
-	if !ps.Check("s", tool, "block") {
+	if !ps.Check("s", tool, sanitize.DefinitionHash(tool), "block") {
 		t.Fatal("first sight refused")
 	}
 	changed := &mcp.Tool{Name: "t", Description: "v2", InputSchema: map[string]any{"type": "object"}}

@@ -29,7 +29,7 @@ func genOf(t *testing.T, gen int64, cfg string) *Gen {
 // allowPins publishes every definition.
 type allowPins struct{}
 
-func (allowPins) Check(string, *mcp.Tool, string) bool { return true }
+func (allowPins) Check(string, *mcp.Tool, string, string) bool { return true }
 
 // genWith builds the generation of cfg with handles (by key) and
 // observers.

@@ -56,7 +56,7 @@ func appsView(t *testing.T) *View {
 
 type allowAll struct{}
 
-func (allowAll) Check(string, *mcp.Tool, string) bool { return true }
+func (allowAll) Check(string, *mcp.Tool, string, string) bool { return true }
 
 // TestAppURIsNamespaced: a ui:// URI is published as ui://<prefix>/<rest>
 // in tool definitions (nested and flat), resources/list and templates, so

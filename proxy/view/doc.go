@@ -12,6 +12,7 @@
 //
 // Every definition passes the trust boundary (package sanitize) here, once
 // per build, and a pin check (PinChecker) decides whether a changed tool
-// definition may be published. A View never changes once built: requests
+// definition may be published, by the definition's hash, which is computed
+// once per listed tool (toolHashes). A View never changes once built: requests
 // read it without locks, and a change of catalog or config builds new ones.
 package view

@@ -168,7 +168,7 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 			continue
 		}
 		st.apps.named(s.entry, s.tool, true)
-		if !b.Pins.Check(s.entry.HandleKey, s.tool, snap.PinMode) {
+		if !b.Pins.Check(s.entry.HandleKey, s.tool, b.hashes.of(s.tool), snap.PinMode) {
 			hide("pin")
 			continue // a changed definition held back until approved
 		}
@@ -434,10 +434,12 @@ type Builder struct {
 	Pins     PinChecker
 	Log      hclog.Logger
 	schemas  schemaCache
+	hashes   toolHashes
 }
 
 // PinChecker decides whether a tool definition may be published: with
-// pinTools on, a changed definition is held back until approved.
+// pinTools on, a changed definition is held back until approved. hash is
+// t's sanitize.DefinitionHash.
 type PinChecker interface {
-	Check(server string, t *mcp.Tool, mode string) bool
+	Check(server string, t *mcp.Tool, hash, mode string) bool
 }

@@ -343,13 +343,12 @@ func (s *Store) Approve(servers map[string]bool) {
 	}
 }
 
-// check reports whether tool t of server may be exposed under mode
-// ("warn", "block" or "off").
-func (s *Store) Check(server string, t *mcp.Tool, mode string) bool {
+// Check reports whether tool t of server, whose sanitize.DefinitionHash is
+// h, may be exposed under mode ("warn", "block" or "off").
+func (s *Store) Check(server string, t *mcp.Tool, h, mode string) bool {
 	if mode == "off" {
 		return true
 	}
-	h := sanitize.DefinitionHash(t)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	pinned, ok := s.file.Pins[server][t.Name]

@@ -34,20 +34,20 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 		"description":   func(x *mcp.Tool) { x.Description = "new" },
 	} {
 		s := NewStore(hclog.NewNullLogger())
-		if !s.Check("srv", base(), "block") {
+		if !check(s, "srv", base(), "block") {
 			t.Fatalf("%s: first sight withheld", name)
 		}
 		changed := base()
 		change(changed)
-		if s.Check("srv", changed, "block") {
+		if check(s, "srv", changed, "block") {
 			t.Errorf("%s changed: not withheld in block mode", name)
 		}
 		s.Approve(map[string]bool{"other": true})
-		if s.Check("srv", changed, "block") {
+		if check(s, "srv", changed, "block") {
 			t.Errorf("%s changed: approved by a reload that changed another server", name)
 		}
 		s.Approve(map[string]bool{"srv": true})
-		if !s.Check("srv", changed, "block") {
+		if !check(s, "srv", changed, "block") {
 			t.Errorf("%s changed: still withheld after a reload that changed its server", name)
 		}
 	}
@@ -58,14 +58,14 @@ func TestPinsCoverTheWholeDefinition(t *testing.T) {
 	setPin(s.file.Pins, "srv", "t", sanitize.PinHash(old))
 	withTitle := base()
 	withTitle.Title = "same fields the old pin covers"
-	if !s.Check("srv", withTitle, "block") {
+	if !check(s, "srv", withTitle, "block") {
 		t.Error("a definition matching its older pin was withheld")
 	}
 	if got := s.file.Pins["srv"]["t"]; got != sanitize.DefinitionHash(withTitle) {
 		t.Errorf("older pin not upgraded: %q", got)
 	}
 	withTitle.Title = "changed after the upgrade"
-	if s.Check("srv", withTitle, "block") {
+	if check(s, "srv", withTitle, "block") {
 		t.Error("a title change after the upgrade was not withheld")
 	}
 }
@@ -104,7 +104,7 @@ func TestPinFileWritesBatched(t *testing.T) {
 	}
 	for i := range 60 {
 		for _, tool := range pinTools(3) {
-			s.Check(fmt.Sprintf("srv%d", i), tool, "block")
+			check(s, fmt.Sprintf("srv%d", i), tool, "block")
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -129,7 +129,7 @@ func TestPinFileWritesBatched(t *testing.T) {
 	// A changed definition, then its approval by `switchboard pins approve`.
 	changed := pinTools(1)[0]
 	changed.Description = "new"
-	if s.Check("srv0", changed, "block") {
+	if check(s, "srv0", changed, "block") {
 		t.Fatal("changed definition not withheld")
 	}
 	s.Flush()
@@ -139,7 +139,7 @@ func TestPinFileWritesBatched(t *testing.T) {
 	if ch, err := s.ReloadFile(); err != nil || !ch {
 		t.Errorf("an approval written by the CLI: changed %v, error %v; want a change", ch, err)
 	}
-	if !s.Check("srv0", changed, "block") {
+	if !check(s, "srv0", changed, "block") {
 		t.Error("approved definition still withheld")
 	}
 }
@@ -153,16 +153,16 @@ func TestPinFileApprovalNotLostToBatchedWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool := pinTools(1)[0]
-	s.Check("srv", tool, "block")
+	check(s, "srv", tool, "block")
 	s.Flush()
 	changed := pinTools(1)[0]
 	changed.Description = "new"
-	s.Check("srv", changed, "block")
+	check(s, "srv", changed, "block")
 	s.Flush()
 	if err := Run(path, []string{"approve"}, "", "", func(string) {}); err != nil {
 		t.Fatal(err)
 	}
-	s.Check("other", tool, "block") // first sight, not written yet
+	check(s, "other", tool, "block") // first sight, not written yet
 	s.Flush()
 	pf, _, err := Read(path)
 	if err != nil {
@@ -200,7 +200,7 @@ func TestPinFileWriteDurable(t *testing.T) {
 	if err := s.Use(path); err != nil {
 		t.Fatal(err)
 	}
-	s.Check("srv", pinTools(1)[0], "block")
+	check(s, "srv", pinTools(1)[0], "block")
 	s.Flush()
 	if strings.Join(synced, ",") != "file,dir" {
 		t.Errorf("syncs %v, want the file then its directory", synced)
@@ -242,7 +242,7 @@ func TestPinFileWriteFailureWarnsOnce(t *testing.T) {
 	}
 	for i := range 30 {
 		for _, tool := range pinTools(2) {
-			s.Check(fmt.Sprintf("srv%d", i), tool, "block")
+			check(s, fmt.Sprintf("srv%d", i), tool, "block")
 		}
 		if i%3 == 0 {
 			s.Flush()
@@ -296,10 +296,15 @@ func TestPinFileCorruptOrEmpty(t *testing.T) {
 		if note, err := CheckFile(path); err != nil || !strings.Contains(note, "empty") {
 			t.Errorf("%s pin file: CheckFile note %q, error %v", name, note, err)
 		}
-		s.Check("srv", pinTools(1)[0], "block")
+		check(s, "srv", pinTools(1)[0], "block")
 		s.Flush()
 		if pf, _, err := Read(path); err != nil || pf.Pins["srv"]["t0"] == "" {
 			t.Errorf("%s pin file not written again: %v", name, err)
 		}
 	}
+}
+
+// check is s.Check with t's definition hashed, as the view builder does.
+func check(s *Store, server string, t *mcp.Tool, mode string) bool {
+	return s.Check(server, t, sanitize.DefinitionHash(t), mode)
 }
