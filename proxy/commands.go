@@ -31,10 +31,12 @@ func RunPins(path, action, server, tool string, out func(string)) error {
 }
 
 // TuneRuntime sets the runtime up as serve runs: on one processor unless
-// GOMAXPROCS says otherwise (package maxprocs), and with the collector's
-// tuning until ctx ends (package gctune).
+// GOMAXPROCS says otherwise (package maxprocs), with the pages package
+// initialisation ran released and the collector's tuning until ctx ends
+// (package gctune).
 func TuneRuntime(ctx context.Context, getenv func(string) string) {
 	maxprocs.Set(getenv)
+	gctune.ReleaseInitMemory()
 	gctune.Tune(ctx, getenv)
 }
 

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,25 +33,40 @@ func gcPercentFor(live uint64) int {
 	return int(max(100, min(DefaultGOGC, uint64(gcHeadroom)*100/live)))
 }
 
-// Tune keeps the collector's target at gcPercentFor(live heap), updated
-// after every collection, until ctx ends, unless the operator set GOGC,
-// which always wins. GOMEMLIMIT, when set, caps the heap as usual.
+// startupGOGC is the collector's target while serve starts, until
+// ReleaseStartupMemory: Go's own. Start-up makes garbage fast and keeps
+// little (config, catalogs, views built again as each server comes up), and
+// at DefaultGOGC the heap grows to 16 MiB before the first collection:
+// with ten servers the start-up peak was 35 MiB, 30 at 100, for 10 to
+// 20 ms more CPU.
+const startupGOGC = 100
+
+// Tune keeps the collector's target at startupGOGC until start-up is over
+// (ReleaseStartupMemory), then at gcPercentFor(live heap), updated after
+// every collection, until ctx ends, unless the operator set GOGC, which
+// always wins. GOMEMLIMIT, when set, caps the heap as usual.
 func Tune(ctx context.Context, getenv func(string) string) {
 	if getenv("GOGC") != "" {
 		return
 	}
-	debug.SetGCPercent(DefaultGOGC)
-	t := &gcTuner{ctx: ctx, cur: DefaultGOGC, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	debug.SetGCPercent(startupGOGC)
+	t := &gcTuner{ctx: ctx, cur: startupGOGC, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	tuner.Store(t)
 	t.arm()
 }
+
+// tuner is the process's gcTuner, once Tune made one: the collector's
+// target is the process's.
+var tuner atomic.Pointer[gcTuner]
 
 // gcTuner re-derives GOGC once per collection: a sentinel object is made
 // unreachable at once, so its cleanup runs after the next collection, reads
 // the live heap that collection left, and arms a new sentinel.
 type gcTuner struct {
-	ctx    context.Context
-	cur    int              // only the cleanup goroutine touches it after arm
-	sample []metrics.Sample // likewise
+	ctx     context.Context
+	started atomic.Bool      // start-up is over: the target follows the heap
+	cur     int              // only the cleanup goroutine touches it after arm
+	sample  []metrics.Sample // likewise
 }
 
 // gcSentinel is large enough not to be batched by the tiny allocator, whose
@@ -65,11 +81,13 @@ func (t *gcTuner) collected() {
 	if t.ctx.Err() != nil {
 		return
 	}
-	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() == metrics.KindUint64 {
-		if pct := gcPercentFor(t.sample[0].Value.Uint64()); pct != t.cur {
-			debug.SetGCPercent(pct)
-			t.cur = pct
+	if t.started.Load() {
+		metrics.Read(t.sample)
+		if t.sample[0].Value.Kind() == metrics.KindUint64 {
+			if pct := gcPercentFor(t.sample[0].Value.Uint64()); pct != t.cur {
+				debug.SetGCPercent(pct)
+				t.cur = pct
+			}
 		}
 	}
 	t.arm()
@@ -89,16 +107,30 @@ func Settings() (gogc, memlimit string) {
 	return gogc, memlimit
 }
 
-// ReleaseStartupMemory returns start-up garbage (config parsing, package
-// initialisation, the first catalogs) to the OS, and releases the pages of
-// the binary that start-up ran (releaseBinaryPages), once started returns
-// (every upstream has had its first start attempt), so an idle sidecar
-// holds only what it uses.
+// ReleaseInitMemory releases the pages of the binary that package
+// initialisation ran (releaseBinaryPages), before serve starts: nearly every
+// linked package's init touches its code and tables, most of them never
+// again, and what start-up runs next maps back only what it uses. With ten
+// servers it took the start-up peak from 39 to 35 MiB.
+func ReleaseInitMemory() { releaseBinaryPages() }
+
+// ReleaseStartupMemory ends start-up once started returns (every upstream
+// has had its first start attempt): the collector's target leaves
+// startupGOGC for the tuned one (Tune), start-up garbage (config parsing,
+// the first catalogs and views) goes back to the OS, and the pages of the
+// binary that start-up ran are released (releaseBinaryPages), so an idle
+// sidecar holds only what it uses.
 func ReleaseStartupMemory(ctx context.Context, started func(context.Context)) {
 	started(ctx)
-	if ctx.Err() == nil {
-		release()
+	if ctx.Err() != nil {
+		return
 	}
+	if t := tuner.Load(); t != nil {
+		// The collection release forces is the one after which the
+		// target is tuned.
+		t.started.Store(true)
+	}
+	release()
 }
 
 // release returns free heap pages to the OS and drops the binary's

@@ -29,8 +29,9 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-// TestTuneGCFollowsLiveHeap: with GOGC unset, the target follows the live
-// heap after collections; with GOGC set, it is left alone.
+// TestTuneGCFollowsLiveHeap: with GOGC unset, the target is Go's own
+// until start-up is over, then follows the live heap after collections;
+// with GOGC set, it is left alone.
 func TestTuneGCFollowsLiveHeap(t *testing.T) {
 	old := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(old)
@@ -43,14 +44,29 @@ func TestTuneGCFollowsLiveHeap(t *testing.T) {
 	}
 
 	Tune(ctx, func(string) string { return "" })
-	if got := gcPercent(); got != DefaultGOGC {
-		t.Fatalf("after Tune: GOGC %d, want %d", got, DefaultGOGC)
+	if got := gcPercent(); got != startupGOGC {
+		t.Fatalf("after Tune: GOGC %d, want %d while starting", got, startupGOGC)
+	}
+	for range 3 {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond) // the cleanup runs after the collection
+	}
+	if got := gcPercent(); got != startupGOGC {
+		t.Fatalf("collections before start-up ended set GOGC %d, want %d", got, startupGOGC)
+	}
+	ReleaseStartupMemory(ctx, func(context.Context) {})
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() != DefaultGOGC {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC still %d after start-up, want %d", gcPercent(), DefaultGOGC)
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
 	}
 	live := make([][]byte, 0, 64) // 64 MiB held: the target must fall to 100
 	for range 64 {
 		live = append(live, make([]byte, 1<<20))
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for gcPercent() != 100 {
 		if time.Now().After(deadline) {
 			t.Fatalf("GOGC still %d with %d MiB live", gcPercent(), len(live))
