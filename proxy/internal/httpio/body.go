@@ -2,6 +2,7 @@ package httpio
 
 import (
 	"io"
+	"mime"
 	"net/http"
 	"time"
 )
@@ -44,4 +45,15 @@ func read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 		return buf, nil
 	}
 	return io.ReadAll(body)
+}
+
+// IsJSON reports whether contentType, a request's Content-Type, names
+// application/json. The value clients send, exactly that, is matched
+// without parsing (mime.ParseMediaType makes a map of the parameters).
+func IsJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
 }

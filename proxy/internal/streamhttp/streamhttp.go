@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"mime"
 	"net/http"
 	"runtime/debug"
 	"slices"
@@ -295,7 +294,7 @@ type incoming struct {
 }
 
 func (h *Handler) post(w http.ResponseWriter, r *http.Request) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !httpio.IsJSON(r.Header.Get("Content-Type")) {
 		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
 		return
 	}
