@@ -93,13 +93,17 @@ func (t *gcTuner) collected() {
 	t.arm()
 }
 
-// Settings describes the collector's settings for the start-up log line.
+// Settings describes the collector's settings for the start-up log line:
+// with Tune's, the target it keeps once start-up is over.
 func Settings() (gogc, memlimit string) {
 	sample := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(sample)
 	gogc, memlimit = "off", "none"
 	if pct := sample[0].Value.Uint64(); pct != math.MaxUint64 { // GOGC=off reads as -1
 		gogc = strconv.FormatUint(pct, 10)
+	}
+	if t := tuner.Load(); t != nil && !t.started.Load() {
+		gogc = strconv.Itoa(DefaultGOGC)
 	}
 	if l := sample[1].Value.Uint64(); l != math.MaxInt64 {
 		memlimit = strconv.FormatUint(l>>20, 10) + "MiB"

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -46,6 +47,9 @@ func TestTuneGCFollowsLiveHeap(t *testing.T) {
 	Tune(ctx, func(string) string { return "" })
 	if got := gcPercent(); got != startupGOGC {
 		t.Fatalf("after Tune: GOGC %d, want %d while starting", got, startupGOGC)
+	}
+	if gogc, _ := Settings(); gogc != strconv.Itoa(DefaultGOGC) {
+		t.Fatalf("Settings while starting: gogc=%s, want the target after start-up, %d", gogc, DefaultGOGC)
 	}
 	for range 3 {
 		runtime.GC()
