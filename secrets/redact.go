@@ -104,8 +104,12 @@ func (s *Set) Add(values ...string) {
 	s.spread.Store(newSpreadMatcher(olds))
 }
 
-// Len returns the number of registered strings, derived forms included.
+// Len returns the number of registered strings, derived forms included; a
+// nil Set has none. A Set only grows, so Len tells whether it changed.
 func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.values)

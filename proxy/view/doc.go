@@ -10,9 +10,12 @@
 // finds the rest), the hashes that tell which lists changed, and the notes
 // (collisions, flagged definitions) an operator sees in /status.
 //
-// Every definition passes the trust boundary (package sanitize) here, once
-// per build, and a pin check (PinChecker) decides whether a changed tool
-// definition may be published, by the definition's hash, which is computed
-// once per listed tool (toolHashes). A View never changes once built: requests
-// read it without locks, and a change of catalog or config builds new ones.
+// Every definition passes the trust boundary (package sanitize) here, and
+// a pin check (PinChecker) decides whether a changed tool definition may be
+// published, by the definition's hash. A listed tool's hash is computed
+// once, and its route (cleaned definition, compiled schema) is built again
+// only when what it is built with changes: its public name, its server's
+// entry and settings, the secrets the redactor knows (toolMemo). A View
+// never changes once built: requests read it without locks, and a change of
+// catalog or config builds new ones.
 package view

@@ -138,6 +138,7 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 	var notes viewNotes
 	table := buildNames("tool", items, &notes)
 	maxDesc := maxDescriptionChars(snap.Config)
+	known := b.secretsKnown() // before any route is built with them
 	profile := ""
 	if snap.Config.Sanitize != nil {
 		profile = snap.Config.Sanitize.SchemaProfile
@@ -168,12 +169,25 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 			continue
 		}
 		st.apps.named(s.entry, s.tool, true)
-		if !b.Pins.Check(s.entry.HandleKey, s.tool, b.hashes.of(s.tool), snap.PinMode) {
+		if !b.Pins.Check(s.entry.HandleKey, s.tool, b.tools.hash(s.tool), snap.PinMode) {
 			hide("pin")
 			continue // a changed definition held back until approved
 		}
 		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
-		r, findings, err := b.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
+		build := func() (*Route, []sanitize.Finding, error) {
+			return b.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
+		}
+		var (
+			r        *Route
+			findings []sanitize.Finding
+			err      error
+		)
+		if known >= 0 {
+			key := routeKey{public: en.Public, entry: s.entry, maxDesc: maxDesc, profile: profile, block: block, secrets: known}
+			r, findings, err = b.tools.route(s.tool, key, build)
+		} else {
+			r, findings, err = build()
+		}
 		st.Notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block && sanitize.Withholds(findings))
 		if err != nil {
 			if !errors.Is(err, errWithheld) {
@@ -434,7 +448,19 @@ type Builder struct {
 	Pins     PinChecker
 	Log      hclog.Logger
 	schemas  schemaCache
-	hashes   toolHashes
+	tools    toolMemo
+}
+
+// secretsKnown is how many secrets the redactor knows, or -1 when it
+// cannot tell (then no route is kept from one build to the next).
+func (b *Builder) secretsKnown() int {
+	if b.Redactor == nil {
+		return 0
+	}
+	if s, ok := b.Redactor.(interface{ Len() int }); ok {
+		return s.Len()
+	}
+	return -1
 }
 
 // PinChecker decides whether a tool definition may be published: with
