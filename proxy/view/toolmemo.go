@@ -24,6 +24,11 @@ import (
 type toolMemo struct {
 	mu sync.Mutex
 	m  map[weak.Pointer[mcp.Tool]]*toolFacts
+	// gen is the snapshot the kept routes were built for. Each holds its
+	// server's entry, and through it the server's Handle: routes of an
+	// older snapshot are never asked for again, and are dropped when the
+	// first route of a newer one is.
+	gen int64
 }
 
 // toolFacts is what is remembered of one tool.
@@ -48,7 +53,7 @@ type routeKey struct {
 	block   bool
 	// secrets is how many secrets the redactor knew (secrets.Set only
 	// grows): a description cleaned before a server's start added one is
-	// cleaned again.
+	// cleaned again. -1: the redactor cannot tell, and nothing is kept.
 	secrets int
 }
 
@@ -90,10 +95,23 @@ func (c *toolMemo) hash(t *mcp.Tool) string {
 	return h
 }
 
-// route returns what build returns for t with key, built again only if no
-// route of t kept was built with key.
-func (c *toolMemo) route(t *mcp.Tool, key routeKey, build func() (*Route, []sanitize.Finding, error)) (*Route, []sanitize.Finding, error) {
+// route returns what build returns for t with key in snapshot gen, built
+// again only if no route of t kept was built with key.
+func (c *toolMemo) route(t *mcp.Tool, gen int64, key routeKey, build func() (*Route, []sanitize.Finding, error)) (*Route, []sanitize.Finding, error) {
+	if key.secrets < 0 {
+		return build()
+	}
 	c.mu.Lock()
+	if gen > c.gen {
+		for _, f := range c.m {
+			f.built = nil
+		}
+		c.gen = gen
+	}
+	if gen < c.gen {
+		c.mu.Unlock()
+		return build()
+	}
 	for _, b := range c.facts(t).built {
 		if b.key == key {
 			c.mu.Unlock()

@@ -127,14 +127,16 @@ func TestToolMemoForgetsCollectedTools(t *testing.T) {
 	if got, want := c.hash(kept), sanitize.DefinitionHash(kept); got != want {
 		t.Fatalf("hash %q, want %q", got, want)
 	}
-	func() {
-		for i := range 100 {
-			c.hash(&mcp.Tool{Name: "gone", Description: string(rune('a' + i%26)), InputSchema: map[string]any{"type": "object"}})
-		}
-	}()
-	if n := c.len(); n != 101 {
-		t.Fatalf("%d hashes kept, want 101", n)
+	gone := make([]*mcp.Tool, 100)
+	for i := range gone {
+		gone[i] = &mcp.Tool{Name: "gone", Description: string(rune('a' + i%26)), InputSchema: map[string]any{"type": "object"}}
+		c.hash(gone[i])
 	}
+	runtime.GC()
+	if n := c.len(); n != 101 {
+		t.Fatalf("%d hashes kept while the tools are in memory, want 101", n)
+	}
+	runtime.KeepAlive(gone)
 	deadline := time.Now().Add(10 * time.Second)
 	for c.len() > 1 {
 		if time.Now().After(deadline) {
@@ -147,4 +149,28 @@ func TestToolMemoForgetsCollectedTools(t *testing.T) {
 		t.Fatalf("hash of the kept tool %q, want %q", got, want)
 	}
 	runtime.KeepAlive(kept)
+}
+
+// TestToolMemoLetsRetiredServersGo: a kept route holds its server's entry
+// and Handle, whose catalog holds the tool; the routes of a snapshot are
+// dropped once a newer one is built, so a server replaced by a reload is
+// not kept in memory by its tools' routes.
+func TestToolMemoLetsRetiredServersGo(t *testing.T) {
+	b := &Builder{Log: hclog.NewNullLogger(), Pins: allowAll{}}
+	func() {
+		old := &mcp.Tool{Name: "find", Description: "v1", InputSchema: map[string]any{"type": "object"}}
+		b.Build(oneServer(t, 1, "", old), "")
+	}()
+	cur := &mcp.Tool{Name: "find", Description: "v2", InputSchema: map[string]any{"type": "object"}}
+	snap := oneServer(t, 2, "", cur)
+	b.Build(snap, "")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.tools.len() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tools remembered after the first snapshot's were retired, want 1", b.tools.len())
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.KeepAlive(snap)
 }

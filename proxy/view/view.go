@@ -174,20 +174,10 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 			continue // a changed definition held back until approved
 		}
 		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
-		build := func() (*Route, []sanitize.Finding, error) {
+		key := routeKey{public: en.Public, entry: s.entry, maxDesc: maxDesc, profile: profile, block: block, secrets: known}
+		r, findings, err := b.tools.route(s.tool, snap.Gen, key, func() (*Route, []sanitize.Finding, error) {
 			return b.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
-		}
-		var (
-			r        *Route
-			findings []sanitize.Finding
-			err      error
-		)
-		if known >= 0 {
-			key := routeKey{public: en.Public, entry: s.entry, maxDesc: maxDesc, profile: profile, block: block, secrets: known}
-			r, findings, err = b.tools.route(s.tool, key, build)
-		} else {
-			r, findings, err = build()
-		}
+		})
 		st.Notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block && sanitize.Withholds(findings))
 		if err != nil {
 			if !errors.Is(err, errWithheld) {
