@@ -160,9 +160,14 @@ func (cs *calls) live(ctx context.Context) (*session, error) {
 	if s := cs.usable(); s != nil {
 		return s, nil
 	}
-	if cs.sp().remote() && cs.sess.load() != nil {
+	if s := cs.sess.load(); s != nil && cs.sp().remote() {
 		cs.sup.wantAttempt()
-		return nil, cs.sup.unreachable()
+		u := cs.sup.unreachable()
+		// A call that lost the session may have seen why before the
+		// supervisor took the loss in: a consent the server needs is
+		// said from the next call on, not once the supervisor noted it.
+		u.Consent = u.Consent || s.lostForConsent()
+		return nil, u
 	}
 	if cs.gate.closed() {
 		return nil, &UnavailableError{Server: cs.sp().Name, State: StateStopped}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-switchboard/switchboard/upstream/oauth"
 )
@@ -73,5 +74,31 @@ func TestTokenRefusal(t *testing.T) {
 	}
 	if got := tokenRefusal(errors.New("connect: dial tcp 127.0.0.1:1: connection refused")); got != "" {
 		t.Errorf("a refused connection taken for a refused token: %q", got)
+	}
+}
+
+// TestLostSessionTellsConsent: a call that finds the session of a remote
+// server lost for want of a consent says so, though the supervisor has not
+// taken the loss in yet (its last error is empty here): the call right
+// after the one that lost the session gets the consent's answer too, as a
+// client asked for a URL elicitation expects.
+func TestLostSessionTellsConsent(t *testing.T) {
+	for _, c := range []struct {
+		cause error
+		want  bool
+	}{
+		{fmt.Errorf("post tools/call: upstream %q: %w: upstream %q %w: run `switchboard auth login crm`", "crm", oauth.ErrNoToken, "crm", oauth.ErrConsent), true},
+		{errors.New("post tools/call: connect: connection refused"), false},
+	} {
+		h := New(Spec{Name: "crm", Transport: TransportHTTP, URL: "http://127.0.0.1:1/mcp", ConnectTimeout: time.Second, CallTimeout: time.Second}, Options{})
+		s := &session{lost: make(chan struct{})}
+		s.markLost(c.cause)
+		h.sess.cur.Store(s)
+		_, err := h.calls.live(context.Background())
+		var ue *UnavailableError
+		if !errors.As(err, &ue) || ue.Consent != c.want {
+			t.Errorf("a session lost to %q: %v (consent %v), want consent %v", c.cause, err, ue != nil && ue.Consent, c.want)
+		}
+		h.Close(context.Background())
 	}
 }

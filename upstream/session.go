@@ -39,6 +39,12 @@ func (s *session) markLost(err error) {
 	})
 }
 
+// lostForConsent reports whether a call lost the session because the
+// server needs consent (needsConsent).
+func (s *session) lostForConsent() bool {
+	return s.isLost() && s.lostErr != nil && needsConsent(s.lostErr.Error())
+}
+
 // isLost reports whether markLost was called.
 func (s *session) isLost() bool {
 	select {
