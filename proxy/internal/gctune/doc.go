@@ -1,5 +1,7 @@
-// Package gctune keeps a sidecar's memory small: the collector's target
-// follows the live heap (Tune), and after start-up and when the process
-// goes idle, garbage is returned to the OS and the pages of the binary are
-// dropped from the resident set (releaseBinaryPages).
+// Package gctune keeps a sidecar's memory small: the collector's target is
+// Go's own while serve starts and then follows the live heap (Tune); the
+// pages of the binary that package initialisation ran are dropped from the
+// resident set before serve starts (ReleaseInitMemory), and after start-up
+// and when the process goes idle, garbage is returned to the OS and the
+// pages of the binary are dropped again (releaseBinaryPages).
 package gctune
