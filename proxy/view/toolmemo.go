@@ -12,7 +12,7 @@ import (
 )
 
 // toolMemo remembers, for each listed tool while the tool is in memory,
-// its DefinitionHash and the route it was last built into. Every server
+// its DefinitionHash and the routes it was last built into. Every server
 // that comes up or lists anew rebuilds each view that shows it, over every
 // server's catalog: without it, ten servers starting hashed and cleaned
 // every tool of all ten ten times over, most of what start-up allocated.
@@ -40,8 +40,8 @@ type toolFacts struct {
 	built []*builtRoute
 }
 
-// keptRoutes bounds toolFacts.built: the default view and a few agents'
-// rebuilt together keep theirs; a reload's new entries push out the old.
+// keptRoutes bounds toolFacts.built: the default view and up to three
+// agents' views that show the tool's server keep theirs.
 const keptRoutes = 4
 
 // routeKey is everything a tool's route is built with besides the tool.
