@@ -210,6 +210,9 @@ func newLogger(c *config.Config, w io.Writer, redactor *secrets.Set) hclog.Logge
 	})
 }
 
+// The pin store is the views' pin check.
+var _ view.PinChecker = (*pin.Store)(nil)
+
 // New builds a proxy from options: it loads the config and sets up logging,
 // secrets and the downstream servers, but starts nothing.
 func New(o Options) (*Proxy, *config.Config, error) {

@@ -44,7 +44,8 @@ type toolFacts struct {
 // agents' views that show the tool's server keep theirs.
 const keptRoutes = 4
 
-// routeKey is everything a tool's route is built with besides the tool.
+// routeKey is everything a tool's route is built with besides the tool
+// (newRoute).
 type routeKey struct {
 	public  string
 	entry   *ServerEntry // of one snapshot: its settings and overrides
@@ -65,8 +66,8 @@ type builtRoute struct {
 	err      error
 }
 
-// facts returns t's entry, made if it has none; c.mu held.
-func (c *toolMemo) facts(t *mcp.Tool) *toolFacts {
+// factsLocked returns t's entry, made if it has none; it requires c.mu.
+func (c *toolMemo) factsLocked(t *mcp.Tool) *toolFacts {
 	k := weak.Make(t)
 	f, ok := c.m[k]
 	if !ok {
@@ -83,23 +84,23 @@ func (c *toolMemo) facts(t *mcp.Tool) *toolFacts {
 // hash returns t's DefinitionHash.
 func (c *toolMemo) hash(t *mcp.Tool) string {
 	c.mu.Lock()
-	h := c.facts(t).hash
+	h := c.factsLocked(t).hash
 	c.mu.Unlock()
 	if h != "" {
 		return h
 	}
 	h = sanitize.DefinitionHash(t)
 	c.mu.Lock()
-	c.facts(t).hash = h
+	c.factsLocked(t).hash = h
 	c.mu.Unlock()
 	return h
 }
 
-// route returns what build returns for t with key in snapshot gen, built
-// again only if no route of t kept was built with key.
-func (c *toolMemo) route(t *mcp.Tool, gen int64, key routeKey, build func() (*Route, []sanitize.Finding, error)) (*Route, []sanitize.Finding, error) {
+// route returns build(t, key) in snapshot gen, built again only if no
+// route of t kept was built with key.
+func (c *toolMemo) route(t *mcp.Tool, gen int64, key routeKey, build func(*mcp.Tool, routeKey) (*Route, []sanitize.Finding, error)) (*Route, []sanitize.Finding, error) {
 	if key.secrets < 0 {
-		return build()
+		return build(t, key)
 	}
 	c.mu.Lock()
 	if gen > c.gen {
@@ -110,18 +111,18 @@ func (c *toolMemo) route(t *mcp.Tool, gen int64, key routeKey, build func() (*Ro
 	}
 	if gen < c.gen {
 		c.mu.Unlock()
-		return build()
+		return build(t, key)
 	}
-	for _, b := range c.facts(t).built {
+	for _, b := range c.factsLocked(t).built {
 		if b.key == key {
 			c.mu.Unlock()
 			return b.route, b.findings, b.err
 		}
 	}
 	c.mu.Unlock()
-	r, findings, err := build()
+	r, findings, err := build(t, key)
 	c.mu.Lock()
-	f := c.facts(t)
+	f := c.factsLocked(t)
 	f.built = slices.DeleteFunc(f.built, func(b *builtRoute) bool { return b.key.entry == key.entry })
 	f.built = slices.Insert(f.built[:min(len(f.built), keptRoutes-1)], 0, &builtRoute{key: key, route: r, findings: findings, err: err})
 	c.mu.Unlock()

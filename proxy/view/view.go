@@ -175,9 +175,7 @@ func (b *Builder) buildTools(snap *Snapshot, spec *Spec) *View {
 		}
 		block := snap.Sanitize.OnSuspicious == sanitize.ModeBlock
 		key := routeKey{public: en.Public, entry: s.entry, maxDesc: maxDesc, profile: profile, block: block, secrets: known}
-		r, findings, err := b.tools.route(s.tool, snap.Gen, key, func() (*Route, []sanitize.Finding, error) {
-			return b.newRoute(en.Public, s.entry, s.tool, maxDesc, profile, block)
-		})
+		r, findings, err := b.tools.route(s.tool, snap.Gen, key, b.newRoute)
 		st.Notes.suspicious(s.entry.Key, "tool", s.tool.Name, findings, block && sanitize.Withholds(findings))
 		if err != nil {
 			if !errors.Is(err, errWithheld) {
@@ -213,20 +211,21 @@ func policyNames(public string, e *ServerEntry, original string) []string {
 	return names
 }
 
-// newRoute prepares one public tool: cleaned description, schemas checked
+// newRoute prepares tool t as k says: cleaned description, schemas checked
 // (AddTool panics on a non-object input schema), argument validator compiled
 // once per definition. It returns what the trust boundary found in the
-// definition, and with block a definition whose findings withhold it
+// definition, and with k.block a definition whose findings withhold it
 // (sanitize.Withholds: one strong or two weak) is withheld (errWithheld).
-func (b *Builder) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc int, profile string, block bool) (*Route, []sanitize.Finding, error) {
+func (b *Builder) newRoute(t *mcp.Tool, k routeKey) (*Route, []sanitize.Finding, error) {
+	e := k.entry
 	// Arguments are validated against the schema the upstream declared;
 	// the client sees it as the trust boundary cleaned it.
 	in, err := objectSchema(t.InputSchema)
 	if err != nil {
 		return nil, nil, err
 	}
-	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: maxDesc, Redactor: b.Redactor})
-	if block && sanitize.Withholds(findings) {
+	clean, findings := sanitize.Tool(t, e.Key, sanitize.DefOptions{MaxDescription: k.maxDesc, Redactor: b.Redactor})
+	if k.block && sanitize.Withholds(findings) {
 		return nil, findings, errWithheld
 	}
 	if o := e.Annotations[t.Name]; o != nil {
@@ -234,7 +233,7 @@ func (b *Builder) newRoute(public string, e *ServerEntry, t *mcp.Tool, maxDesc i
 		shown.Annotations = publishedAnnotations(clean.Annotations, o)
 		clean = &shown
 	}
-	r, err := b.publishedRoute(public, e, t.Name, clean, in, profile)
+	r, err := b.publishedRoute(k.public, e, t.Name, clean, in, k.profile)
 	return r, findings, err
 }
 
@@ -441,13 +440,19 @@ type Builder struct {
 	tools    toolMemo
 }
 
+// secretCounter is a redactor that tells how many secrets it knows, and
+// only ever learns more (secrets.Set).
+type secretCounter interface {
+	Len() int
+}
+
 // secretsKnown is how many secrets the redactor knows, or -1 when it
 // cannot tell (then no route is kept from one build to the next).
 func (b *Builder) secretsKnown() int {
 	if b.Redactor == nil {
 		return 0
 	}
-	if s, ok := b.Redactor.(interface{ Len() int }); ok {
+	if s, ok := b.Redactor.(secretCounter); ok {
 		return s.Len()
 	}
 	return -1
