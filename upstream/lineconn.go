@@ -67,6 +67,11 @@ type textResult struct {
 	IsError           bool            `json:"isError"`
 	InputRequests     json.RawMessage `json:"inputRequests"`
 	ResultType        json.RawMessage `json:"resultType"`
+
+	// one holds Content's block when there is one, the common case: the
+	// decoder fills the room a slice has before it makes a new array,
+	// which would be ten blocks.
+	one [1]textBlock
 }
 
 // textBlock is a content block as the SDK's TextContent takes it from the
@@ -84,6 +89,7 @@ type textBlock struct {
 // SDK then decodes or refuses in its own words.
 func decodeTextResult(raw []byte) *mcp.CallToolResult {
 	var w textResult
+	w.Content = w.one[:0]
 	if rest, err := sjson.Parse(raw, &w, wire.ParseFlags); err != nil || wire.Trailing(rest) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-switchboard/switchboard/proxy/session"
 	"github.com/mcp-switchboard/switchboard/proxy/view"
 	"github.com/mcp-switchboard/switchboard/router"
 	"github.com/mcp-switchboard/switchboard/sanitize"
@@ -130,6 +131,11 @@ func (t *trust) readResult(ctx context.Context, res *mcp.ReadResourceResult, ser
 	}
 	out.Contents = merged
 	return out, nil
+}
+
+// extensions are the extensions declared to ss's client: its view's.
+func (d *Dispatcher) extensions(ctx context.Context, ss *session.Session, caps *mcp.ClientCapabilities) map[string]any {
+	return viewExtensions(ctx, d, PrincipalOf(ss).View, caps)
 }
 
 // viewExtensions are the extensions view id declares downstream to a

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -66,6 +67,7 @@ type Dispatcher struct {
 	// Made once, not per session: a 2026-07-28 request opens one.
 	offerModernFn func(*session.Session, *mcp.ClientCapabilities) bool
 	closeFn       func(*session.Session)
+	extensionsFn  func(context.Context, *session.Session, *mcp.ClientCapabilities) map[string]any
 }
 
 // New makes a Dispatcher.
@@ -94,6 +96,6 @@ func New(o Options) *Dispatcher {
 		d.tasks.codec = taskid.Following(o.TaskKey)
 	}
 	d.methods = d.table()
-	d.offerModernFn, d.closeFn = d.offerModern, d.closeSession
+	d.offerModernFn, d.closeFn, d.extensionsFn = d.offerModern, d.closeSession, d.extensions
 	return d
 }

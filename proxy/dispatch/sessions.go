@@ -132,13 +132,11 @@ func (d *Dispatcher) sessionOptions(rec *record) session.Options {
 		ServerInfo:   d.serverInfo,
 		Capabilities: capabilities,
 		Instructions: instructions,
-		Extensions: func(ctx context.Context, _ *session.Session, caps *mcp.ClientCapabilities) map[string]any {
-			return viewExtensions(ctx, d, rec.pr.View, caps)
-		},
-		Cache:       rec.pr.cache(),
-		OfferModern: d.offerModernFn,
-		OnClose:     d.closeFn,
-		Logger:      d.sessLog,
+		Extensions:   d.extensionsFn,
+		Cache:        rec.pr.cache(),
+		OfferModern:  d.offerModernFn,
+		OnClose:      d.closeFn,
+		Logger:       d.sessLog,
 	}
 }
 

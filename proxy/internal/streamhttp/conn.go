@@ -68,6 +68,7 @@ type stream struct {
 	modern bool                // answers a 2026-07-28 request (see errorStatus)
 	http1  bool                // its connection serves one request at a time
 	lone   bool                // a POST of one call, not in a batch (see Write)
+	plain  *plainBuf           // what the plain answer being written was encoded in
 
 	// A resumable stream (resume.go): its ID ("": not resumable), the
 	// number of its last event, what was written while nobody read.
@@ -266,6 +267,13 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	// handlers closes the connections once they return, which can be
 	// before net/http wrote what the handler left buffered.
 	err = s.hold.WriteFlush(s.w, out, writeTimeout)
+	if pb := s.plain; plain && pb != nil && err == nil {
+		// Written and flushed: nothing holds out any more. After a
+		// failed write an HTTP/2 frame may still, and the buffer is
+		// left to the collector.
+		s.plain = nil
+		pb.reuse(out)
+	}
 	if last {
 		s.w = nil
 		close(s.done)
@@ -293,7 +301,7 @@ func (s *stream) next(msg jsonrpc.Message, plain bool) (event []byte, answer, la
 	answer = ok && s.calls[r.ID]
 	last = answer && len(s.calls) == 1
 	if plain && last {
-		event, err = encodePlain(msg)
+		event, s.plain, err = encodePlain(msg)
 	} else {
 		var id string
 		if s.id != "" {
@@ -331,9 +339,41 @@ func (s *stream) wholeAnswer(msg jsonrpc.Message) bool {
 	return true
 }
 
-// encodePlain is msg as JSON, the whole body of a response.
-func encodePlain(msg jsonrpc.Message) ([]byte, error) {
-	return appendMessage(msg, func(n int) []byte { return make([]byte, 0, n) })
+// encodePlain is msg as JSON, the whole body of a response, in a buffer
+// from plainBufs: the response is written before the POST's handler
+// returns, and the buffer goes back (reuse) once it is.
+func encodePlain(msg jsonrpc.Message) ([]byte, *plainBuf, error) {
+	pb, _ := plainBufs.Get().(*plainBuf)
+	if pb == nil {
+		pb = new(plainBuf)
+	}
+	out, err := appendMessage(msg, func(n int) []byte {
+		if cap(pb.b) >= n {
+			return pb.b[:0]
+		}
+		return make([]byte, 0, n)
+	})
+	return out, pb, err
+}
+
+// plainBufs keeps the buffers of plain answers: about one for each
+// answer being written at a time.
+var plainBufs sync.Pool
+
+// plainBuf is a buffer of plainBufs.
+type plainBuf struct{ b []byte }
+
+// maxPlainBuf is the largest buffer plainBufs keeps: a large answer's
+// buffer would hold its size for every small one after it.
+const maxPlainBuf = 16 << 10
+
+// reuse gives pb back to plainBufs with out, what encodePlain wrote in
+// it, written and referenced nowhere else.
+func (pb *plainBuf) reuse(out []byte) {
+	if cap(out) <= maxPlainBuf {
+		pb.b = out[:0]
+		plainBufs.Put(pb)
+	}
 }
 
 // encodeEvent is msg as one SSE message event, with event ID id if it is
