@@ -12,10 +12,13 @@ import (
 )
 
 // DefaultGOGC is the collector's target when the GOGC environment variable
-// is unset and the live heap is small. Every message through the go-sdk
-// allocates a fresh 32 KiB decode buffer and almost none of it survives the
-// call, so with Go's default of 100 the collector runs every few calls and
-// takes about a third of the CPU of a forwarded call (docs/performance.md).
+// is unset and the live heap is small. A forwarded call allocates about
+// 13 KB and keeps none of it, and about 2 MB stay live (more than half of
+// it what package initialisation made), so at Go's default of 100 the
+// collector runs every 150-200 calls, for about 1.3 ms each time: 6-18 %
+// more CPU per call than at 400 in three benchmark runs, for a peak about
+// 11 MiB lower (docs/performance.md, *What a lower collector target costs,
+// measured*).
 const DefaultGOGC = 400
 
 // gcHeadroom caps what the raised target may let the heap grow above the
