@@ -267,12 +267,12 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	// handlers closes the connections once they return, which can be
 	// before net/http wrote what the handler left buffered.
 	err = s.hold.WriteFlush(s.w, out, writeTimeout)
-	if pb := s.plain; plain && pb != nil && err == nil {
+	if plain && err == nil {
 		// Written and flushed: nothing holds out any more. After a
 		// failed write an HTTP/2 frame may still, and the buffer is
 		// left to the collector.
+		s.plain.reuse(out)
 		s.plain = nil
-		pb.reuse(out)
 	}
 	if last {
 		s.w = nil

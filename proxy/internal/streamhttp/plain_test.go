@@ -41,8 +41,8 @@ func TestPlainAnswersKeepTheirBytes(t *testing.T) {
 	}
 }
 
-// plainEcho calls echo with text as request id and checks that the answer
-// is plain JSON carrying that ID and text.
+// plainEcho calls echo with text, as request id, and checks that the
+// answer is plain JSON with that ID and text.
 func plainEcho(f *fixture, sid string, id int, text string) error {
 	args, _ := json.Marshal(map[string]string{"text": text})
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":%s}}`, id, args)
