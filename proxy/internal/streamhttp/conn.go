@@ -61,7 +61,7 @@ type stream struct {
 	mu     sync.Mutex
 	w      http.ResponseWriter // nil once its request is over
 	hold   httpio.Hold         // ending: release began or nobody reads; a write in progress gives up
-	calls  map[jsonrpc.ID]bool // a POST stream's unanswered calls
+	calls  unanswered          // a POST stream's unanswered calls
 	done   chan struct{}       // a POST stream: closed with the last answer
 	wrote  bool                // an event was written: the headers are out
 	broken chan struct{}       // the GET stream: closed when a write failed
@@ -106,21 +106,20 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	s := &stream{w: w, calls: make(map[jsonrpc.ID]bool, len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2, lone: len(in.calls) == 1 && !in.batch}
+	s := &stream{w: w, calls: expecting(len(in.calls)), done: make(chan struct{}), modern: in.modern, http1: r.ProtoMajor < 2, lone: len(in.calls) == 1 && !in.batch}
 	s.hold.Use(w)
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
 		s.id = c.h.streamID(c.streams.Add(1))
 		s.paused = make(chan struct{})
 	}
 	for _, req := range in.calls {
-		if s.calls[req.ID] {
+		if !s.calls.add(req.ID) {
 			writeError(w, http.StatusBadRequest, req.ID, &jsonrpc.Error{
 				Code:    jsonrpc.CodeInvalidRequest,
 				Message: fmt.Sprintf("duplicate request ID %v in one batch", req.ID.Raw()),
 			})
 			return
 		}
-		s.calls[req.ID] = true
 	}
 	if in.init {
 		w.Header().Set(sessionIDHeader, c.id)
@@ -298,8 +297,8 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 // last of them; s.mu held.
 func (s *stream) next(msg jsonrpc.Message, plain bool) (event []byte, answer, last, wasFinished bool, err error) {
 	r, ok := msg.(*jsonrpc.Response)
-	answer = ok && s.calls[r.ID]
-	last = answer && len(s.calls) == 1
+	answer = ok && s.calls.has(r.ID)
+	last = answer && s.calls.len() == 1
 	if plain && last {
 		event, s.plain, err = encodePlain(msg)
 	} else {
@@ -314,7 +313,7 @@ func (s *stream) next(msg jsonrpc.Message, plain bool) (event []byte, answer, la
 		return nil, false, false, false, err
 	}
 	if answer {
-		delete(s.calls, r.ID)
+		s.calls.remove(r.ID)
 	}
 	wasFinished = s.finished
 	if last {
