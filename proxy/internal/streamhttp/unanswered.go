@@ -6,8 +6,7 @@ import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 // call, whose ID it keeps without a map; a batch's IDs are in a map, so
 // that a batch of many calls is checked for duplicates in linear time.
 type unanswered struct {
-	one  jsonrpc.ID          // the one call's ID, while n is 1
-	n    int                 // how many, while many is nil
+	one  jsonrpc.ID          // the one call's ID while many is nil; not valid: none
 	many map[jsonrpc.ID]bool // a batch's
 }
 
@@ -27,8 +26,8 @@ func (u *unanswered) add(id jsonrpc.ID) bool {
 			return false
 		}
 		u.many[id] = true
-	case u.n == 0:
-		u.one, u.n = id, 1
+	case !u.one.IsValid():
+		u.one = id
 	case u.one == id:
 		return false
 	default:
@@ -42,22 +41,25 @@ func (u *unanswered) has(id jsonrpc.ID) bool {
 	if u.many != nil {
 		return u.many[id]
 	}
-	return u.n == 1 && u.one == id
+	return u.one.IsValid() && u.one == id
 }
 
 // remove takes id out.
 func (u *unanswered) remove(id jsonrpc.ID) {
 	if u.many != nil {
 		delete(u.many, id)
-	} else if u.n == 1 && u.one == id {
-		u.one, u.n = jsonrpc.ID{}, 0
+	} else if u.one == id {
+		u.one = jsonrpc.ID{}
 	}
 }
 
 // len is how many are unanswered.
 func (u *unanswered) len() int {
-	if u.many != nil {
+	switch {
+	case u.many != nil:
 		return len(u.many)
+	case u.one.IsValid():
+		return 1
 	}
-	return u.n
+	return 0
 }
