@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -117,4 +119,80 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendArgs appends arguments as decodeArgs returns them (objects,
+// arrays, strings, json.Number, booleans, null) as an Encoder after
+// SetEscapeHTML(false) writes them: keys in byte order, strings as
+// appendString writes them. What it forwards is what was validated, read
+// back by one parser (DESIGN §7), without the reflection and the sorted
+// copy of every map that json.Marshal makes. A value of another type (none
+// comes from decodeArgs) is left to json.Marshal. FuzzAppendArgs compares
+// the bytes with the Encoder's.
+func appendArgs(dst []byte, v any) ([]byte, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		return appendObject(dst, t)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range t {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendArgs(dst, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case string:
+		return appendString(dst, t), nil
+	case json.Number:
+		if t == "" {
+			return append(dst, '0'), nil // as encoding/json writes it
+		}
+		if !isNumber(t) {
+			return nil, fmt.Errorf("json: invalid number literal %q", string(t))
+		}
+		return append(dst, t...), nil
+	case bool:
+		if t {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case nil:
+		return append(dst, "null"...), nil
+	}
+	b, err := json.Marshal(v)
+	return append(dst, b...), err
+}
+
+// appendObject appends m with its keys in byte order, as encoding/json
+// sorts them.
+func appendObject(dst []byte, m map[string]any) ([]byte, error) {
+	var room [8]string
+	keys := room[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendString(dst, k), ':')
+		var err error
+		if dst, err = appendArgs(dst, m[k]); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// isNumber is whether n is one JSON number and nothing else: a valid JSON
+// value that begins with a minus or a digit and ends with a digit.
+func isNumber(n json.Number) bool {
+	first, last := n[0], n[len(n)-1]
+	return (first == '-' || first >= '0' && first <= '9') && last >= '0' && last <= '9' && json.Valid([]byte(n))
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -112,5 +113,58 @@ func TestAppendTextResultLeaves(t *testing.T) {
 		if got := appendTextResult(nil, r, json.RawMessage(`{"name":"switchboard"}`)); got != nil {
 			t.Errorf("%s: written by hand: %s", name, got)
 		}
+	}
+}
+
+// FuzzAppendArgs: arguments as decodeArgs reads them are written back as
+// an Encoder after SetEscapeHTML(false) writes them, byte for byte.
+func FuzzAppendArgs(f *testing.F) {
+	for _, s := range argsSamples {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"html":"<a href='x'>&amp;</a>","z":{"b":[1,"\u2028",{}],"a":-0},"":null,"m":"a\u0000b"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		args, err := decodeArgs(raw)
+		if err != nil {
+			return
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(args); err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendArgs(nil, args)
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if w := bytes.TrimSuffix(want.Bytes(), []byte("\n")); !bytes.Equal(got, w) {
+			t.Fatalf("%q:\n got %s\nwant %s", raw, got, w)
+		}
+	})
+}
+
+// TestAppendArgsNumbers: a json.Number is written only when it is one
+// number, as encoding/json refuses it otherwise; a value decodeArgs never
+// returns is left to json.Marshal.
+func TestAppendArgsNumbers(t *testing.T) {
+	for _, n := range []json.Number{"1 ", " 1", "true", "1e", "--1", "0x10", `"1"`} {
+		if got, err := appendArgs(nil, n); err == nil {
+			t.Errorf("%q: written as %s", n, got)
+		}
+		if _, err := json.Marshal(n); err == nil {
+			t.Errorf("%q: encoding/json writes it", n)
+		}
+	}
+	for _, n := range []json.Number{"0", "-0", "1.5e-3", "12345678901234567890", ""} {
+		got, err := appendArgs(nil, n)
+		want, _ := json.Marshal(n)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%q: %s, %v; encoding/json writes %s", n, got, err, want)
+		}
+	}
+	got, err := appendArgs(nil, map[string]any{"f": 1.5, "i": 2})
+	if err != nil || string(got) != `{"f":1.5,"i":2}` {
+		t.Errorf("other values: %s, %v", got, err)
 	}
 }

@@ -85,7 +85,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		rec.Outcome = "invalid_arguments"
 		return errorResult(fmt.Sprintf("invalid arguments for tool %q: %v", r.Public, err)), nil
 	}
-	raw, err = json.Marshal(args)
+	raw, err = appendArgs(make([]byte, 0, len(in.Arguments)+16), args)
 	if err != nil {
 		return nil, fmt.Errorf("encode arguments: %w", err)
 	}
