@@ -10,8 +10,9 @@ import (
 // Hold is a stream's hold on its response writer. The stream's own mutex
 // guards its writer and every write through the Hold; Release takes it.
 type Hold struct {
-	rc     http.ResponseController // a value: one allocation less per stream
-	ending atomic.Bool             // Release began, or the stream is detached: a write gives up at once
+	rc      http.ResponseController // a value: one allocation less per stream
+	ending  atomic.Bool             // Release began, or the stream is detached: a write gives up at once
+	writing atomic.Bool             // a WriteFlush is under way: its deadline is set
 }
 
 // Use holds w from now on (a stream taken up again: not ending); the
@@ -27,6 +28,8 @@ func (h *Hold) Flush() error { return h.rc.Flush() }
 // WriteFlush writes b to w and flushes it, within timeout, or at once
 // once the stream is ending; the stream's mutex held.
 func (h *Hold) WriteFlush(w http.ResponseWriter, b []byte, timeout time.Duration) error {
+	h.writing.Store(true)
+	defer h.writing.Store(false)
 	_ = h.rc.SetWriteDeadline(time.Now().Add(timeout))
 	if h.ending.Load() {
 		_ = h.rc.SetWriteDeadline(time.Now())
@@ -48,14 +51,24 @@ func (h *Hold) Detach() { h.ending.Store(true) }
 
 // Release ends the hold: a write blocked on a client that does not read
 // gives up at once instead of at its deadline. Then, under mu (the
-// stream's mutex, not held by the caller), the deadline is lifted (what
-// net/http writes once the handler returns, a chunked ending, has its
-// own time) and drop lets the stream forget its writer.
+// stream's mutex, not held by the caller), the deadline that cut it is
+// lifted (what net/http writes once the handler returns, a chunked ending,
+// has its own time) and drop lets the stream forget its writer.
+//
+// With no write under way there is no deadline to cut or lift: a
+// WriteFlush lifts its own before it returns. A write that begins while
+// Release runs sees ending, stored before writing is read here, and cuts
+// its own deadline: one of the two always sees the other.
 func (h *Hold) Release(mu sync.Locker, drop func()) {
 	h.ending.Store(true)
-	_ = h.rc.SetWriteDeadline(time.Now())
+	cut := h.writing.Load()
+	if cut {
+		_ = h.rc.SetWriteDeadline(time.Now())
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	_ = h.rc.SetWriteDeadline(time.Time{})
+	if cut {
+		_ = h.rc.SetWriteDeadline(time.Time{})
+	}
 	drop()
 }

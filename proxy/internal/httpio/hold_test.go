@@ -1,8 +1,11 @@
 package httpio
 
 import (
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,5 +61,73 @@ func TestReleaseEndsABlockedWrite(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the write still blocks 20 s after the release (its deadline is a minute)")
+	}
+}
+
+// TestReleaseAfterWritesLeavesNoDeadline: a write's deadline is lifted
+// when it returns, so a Release with no write under way sets none, and
+// what net/http writes once the handler returns (the chunked ending) goes
+// out even long after the last write's deadline.
+func TestReleaseAfterWritesLeavesNoDeadline(t *testing.T) {
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		var hold Hold
+		mu.Lock()
+		hold.Use(rw)
+		w := rw
+		for range 3 {
+			if err := hold.WriteFlush(w, []byte("part\n"), 20*time.Millisecond); err != nil {
+				t.Errorf("write: %v", err)
+			}
+		}
+		mu.Unlock()
+		hold.Release(&mu, func() { w = nil })
+		time.Sleep(100 * time.Millisecond) // past every deadline the writes had
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != "part\npart\npart\n" {
+		t.Fatalf("body %q, %v: the response did not end cleanly", body, err)
+	}
+}
+
+// TestWriteAfterEndingGivesUp: a write that begins once the stream is
+// ending (detached, or Release began) gives up at once, whatever its
+// timeout.
+func TestWriteAfterEndingGivesUp(t *testing.T) {
+	ended := make(chan error, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		var (
+			mu   sync.Mutex
+			hold Hold
+		)
+		mu.Lock()
+		defer mu.Unlock()
+		hold.Use(rw)
+		hold.Detach()
+		start := time.Now()
+		err := hold.WriteFlush(rw, make([]byte, 8<<20), time.Minute)
+		if d := time.Since(start); d > 5*time.Second {
+			err = fmt.Errorf("gave up after %v", d)
+		}
+		ended <- err
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL) // its body is never read
+	if err == nil {
+		defer resp.Body.Close()
+	}
+	select {
+	case err := <-ended:
+		if err == nil || strings.HasPrefix(err.Error(), "gave up") {
+			t.Fatalf("the write after the stream ended: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the write after the stream ended still blocks after 20 s")
 	}
 }
