@@ -26,6 +26,9 @@ func redactAcross(r Redactor, texts []string) []string {
 // returns contents itself when nothing changed, else a copy holding new
 // text items.
 func acrossContents(r Redactor, contents []mcp.Content) []mcp.Content {
+	if len(contents) < 2 {
+		return contents // one block: nothing is split across blocks
+	}
 	var texts []string
 	var at []int
 	for i, c := range contents {

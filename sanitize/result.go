@@ -161,7 +161,11 @@ func ToolResult(res *mcp.CallToolResult, src Source, opt Options) (*mcp.CallTool
 		cp.Content = across
 		res = &cp
 	}
-	plans := make([]contentPlan, len(res.Content))
+	var one [1]contentPlan // most results are one block
+	plans := one[:]
+	if len(res.Content) != 1 {
+		plans = make([]contentPlan, len(res.Content))
+	}
 	for i, c := range res.Content {
 		var next mcp.Content
 		if i+1 < len(res.Content) {
@@ -204,7 +208,16 @@ func ToolResult(res *mcp.CallToolResult, src Source, opt Options) (*mcp.CallTool
 	return &out, p.rep, nil
 }
 
-func contentWhere(i int) string { return "content[" + strconv.Itoa(i) + "]" }
+// contentWhere names the i-th content block in a finding.
+func contentWhere(i int) string {
+	if i < len(contentWheres) {
+		return contentWheres[i]
+	}
+	return "content[" + strconv.Itoa(i) + "]"
+}
+
+// contentWheres are the names of the first blocks, made once.
+var contentWheres = [...]string{"content[0]", "content[1]", "content[2]", "content[3]"}
 
 // blockedResult is the IsError result that replaces a blocked one.
 func blockedResult(src Source, found patternSet) *mcp.CallToolResult {
