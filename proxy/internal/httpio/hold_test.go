@@ -76,13 +76,13 @@ func TestReleaseAfterWritesLeavesNoDeadline(t *testing.T) {
 		hold.Use(rw)
 		w := rw
 		for range 3 {
-			if err := hold.WriteFlush(w, []byte("part\n"), 20*time.Millisecond); err != nil {
+			if err := hold.WriteFlush(w, []byte("part\n"), 250*time.Millisecond); err != nil {
 				t.Errorf("write: %v", err)
 			}
 		}
 		mu.Unlock()
 		hold.Release(&mu, func() { w = nil })
-		time.Sleep(100 * time.Millisecond) // past every deadline the writes had
+		time.Sleep(600 * time.Millisecond) // past every deadline the writes had
 	}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
