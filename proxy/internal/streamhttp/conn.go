@@ -70,6 +70,13 @@ type stream struct {
 	lone   bool                // a POST of one call, not in a batch (see Write)
 	plain  *plainBuf           // what the plain answer being written was encoded in
 
+	// A resumable POST stream watches its request from its first event
+	// on (see watch): the POST's request and connection, and what stops
+	// the watch.
+	req     context.Context
+	c       *conn
+	unwatch func() bool
+
 	// A resumable stream (resume.go): its ID ("": not resumable), the
 	// number of its last event, what was written while nobody read.
 	id       string
@@ -111,6 +118,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
 		s.id = c.h.streamID(c.streams.Add(1))
 		s.paused = make(chan struct{})
+		s.req, s.c = r.Context(), c
 	}
 	for _, req := range in.calls {
 		if !s.calls.add(req.ID) {
@@ -123,12 +131,6 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	}
 	if in.init {
 		w.Header().Set(sessionIDHeader, c.id)
-	}
-	if s.id != "" {
-		// A client that leaves while a lone call runs on this goroutine
-		// is seen at once: what the call writes from then on is kept.
-		stop := context.AfterFunc(r.Context(), func() { c.lost(s) })
-		defer stop()
 	}
 	// A lone call runs on this goroutine; a batch's calls run on the
 	// session's, as a server's would. Other messages are handled in order.
@@ -166,7 +168,12 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 		// client reads as a stream that ended.
 		sseHeaders(s.w.Header())
 	}
+	unwatch := s.unwatch
+	s.req, s.unwatch = nil, nil
 	s.mu.Unlock()
+	if unwatch != nil {
+		unwatch()
+	}
 	s.release()
 	c.detach(s)
 }
@@ -189,6 +196,19 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return session.ErrNoStream
 	}
 	return s.Write(ctx, msg)
+}
+
+// watch makes a client that leaves a resumable POST stream seen at once,
+// even while a lone call runs on the goroutine serving the POST: the
+// stream is detached and what the call writes from then on is kept. It
+// begins with the stream's first event that does not end it, the first
+// that gives the client an event ID to resume from; a stream answered in
+// one write needs none (a context.AfterFunc per call). s.mu held.
+func (s *stream) watch() {
+	if s.req == nil || s.unwatch != nil {
+		return
+	}
+	s.unwatch = context.AfterFunc(s.req, func() { s.c.lost(s) })
 }
 
 // release ends the stream's hold on its response writer. A write blocked
@@ -276,6 +296,8 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	if last {
 		s.w = nil
 		close(s.done)
+	} else if err == nil {
+		s.watch()
 	}
 	if err != nil {
 		s.w = nil

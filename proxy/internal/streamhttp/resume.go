@@ -218,6 +218,7 @@ func (c *conn) resume(w http.ResponseWriter, r *http.Request, last string) {
 	sseHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
 	s.w, s.wrote, s.detached = w, true, false
+	s.req = nil // the POST's watch stays with the POST
 	s.hold.Use(w)
 	for _, k := range s.kept {
 		if k.seq > n {
