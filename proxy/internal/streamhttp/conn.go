@@ -71,9 +71,9 @@ type stream struct {
 	plain  *plainBuf           // what the plain answer being written was encoded in
 
 	// A resumable POST stream watches its request from its first event
-	// on (see watch): the POST's request and connection, and what stops
-	// the watch.
-	req     context.Context
+	// on (see watch): the POST's request while it is served, its
+	// connection, and what stops the watch.
+	req     *http.Request
 	c       *conn
 	unwatch func() bool
 
@@ -118,7 +118,7 @@ func (c *conn) serve(w http.ResponseWriter, r *http.Request, in incoming) {
 	if !in.modern && c.id != "" && r.Header.Get(protocolVersionHeader) >= resumableFrom {
 		s.id = c.h.streamID(c.streams.Add(1))
 		s.paused = make(chan struct{})
-		s.req, s.c = r.Context(), c
+		s.req, s.c = r, c
 	}
 	for _, req := range in.calls {
 		if !s.calls.add(req.ID) {
@@ -208,7 +208,7 @@ func (s *stream) watch() {
 	if s.req == nil || s.unwatch != nil {
 		return
 	}
-	s.unwatch = context.AfterFunc(s.req, func() { s.c.lost(s) })
+	s.unwatch = context.AfterFunc(s.req.Context(), func() { s.c.lost(s) })
 }
 
 // release ends the stream's hold on its response writer. A write blocked
