@@ -201,9 +201,10 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // watch makes a client that leaves a resumable POST stream seen at once,
 // even while a lone call runs on the goroutine serving the POST: the
 // stream is detached and what the call writes from then on is kept. It
-// begins with the stream's first event that does not end it, the first
-// that gives the client an event ID to resume from; a stream answered in
-// one write needs none (a context.AfterFunc per call). s.mu held.
+// begins with the stream's first event that does not end it (written or
+// not), the first that can give the client an event ID to resume from; a
+// stream answered in one write needs none (a context.AfterFunc per call).
+// s.mu held.
 func (s *stream) watch() {
 	if s.req == nil || s.unwatch != nil {
 		return
@@ -296,7 +297,7 @@ func (s *stream) Write(_ context.Context, msg jsonrpc.Message) error {
 	if last {
 		s.w = nil
 		close(s.done)
-	} else if err == nil {
+	} else {
 		s.watch()
 	}
 	if err != nil {
