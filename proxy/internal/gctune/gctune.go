@@ -12,13 +12,12 @@ import (
 )
 
 // DefaultGOGC is the collector's target when the GOGC environment variable
-// is unset and the live heap is small. A forwarded call allocates 12-13 KB
-// and keeps none of it, and about 2 MB stay live (more than half of it
-// what package initialisation made), so at Go's default of 100 the
-// collector runs every 200-250 calls, for 1.4-1.8 ms each time: 6-18 %
-// more CPU per call than at 400 in three benchmark runs, for a peak about
-// 11 MiB lower (docs/performance.md, *What a lower collector target costs,
-// measured*).
+// is unset and the live heap is small. A forwarded call allocates about
+// 10 KB and keeps none of it, and 2-3 MB stay live (about half of it what
+// package initialisation made), so at Go's default of 100 the collector
+// runs every 250-300 calls, for 1.5-2 ms each time: 4-18 % more CPU per
+// call than at 400 in the benchmark's runs, for a peak about 11 MiB lower
+// (docs/performance.md, *Where it stands*).
 const DefaultGOGC = 400
 
 // gcHeadroom caps what the raised target may let the heap grow above the
