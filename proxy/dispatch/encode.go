@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,8 +13,9 @@ import (
 
 // appendTextResult appends r as CallToolResult.MarshalJSON writes it, for
 // the common shape of a forwarded answer: text content without _meta or
-// annotations, and no other field but isError. nil for any other result,
-// which MarshalJSON then writes. It spares the reflection of json.Marshal
+// annotations, structured content of JSON's own types (as a decoder makes
+// it, appendValue), and no other field but isError. nil for any other
+// result, which MarshalJSON then writes. It spares the reflection of json.Marshal
 // and the copy of every text it makes, and writes <, > and & as
 // themselves where json.Marshal escapes them: the answer is JSON, never
 // HTML, and a wrapped result's twelve marker brackets would otherwise cost
@@ -23,7 +26,7 @@ import (
 // (modernResult, completeType): resultType "complete" first, then _meta
 // naming the server; the session passes it as it is.
 func appendTextResult(dst []byte, r *mcp.CallToolResult, server json.RawMessage) []byte {
-	if r.Meta != nil || r.StructuredContent != nil || r.InputRequests != nil || r.NeedsInput() || r.Content == nil {
+	if r.Meta != nil || r.InputRequests != nil || r.RequestState != "" || r.NeedsInput() || r.Content == nil {
 		return nil
 	}
 	size := len(typedHead) + len(server) + 32
@@ -55,6 +58,12 @@ func appendTextResult(dst []byte, r *mcp.CallToolResult, server json.RawMessage)
 		dst = append(dst, '}')
 	}
 	dst = append(dst, ']')
+	if r.StructuredContent != nil {
+		var ok bool
+		if dst, ok = appendValue(append(dst, `,"structuredContent":`...), r.StructuredContent); !ok {
+			return nil
+		}
+	}
 	if r.IsError {
 		dst = append(dst, `,"isError":true`...)
 	}
@@ -123,53 +132,80 @@ func appendString(dst []byte, s string) []byte {
 
 // appendArgs appends arguments as decodeArgs returns them (objects,
 // arrays, strings, json.Number, booleans, null) as an Encoder after
-// SetEscapeHTML(false) writes them: keys in byte order, strings as
-// appendString writes them. What it forwards is what was validated, read
-// back by one parser (DESIGN §7), without the reflection and the sorted
-// copy of every map that json.Marshal makes. A value of another type (none
-// comes from decodeArgs) is left to json.Marshal. FuzzAppendArgs compares
-// the bytes with the Encoder's.
+// SetEscapeHTML(false) writes them (appendValue). What it forwards is what
+// was validated, read back by one parser (DESIGN §7), without the
+// reflection and the sorted copy of every map that json.Marshal makes. A
+// value of another type (none comes from decodeArgs) is left to such an
+// Encoder. FuzzAppendArgs compares the bytes with the Encoder's.
 func appendArgs(dst []byte, v any) ([]byte, error) {
+	if b, ok := appendValue(dst, v); ok {
+		return b, nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...), nil
+}
+
+// appendValue appends v as an Encoder after SetEscapeHTML(false) writes
+// it, for the types a JSON decoder makes into an any: objects (keys in
+// byte order, as encoding/json sorts them), arrays, strings (appendString),
+// float64 and json.Number, booleans and nil; a nil map or slice is null,
+// as encoding/json writes it. false for any other type, and for what
+// encoding/json refuses (a NaN or an infinity, a json.Number that is not
+// one number): the caller leaves those to encoding/json. What it appended
+// is then garbage past dst's length.
+func appendValue(dst []byte, v any) ([]byte, bool) {
 	switch t := v.(type) {
 	case map[string]any:
+		if t == nil {
+			return append(dst, "null"...), true
+		}
 		return appendObject(dst, t)
 	case []any:
+		if t == nil {
+			return append(dst, "null"...), true
+		}
 		dst = append(dst, '[')
 		for i, e := range t {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			var err error
-			if dst, err = appendArgs(dst, e); err != nil {
-				return nil, err
+			var ok bool
+			if dst, ok = appendValue(dst, e); !ok {
+				return nil, false
 			}
 		}
-		return append(dst, ']'), nil
+		return append(dst, ']'), true
 	case string:
-		return appendString(dst, t), nil
+		return appendString(dst, t), true
+	case float64:
+		return appendFloat(dst, t)
 	case json.Number:
 		if t == "" {
-			return append(dst, '0'), nil // as encoding/json writes it
+			return append(dst, '0'), true // as encoding/json writes it
 		}
 		if !isNumber(t) {
-			return nil, fmt.Errorf("json: invalid number literal %q", string(t))
+			return nil, false
 		}
-		return append(dst, t...), nil
+		return append(dst, t...), true
 	case bool:
 		if t {
-			return append(dst, "true"...), nil
+			return append(dst, "true"...), true
 		}
-		return append(dst, "false"...), nil
+		return append(dst, "false"...), true
 	case nil:
-		return append(dst, "null"...), nil
+		return append(dst, "null"...), true
 	}
-	b, err := json.Marshal(v)
-	return append(dst, b...), err
+	return nil, false
 }
 
 // appendObject appends m with its keys in byte order, as encoding/json
 // sorts them.
-func appendObject(dst []byte, m map[string]any) ([]byte, error) {
+func appendObject(dst []byte, m map[string]any) ([]byte, bool) {
 	var room [8]string
 	keys := room[:0]
 	for k := range m {
@@ -182,12 +218,35 @@ func appendObject(dst []byte, m map[string]any) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(appendString(dst, k), ':')
-		var err error
-		if dst, err = appendArgs(dst, m[k]); err != nil {
-			return nil, err
+		var ok bool
+		if dst, ok = appendValue(dst, m[k]); !ok {
+			return nil, false
 		}
 	}
-	return append(dst, '}'), nil
+	return append(dst, '}'), true
+}
+
+// appendFloat appends f as encoding/json writes a float64: the shortest
+// form that reads back as f, in exponent form below 1e-6 and from 1e21 on
+// (as ECMAScript writes numbers), the exponent without a leading zero.
+// false for a NaN or an infinity, which encoding/json refuses.
+func appendFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 as e-9
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
 }
 
 // isNumber is whether n is one JSON number and nothing else: a valid JSON

@@ -3,27 +3,43 @@ package dispatch
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// FuzzAppendTextResult: a text-only result written by hand is
-// MarshalJSON's bytes exactly, but for <, > and &, which it writes as
-// themselves (typed: as the session would finish it for a 2026-07-28
-// client); anything else is left to MarshalJSON.
+// FuzzAppendTextResult: a text-only result, with structured content as a
+// decoder makes it or without, written by hand is MarshalJSON's bytes
+// exactly, but for <, > and &, which it writes as themselves (typed: as
+// the session would finish it for a 2026-07-28 client); anything else is
+// left to MarshalJSON.
 func FuzzAppendTextResult(f *testing.F) {
-	f.Add("hi", "", false, false, false)
-	f.Add("hi", "", false, false, true)
-	f.Add("<a & b>\n\t\"q\" \\ \u2028 \u2029 \x7f \x00 \xff é 😀", "second", true, false, true)
-	f.Add("", "", false, true, false)
-	f.Fuzz(func(t *testing.T, a, b string, isError, meta, typed bool) {
+	f.Add("hi", "", false, false, false, []byte(nil), false)
+	f.Add("hi", "", false, false, true, []byte(nil), false)
+	f.Add("<a & b>\n\t\"q\" \\ \u2028 \u2029 \x7f \x00 \xff é 😀", "second", true, false, true, []byte(nil), false)
+	f.Add("", "", false, true, false, []byte(nil), false)
+	f.Add("{\"text\":\"hi\"}", "", false, false, false, []byte(`{"text":"hi","n":[1,-0,1.5e-7,1e21,12345678901234567890,null,true,{}],"<&>":"\u2028"}`), false)
+	f.Add("x", "", true, false, true, []byte(`[0.1,"a",{"b":{"c":[]}}]`), true)
+	f.Add("x", "", false, false, false, []byte(`"just a string"`), false)
+	f.Fuzz(func(t *testing.T, a, b string, isError, meta, typed bool, structured []byte, useNumber bool) {
 		r := &mcp.CallToolResult{IsError: isError, Content: []mcp.Content{&mcp.TextContent{Text: a}}}
 		if b != "" {
 			r.Content = append(r.Content, &mcp.TextContent{Text: b})
 		}
 		if meta {
 			r.Content = append(r.Content, &mcp.TextContent{Text: b, Meta: mcp.Meta{"k": a}})
+		}
+		if json.Valid(structured) {
+			// As a decoder makes it: numbers as float64, or json.Number.
+			dec := json.NewDecoder(bytes.NewReader(structured))
+			if useNumber {
+				dec.UseNumber()
+			}
+			if err := dec.Decode(&r.StructuredContent); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var server json.RawMessage
 		want, err := r.MarshalJSON()
@@ -104,11 +120,13 @@ func TestHTMLUnescaped(t *testing.T) {
 func TestAppendTextResultLeaves(t *testing.T) {
 	text := []mcp.Content{&mcp.TextContent{Text: "x"}}
 	for name, r := range map[string]*mcp.CallToolResult{
-		"no content":         {},
-		"structured content": {Content: text, StructuredContent: map[string]any{"a": 1}},
-		"result _meta":       {Content: text, Meta: mcp.Meta{"k": "v"}},
-		"annotations":        {Content: []mcp.Content{&mcp.TextContent{Text: "x", Annotations: &mcp.Annotations{Priority: 1}}}},
-		"an image":           {Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
+		"no content":                     {},
+		"structured content of Go types": {Content: text, StructuredContent: map[string]any{"a": 1}},
+		"structured NaN":                 {Content: text, StructuredContent: []any{math.NaN()}},
+		"a request state":                {Content: text, RequestState: "s"},
+		"result _meta":                   {Content: text, Meta: mcp.Meta{"k": "v"}},
+		"annotations":                    {Content: []mcp.Content{&mcp.TextContent{Text: "x", Annotations: &mcp.Annotations{Priority: 1}}}},
+		"an image":                       {Content: []mcp.Content{&mcp.ImageContent{Data: []byte{1}, MIMEType: "image/png"}}},
 	} {
 		if got := appendTextResult(nil, r, json.RawMessage(`{"name":"switchboard"}`)); got != nil {
 			t.Errorf("%s: written by hand: %s", name, got)
@@ -142,6 +160,25 @@ func FuzzAppendArgs(f *testing.F) {
 			t.Fatalf("%q:\n got %s\nwant %s", raw, got, w)
 		}
 	})
+}
+
+// TestAppendFloat: a float64 is written as encoding/json writes it.
+func TestAppendFloat(t *testing.T) {
+	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1.5, 0.1, 1e-6, 9.999999e-7, 1e-7, 1.5e-9, 1e20, 1e21, -1e21,
+		123456789e-20, 5e-324, math.MaxFloat64, math.SmallestNonzeroFloat64, 12345678901234567890, 1e100} {
+		t.Run(strconv.FormatFloat(f, 'g', -1, 64), func(t *testing.T) {
+			want, _ := json.Marshal(f)
+			got, ok := appendFloat(nil, f)
+			if !ok || string(got) != string(want) {
+				t.Errorf("%s (%v); encoding/json writes %s", got, ok, want)
+			}
+		})
+	}
+	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if got, ok := appendFloat(nil, f); ok {
+			t.Errorf("%v written as %s", f, got)
+		}
+	}
 }
 
 // TestAppendArgsNumbers: a json.Number is written only when it is one
