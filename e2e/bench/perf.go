@@ -12,13 +12,15 @@ import (
 
 // perfResult is one process profiled under load.
 type perfResult struct {
-	name  string // scenario name
-	file  string // perf.data
-	calls int
-	conc  int     // calls in flight while recording
-	cpu   float64 // µs per call while recording
-	top   string  // perf report's top self-time entries
-	err   string
+	name    string // scenario name
+	file    string // perf.data
+	calls   int
+	conc    int        // calls in flight while recording
+	cpu     float64    // µs per call while recording
+	top     string     // perf report's top self-time entries
+	rows    []rowShare // the samples by what their work is for (perfrows.go)
+	rowsErr string     // why there are none
+	err     string
 }
 
 // recordProfiles runs `perf record -g -p PID` on switchboard → server-
@@ -113,5 +115,8 @@ func profileOne(ctx context.Context, e *env, sc *scenario, file string, calls, c
 		top = append(top, strings.Join(f, " "))
 	}
 	pr.top = strings.Join(top, "\n")
+	if pr.rows, err = profileRows(ctx, file, rowsFor(sc.id)); err != nil {
+		pr.rowsErr = err.Error()
+	}
 	return pr
 }

@@ -553,6 +553,15 @@ func (r *results) profiles(b *strings.Builder) {
 		}
 		p("### %s\n\n`%s`: %d calls recorded, %s µs CPU per call while recording. Self time by symbol (`perf report --no-children --sort dso,symbol`, entries ≥ 1 %%):\n\n```\n%s\n```\n\n",
 			pr.name, pr.file, pr.calls, num(pr.cpu, "%.0f"), strings.TrimRight(pr.top, "\n"))
+		if pr.rowsErr != "" {
+			p("No breakdown by rows: %s\n\n", pr.rowsErr)
+			continue
+		}
+		p("Each sample counted once, in the first row with a frame on its stack (`perfrows.go`), turned into µs per call from the CPU used while recording:\n\n| where | share | µs per call |\n|---|---:|---:|\n")
+		for _, row := range pr.rows {
+			p("| %s | %.1f %% | %.1f |\n", row.name, 100*row.share, row.share*pr.cpu)
+		}
+		p("\n")
 	}
 }
 
