@@ -15,9 +15,9 @@ import (
 // the common shape of a forwarded answer: text content without _meta or
 // annotations, structured content of JSON's own types (as a decoder makes
 // it, appendValue), and no other field but isError. nil for any other
-// result, which MarshalJSON then writes. It spares the reflection of json.Marshal
-// and the copy of every text it makes, and writes <, > and & as
-// themselves where json.Marshal escapes them: the answer is JSON, never
+// result, which MarshalJSON then writes. It spares the reflection of
+// json.Marshal and the copy of every text it makes, and writes <, > and &
+// as themselves where json.Marshal escapes them: the answer is JSON, never
 // HTML, and a wrapped result's twelve marker brackets would otherwise cost
 // five bytes each on the wire and an unescaping decode in every client
 // (FuzzAppendTextResult compares the bytes with MarshalJSON's, its HTML
