@@ -54,12 +54,26 @@ func TestCountRows(t *testing.T) {
 	}
 }
 
-// TestRowsFor: the peer's profile is read with the peer's rows.
+// TestRowsFor: each process's profile is read with its own rows, then the
+// runtime's.
 func TestRowsFor(t *testing.T) {
-	if rows := rowsFor("peer-everything"); rows[0].name != peerRows[0].name {
-		t.Errorf("peer: first row %q", rows[0].name)
-	}
-	if rows := rowsFor("sb-stdio-echo-2026-07-28"); rows[0].name != sbRows[0].name {
-		t.Errorf("switchboard: first row %q", rows[0].name)
+	for _, tc := range []struct {
+		id    string
+		first string
+	}{
+		{"peer-everything", peerRows[0].name},
+		{"peer-http-echo", peerRows[0].name},
+		{"sb-everything", sbRows[0].name},
+		{"sb-stdio-echo-2026-07-28", sbRows[0].name},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			rows := rowsFor(tc.id)
+			if rows[0].name != tc.first {
+				t.Errorf("first row %q, want %q", rows[0].name, tc.first)
+			}
+			if last := rows[len(rows)-1].name; last != runtimeRows[len(runtimeRows)-1].name {
+				t.Errorf("last row %q, want the runtime's", last)
+			}
+		})
 	}
 }
