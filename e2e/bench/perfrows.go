@@ -71,6 +71,9 @@ func profileRows(ctx context.Context, file string, rows []perfRow) ([]rowShare, 
 		return nil, err
 	}
 	shares, serr := countRows(out, rows)
+	// What countRows left unread (it stops at a line it cannot take):
+	// perf script must not block on a full pipe, or Wait never returns.
+	_, _ = io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
 		return nil, fmt.Errorf("perf script: %w", err)
 	}
