@@ -38,6 +38,12 @@ func FuzzAppendTextResult(f *testing.F) {
 				dec.UseNumber()
 			}
 			if err := dec.Decode(&r.StructuredContent); err != nil {
+				if !useNumber {
+					// Valid JSON a float64 cannot hold (1e1000): such
+					// a decoder refuses the whole result, so it never
+					// reaches the writer.
+					t.Skip(err)
+				}
 				t.Fatal(err)
 			}
 		}
