@@ -130,7 +130,7 @@ func AppendResponse(dst []byte, r *jsonrpc.Response) []byte {
 // that needs escaping, params with a line break), for the encoder to
 // write. The params must be JSON as an encoder wrote it.
 func AppendRequest(dst []byte, r *jsonrpc.Request) []byte {
-	if !plain(r.Method) || bytes.ContainsAny(r.Params, "\r\n") {
+	if !Plain(r.Method) || bytes.ContainsAny(r.Params, "\r\n") {
 		return nil
 	}
 	dst = append(dst, `{"jsonrpc":"2.0"`...)
@@ -157,7 +157,7 @@ func appendID(dst []byte, id jsonrpc.ID) []byte {
 	case int64:
 		return strconv.AppendInt(dst, id, 10)
 	case string:
-		if !plain(id) && id != "" {
+		if !Plain(id) && id != "" {
 			return nil
 		}
 		return append(append(append(dst, '"'), id...), '"')
@@ -165,9 +165,9 @@ func appendID(dst []byte, id jsonrpc.ID) []byte {
 	return nil
 }
 
-// plain reports whether s is non-empty printable ASCII that a JSON string
+// Plain reports whether s is non-empty printable ASCII that a JSON string
 // holds as it is.
-func plain(s string) bool {
+func Plain(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
 			return false

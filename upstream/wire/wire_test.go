@@ -238,7 +238,7 @@ func FuzzAppendRequest(f *testing.F) {
 				if got != nil && string(got) != string(want) {
 					t.Fatalf("AppendRequest\n got %s\nwant %s", got, want)
 				}
-				if sid, ok := raw.(string); got == nil && method == "tools/call" && (!ok || sid == "" || plain(sid)) {
+				if sid, ok := raw.(string); got == nil && method == "tools/call" && (!ok || sid == "" || Plain(sid)) {
 					t.Errorf("AppendRequest left %s to the encoder", want)
 				}
 				if enc, err := Encode(r); err != nil || string(enc) != string(want) {
