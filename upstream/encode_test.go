@@ -116,3 +116,25 @@ func FuzzAppendCallToolParams(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEncodeCallParams: a forwarded call's params, as encodeParams
+// writes them and as json.Marshal did.
+func BenchmarkEncodeCallParams(b *testing.B) {
+	p := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(`{"message":"msg-12345","count":3,"tags":["a","b"]}`)}
+	for _, bc := range []struct {
+		name string
+		enc  func(mcp.Params) ([]byte, error)
+	}{
+		{"encodeParams", func(p mcp.Params) ([]byte, error) { return encodeParams(p) }},
+		{"json.Marshal", func(p mcp.Params) ([]byte, error) { return json.Marshal(p) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.enc(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
