@@ -59,6 +59,7 @@ type Options struct {
 	Stdio       bool   // serve one client over stdin/stdout instead of HTTP
 	Replica     string // names this replica in session IDs (default $SWITCHBOARD_REPLICA, else the host name)
 	ReadyFile   string // receives "listen\nadmin\n" once both listeners are bound ("stdio", and "none" without admin, with Stdio)
+	AdminPprof  bool   // the admin listener serves the runtime's profiles under /debug/pprof/
 	// CatalogDir is where servers' catalogs are kept when the config's
 	// catalogCache names no directory (DefaultCatalogDir for the CLI); ""
 	// keeps none.

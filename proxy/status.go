@@ -109,6 +109,8 @@ func (a adminBackend) ReloadToken() string {
 	return a.p.serving.Load().Access.ReloadToken
 }
 
+func (a adminBackend) Profiles() bool { return a.p.opts.AdminPprof }
+
 func (a adminBackend) QueueReload() int64 {
 	a.p.triggerReload("admin")
 	return a.p.serving.Load().Snap.Gen

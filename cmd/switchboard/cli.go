@@ -144,6 +144,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.StringVar(&o.LogFormat, "log-format", "", "text or json (default text; env SWITCHBOARD_LOG_FORMAT)")
 	fs.StringVar(&o.Replica, "replica", "", "this replica's name in session IDs, a DNS label (default $SWITCHBOARD_REPLICA, else the host name)")
 	fs.StringVar(&o.ReadyFile, "ready-file", "", "write the bound listen and admin addresses to this file once serving")
+	fs.BoolVar(&o.AdminPprof, "admin-pprof", false, "serve Go's runtime profiles (CPU, heap, goroutines) under /debug/pprof/ on the admin address, for go tool pprof; the admin token, if set, is required")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

@@ -47,6 +47,9 @@ type Backend interface {
 	// Tools is the tool table of the view named view, for the status
 	// page; false: no such view.
 	Tools(view string) ([]Tool, bool)
+	// Profiles reports whether /debug/pprof/ serves the runtime's
+	// profiles (serve --admin-pprof); false: the path does not exist.
+	Profiles() bool
 }
 
 // Handler serves the admin endpoints of b.
@@ -113,6 +116,9 @@ func Handler(b Backend) http.Handler {
 		}
 		servePublicMetrics(w, r, b.Metrics())
 	}).Methods(http.MethodGet)
+	if b.Profiles() {
+		r.PathPrefix("/debug/pprof/").Handler(profiles(b)).Methods(http.MethodGet)
+	}
 	// On a loopback listener, a request naming another Host is a web page
 	// reaching in by DNS rebinding: refused, as on the MCP listener.
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

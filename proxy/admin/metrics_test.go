@@ -31,6 +31,7 @@ func (b metricsBackend) ReloadToken() string       { return b.token }
 func (metricsBackend) QueueReload() int64          { return 1 }
 func (metricsBackend) Restart(string) int          { return 0 }
 func (metricsBackend) Tools(string) ([]Tool, bool) { return nil, false }
+func (metricsBackend) Profiles() bool              { return false }
 
 func getBearer(t *testing.T, h http.Handler, path, bearer string) string {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 type fakeBackend struct {
 	token    string
 	restarts []string
+	profiles bool // serve --admin-pprof
 }
 
 func (f *fakeBackend) Readiness() Readiness  { return Readiness{Ready: true, Waiting: []string{}} }
@@ -21,6 +22,7 @@ func (f *fakeBackend) Metrics() http.Handler { return http.NotFoundHandler() }
 // PublicStatus is /status without the admin token (on main since issue 37).
 func (f *fakeBackend) PublicStatus() any         { return f.Status() }
 func (f *fakeBackend) ReloadToken() string       { return f.token }
+func (f *fakeBackend) Profiles() bool            { return f.profiles }
 func (f *fakeBackend) QueueReload() int64        { return 1 }
 func (f *fakeBackend) Restart(server string) int { f.restarts = append(f.restarts, server); return 1 }
 func (f *fakeBackend) Status() any {
