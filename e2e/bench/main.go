@@ -40,24 +40,26 @@ import (
 )
 
 type options struct {
-	bin       string
-	reps      int
-	calls     int
-	maxTime   time.Duration
-	quick     bool
-	out       string
-	png       string
-	conc      []int
-	sessions  int
-	upstreams int
-	sbEnv     []string
-	compare   [][]string // extra environments of the comparison scenarios
-	npm       string     // directory whose node_modules holds server-everything
-	perf      string     // perf.data file for switchboard at c = perfConc (the peer's gets .peer)
-	perfCalls int
-	perfConc  int
-	peerSrc   string // TBXark/mcp-proxy's source, built in a scratch copy
-	build     string // buildShipped or buildDefaults
+	bin        string
+	reps       int
+	calls      int
+	maxTime    time.Duration
+	quick      bool
+	out        string
+	png        string
+	conc       []int
+	sessions   int
+	upstreams  int
+	sbEnv      []string
+	compare    [][]string // extra environments of the comparison scenarios
+	npm        string     // directory whose node_modules holds server-everything
+	perf       string     // perf.data file for switchboard at c = perfConc (the peer's gets .peer)
+	perfCalls  int
+	perfConc   int
+	pgo        string // --pgo: write the merged CPU profile here
+	pgoSeconds int
+	peerSrc    string // TBXark/mcp-proxy's source, built in a scratch copy
+	build      string // buildShipped or buildDefaults
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -81,6 +83,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.perf, "perf", "", "after the measurements, record `FILE` with perf record -g on switchboard → server-everything at c = --perf-conc (FILE.peer on the peer, FILE.2026 and FILE.2025 on the stateless comparison's switchboards, FILE.http and FILE.peer-http on switchboard and the peer → HTTP echo)")
 	fs.IntVar(&o.perfCalls, "perf-calls", 20000, "calls made while perf records each process")
 	fs.IntVar(&o.perfConc, "perf-conc", 8, "concurrency of the calls made while perf records each process")
+	fs.StringVar(&o.pgo, "pgo", "", "after the measurements, write to `FILE` the CPU profile of switchboard under the loads the targets measure, merged, for profile-guided optimisation (cmd/switchboard/default.pgo); switchboard processes then run with --admin-pprof")
+	fs.IntVar(&o.pgoSeconds, "pgo-seconds", 20, "seconds of each CPU profile --pgo records")
 	fs.StringVar(&o.peerSrc, "peer-src", "", "`directory` of TBXark/mcp-proxy's source, the peer (default: shared/peers/tbxark-mcp-proxy beside the repository)")
 	fs.StringVar(&o.build, "build", buildShipped, "`how` to build switchboard and the peer: \"shipped\" (each as its project ships it: switchboard as charts/images/Dockerfile, the peer as its Makefile) or \"defaults\" (both with go build's defaults, as the benchmark built them until it built them as shipped; switchboard's functions are named in --perf's profiles only so)")
 	sbEnv := fs.String("sb-env", "", "comma-separated `KEY=VALUE` pairs added to the environment of switchboard processes only (e.g. GOGC=400)")
@@ -315,6 +319,12 @@ func measure(ctx context.Context, o *options, work string) (*results, error) {
 	}
 	if err == nil && o.perf != "" {
 		res.perf, err = recordProfiles(ctx, e, res.scenarios, o)
+	}
+	if err == nil && o.pgo != "" {
+		var note string
+		if note, err = writePGO(ctx, e, res.scenarios, o, work); err == nil {
+			res.notes = append(res.notes, note)
+		}
 	}
 	return res, err
 }

@@ -189,8 +189,11 @@ func (e *env) startSwitchboard(ctx context.Context, cfg map[string]any, extraEnv
 	if err := os.WriteFile(config, b, 0o644); err != nil {
 		return nil, err
 	}
-	p, err := startProc(append(slices.Clone(e.sbEnv), extraEnv...), e.switchboard, "serve", "--config", config,
-		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready)
+	args := []string{"serve", "--config", config, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--ready-file", ready}
+	if e.opts.pgo != "" {
+		args = append(args, "--admin-pprof") // writePGO's profiles
+	}
+	p, err := startProc(append(slices.Clone(e.sbEnv), extraEnv...), e.switchboard, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -352,6 +355,7 @@ type scenario struct {
 	shared *mcp.ClientSession // stdio direct: one session for all workers
 	url    string             // HTTP: one new session per worker
 	pid    int                // process whose CPU is measured: switchboard, the peer, or the upstream when direct
+	admin  string             // switchboard's admin address
 
 	// Read after start-up.
 	protocol   string // negotiated with the upstream (switchboard's /status, the peer's ready file)
@@ -509,7 +513,7 @@ func (e *env) startThrough(ctx context.Context, sc *scenario, cfg map[string]any
 	if err != nil {
 		return err
 	}
-	sc.pid, sc.url = s.pid(), s.url()
+	sc.pid, sc.url, sc.admin = s.pid(), s.url(), s.admin
 	if err := e.probe(ctx, sc, s.proc); err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ const (
 // (30 if not given, at most 300); /debug/pprof/NAME is runtime/pprof's
 // profile of that name (heap, allocs, goroutine, block, mutex,
 // threadcreate), ?debug=1 as text, ?gc=1 collecting first (heap).
-// /debug/pprof/ lists them. With an admin token (access.reloadToken) a
+// /debug/pprof/ lists them. With an admin token (admin.reloadToken) a
 // request must carry it, as the admin actions must. It does not use
 // net/http/pprof, whose import registers the same pages on
 // http.DefaultServeMux.
