@@ -35,7 +35,9 @@ func TestProfiles(t *testing.T) {
 	}{
 		{"off by default", &fakeBackend{}, "/debug/pprof/heap", "", http.StatusNotFound, nil},
 		{"index", &fakeBackend{profiles: true}, "/debug/pprof/", "", http.StatusOK,
-			func(b []byte) bool { return bytes.Contains(b, []byte("goroutine\t")) && bytes.Contains(b, []byte("profile?seconds=N")) }},
+			func(b []byte) bool {
+				return bytes.Contains(b, []byte("goroutine\t")) && bytes.Contains(b, []byte("profile?seconds=N"))
+			}},
 		{"heap, as go tool pprof reads it", &fakeBackend{profiles: true}, "/debug/pprof/heap?gc=1", "", http.StatusOK, gzipped},
 		{"goroutines as text", &fakeBackend{profiles: true}, "/debug/pprof/goroutine?debug=1", "", http.StatusOK,
 			func(b []byte) bool { return bytes.HasPrefix(b, []byte("goroutine profile: total")) }},
