@@ -32,12 +32,13 @@ func encodeParams(params mcp.Params) (json.RawMessage, error) {
 // appendCallToolParams writes a forwarded call's params without
 // json.Marshal's reflection over the struct and its second pass over the
 // arguments: the name and the arguments, which the dispatcher encoded
-// already, and what _meta and inputResponses hold, each encoded on its
-// own. The JSON is json.Marshal's, but that <, > and & in the arguments
-// stay as the dispatcher wrote them. It returns nil, for json.Marshal to
-// write, when the call is not that simple: arguments of another type, or
-// raw arguments with a line break (which would end a stdio line), or a
-// name or state that needs escaping.
+// already (raw arguments must be JSON as an encoder wrote it: they are
+// not checked again), and what _meta and inputResponses hold, each
+// encoded on its own. The JSON is json.Marshal's, but that <, > and & in
+// the name, the state and the arguments stay as they are. It returns nil,
+// for json.Marshal to write, when the call is not that simple: arguments
+// of another type, or raw arguments with a line break (which would end a
+// stdio line), or a name or state that needs escaping.
 func appendCallToolParams(p *mcp.CallToolParams) (json.RawMessage, error) {
 	args, ok := p.Arguments.(json.RawMessage)
 	if !ok || len(args) == 0 || !wire.Plain(p.Name) || (p.RequestState != "" && !wire.Plain(p.RequestState)) || bytes.ContainsAny(args, "\r\n") {
