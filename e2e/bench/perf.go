@@ -37,12 +37,7 @@ func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *optio
 	var out []perfResult
 	suffix := map[string]string{idSBStdio: "", idPeerStdio: ".peer", idStateless: ".2026", idLegacy: ".2025", idSBHTTP: ".http", idPeerHTTP: ".peer-http"}
 	for _, id := range []string{idSBStdio, idPeerStdio, idStateless, idLegacy, idSBHTTP, idPeerHTTP} {
-		var sc *scenario
-		for _, s := range scenarios {
-			if s.id == id {
-				sc = s
-			}
-		}
+		sc := scenarioByID(scenarios, id)
 		if sc == nil {
 			continue
 		}
@@ -58,6 +53,16 @@ func recordProfiles(ctx context.Context, e *env, scenarios []*scenario, o *optio
 		out = append(out, perfResult{name: "perf", err: "no server-everything scenario ran; nothing profiled"})
 	}
 	return out, nil
+}
+
+// scenarioByID is the scenario of scenarios with that id; nil if none ran.
+func scenarioByID(scenarios []*scenario, id string) *scenario {
+	for _, s := range scenarios {
+		if s.id == id {
+			return s
+		}
+	}
+	return nil
 }
 
 func profileOne(ctx context.Context, e *env, sc *scenario, file string, calls, conc int) perfResult {

@@ -29,12 +29,7 @@ var pgoLoads = []struct {
 func writePGO(ctx context.Context, e *env, scenarios []*scenario, o *options, work string) (string, error) {
 	var files []string
 	for _, l := range pgoLoads {
-		var sc *scenario
-		for _, s := range scenarios {
-			if s.id == l.id {
-				sc = s
-			}
-		}
+		sc := scenarioByID(scenarios, l.id)
 		if sc == nil || sc.admin == "" {
 			return "", fmt.Errorf("--pgo: scenario %s did not run", l.id)
 		}
