@@ -477,7 +477,7 @@ type sessionsResult struct {
 
 // settle is how long the sessions measurement leaves switchboard idle
 // before reading its memory: a burst of work is followed by an idle
-// release once allocation stops for a second (proxy/gc.go).
+// release once allocation stops for a second (proxy/internal/gctune).
 const settle = 3 * time.Second
 
 // measureSessions starts a switchboard with one stdio upstream, waits until
