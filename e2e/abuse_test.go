@@ -234,15 +234,23 @@ func TestAbuseAbandonedPerClientSessions(t *testing.T) {
 	s.waitServer(t, "pc", 30*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
 	waitRouted(t, s, "mcp_pc_echo")
 	shared := len(marked(mark))
-	o := newOpener(t, "http://"+s.addr+"/mcp", "", 4)
+	o := newOpener(t, "http://"+s.addr+"/mcp", "", n) // a connection each: none waits for another's
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	call := request(2, "tools/call", map[string]any{"name": "mcp_pc_echo", "arguments": map[string]any{"text": "mine"}})
-	// All at once: one after the other, the last sessions would idle out
-	// while the first ones' children start.
+	// All at once, each session opened, initialized and called in turn by
+	// a goroutine of its own: one after the other, the last sessions would
+	// idle out while the first ones' children start, and opened all first,
+	// the first ones while the last ones open (on a loaded machine, 20
+	// initializations can take longer than the idle timeout).
 	var wg sync.WaitGroup
-	for i, sid := range o.openMany(t, n, 4) {
+	for i := range n {
 		wg.Go(func() {
+			sid, _, err := o.open(ctx)
+			if err != nil {
+				t.Errorf("session %d: %v", i, err)
+				return
+			}
 			if status, _, _, err := o.post(ctx, sid, notification("notifications/initialized", nil)); err != nil || status != http.StatusAccepted {
 				t.Errorf("session %d: notifications/initialized: %d %v", i, status, err)
 				return
