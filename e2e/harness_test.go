@@ -68,6 +68,8 @@ func run(m *testing.M) int {
 	hostile = filepath.Join(dir, "hostile")
 	builds := [][2]string{
 		{switchboard, "../cmd/switchboard"},
+		// The secrets helper goes beside switchboard, where it looks first.
+		{filepath.Join(dir, "switchboard-secrets"), "../cmd/switchboard-secrets"},
 		{fixture, "./fixture"},
 		{conffix, "./conformance"},
 		{hostile, "./hostile"},

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"golang.org/x/oauth2"
 
 	"github.com/mcp-switchboard/switchboard/secrets"
@@ -21,16 +20,36 @@ import (
 
 var testCreds = aws.Credentials{AccessKeyID: "AKIDFAKE", SecretAccessKey: "fake-secret-access-key"}
 
-func newAWS(t *testing.T, seed map[string]string) (*fakecloud.AWS, *secrets.AWSOptions) {
+// newAWS serves a fake Secrets Manager and returns the helper options that
+// reach it: the test binary as the helper (TestMain), configured through
+// the AWS SDK's own chain, from the environment alone.
+func newAWS(t *testing.T, seed map[string]string) (*fakecloud.AWS, *secrets.HelperOptions) {
 	t.Helper()
 	fake := fakecloud.NewAWS(seed, testCreds)
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	return fake, &secrets.AWSOptions{
-		Endpoint:    srv.URL,
-		Region:      "eu-west-1",
-		Credentials: credentials.NewStaticCredentialsProvider(testCreds.AccessKeyID, testCreds.SecretAccessKey, ""),
+	return fake, helperOptions(t, srv.URL, "eu-west-1", testCreds)
+}
+
+// helperOptions runs this test binary as the helper with an AWS_*
+// environment of its own: no profile, no shared files, no instance
+// metadata.
+func helperOptions(t *testing.T, endpoint, region string, c aws.Credentials) *secrets.HelperOptions {
+	t.Helper()
+	home := t.TempDir()
+	env := []string{
+		testHelperEnv + "=" + home,
+		"HOME=" + home,
+		"AWS_CONFIG_FILE=" + filepath.Join(home, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(home, "credentials"),
+		"AWS_ACCESS_KEY_ID=" + c.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY=" + c.SecretAccessKey,
+		"AWS_SESSION_TOKEN=" + c.SessionToken,
+		"AWS_REGION=" + region,
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER=" + endpoint,
+		"AWS_EC2_METADATA_DISABLED=true",
 	}
+	return &secrets.HelperOptions{Path: os.Args[0], Env: env}
 }
 
 func TestAWS(t *testing.T) {
@@ -41,7 +60,7 @@ func TestAWS(t *testing.T) {
 	})
 	fake.PutBinary("bin", []byte("binary-aws-secret"))
 	set := secrets.NewSet()
-	r := secrets.NewResolver(secrets.Options{AWS: opt, Redact: set})
+	r := secrets.NewResolver(secrets.Options{Helper: opt, Redact: set})
 	defer r.Close()
 	ctx := context.Background()
 
@@ -82,6 +101,10 @@ func TestAWS(t *testing.T) {
 	if !errors.Is(err, secrets.ErrNotFound) {
 		t.Errorf("not found: %v is not ErrNotFound", err)
 	}
+	_, err = r.Expand(ctx, "secret://aws/not-json#k")
+	if errors.Is(err, secrets.ErrNotFound) {
+		t.Errorf("%v is ErrNotFound; only a missing secret or key is", err)
+	}
 	if out := set.Redact("log: pa55-AWS-JSON aws-plain-secret"); out != "log: [REDACTED] [REDACTED]" {
 		t.Errorf("resolved values not registered: %q", out)
 	}
@@ -94,21 +117,25 @@ func TestAWS(t *testing.T) {
 }
 
 func TestAWSBadSignature(t *testing.T) {
-	_, opt := newAWS(t, map[string]string{"x": "value-x"})
-	opt.Credentials = credentials.NewStaticCredentialsProvider(testCreds.AccessKeyID, "wrong-secret-key", "")
-	r := secrets.NewResolver(secrets.Options{AWS: opt})
-	defer r.Close()
-	_, err := r.Expand(context.Background(), "secret://aws/x")
-	if err == nil || !strings.Contains(err.Error(), "InvalidSignatureException") {
-		t.Fatalf("err = %v, want InvalidSignatureException", err)
+	srv := httptest.NewServer(fakecloud.NewAWS(map[string]string{"x": "value-x"}, testCreds))
+	defer srv.Close()
+	tests := []struct {
+		name  string
+		creds aws.Credentials
+		want  string
+	}{
+		{"wrong secret key", aws.Credentials{AccessKeyID: testCreds.AccessKeyID, SecretAccessKey: "wrong-secret-key"}, "InvalidSignatureException"},
+		{"unknown key id", aws.Credentials{AccessKeyID: "AKIDOTHER", SecretAccessKey: testCreds.SecretAccessKey}, "UnrecognizedClientException"},
 	}
-
-	opt.Credentials = credentials.NewStaticCredentialsProvider("AKIDOTHER", testCreds.SecretAccessKey, "")
-	r2 := secrets.NewResolver(secrets.Options{AWS: opt})
-	defer r2.Close()
-	_, err = r2.Expand(context.Background(), "secret://aws/x")
-	if err == nil || !strings.Contains(err.Error(), "UnrecognizedClientException") {
-		t.Fatalf("err = %v, want UnrecognizedClientException", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := secrets.NewResolver(secrets.Options{Helper: helperOptions(t, srv.URL, "eu-west-1", tt.creds)})
+			defer r.Close()
+			_, err := r.Expand(context.Background(), "secret://aws/x")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %s", err, tt.want)
+			}
+		})
 	}
 }
 
@@ -117,22 +144,22 @@ func TestAWSSessionToken(t *testing.T) {
 	creds := aws.Credentials{AccessKeyID: "ASIAFAKE", SecretAccessKey: "tmp-secret", SessionToken: "session-token-xyz"}
 	srv := httptest.NewServer(fakecloud.NewAWS(map[string]string{"x": "value-x"}, creds))
 	defer srv.Close()
-	r := secrets.NewResolver(secrets.Options{AWS: &secrets.AWSOptions{
-		Endpoint: srv.URL, Region: "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(creds.AccessKeyID, creds.SecretAccessKey, creds.SessionToken),
-	}})
+	r := secrets.NewResolver(secrets.Options{Helper: helperOptions(t, srv.URL, "us-east-1", creds)})
 	defer r.Close()
 	if got, err := r.Expand(context.Background(), "secret://aws/x"); err != nil || got != "value-x" {
 		t.Fatalf("Expand = %q, %v", got, err)
 	}
 }
 
-// TestAWSEnvChain resolves through the SDK's default chain: credentials,
-// region and endpoint all from AWS_* variables.
+// TestAWSEnvChain resolves through the SDK's default chain in a helper that
+// inherits the process's environment (HelperOptions.Env nil), found through
+// SWITCHBOARD_SECRETS_HELPER.
 func TestAWSEnvChain(t *testing.T) {
 	srv := httptest.NewServer(fakecloud.NewAWS(map[string]string{"x": "value-from-chain"}, testCreds))
 	defer srv.Close()
 	home := t.TempDir()
+	t.Setenv(testHelperEnv, home)
+	t.Setenv(secrets.HelperEnv, os.Args[0])
 	t.Setenv("HOME", home)
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(home, "credentials"))
@@ -315,7 +342,7 @@ func TestExpandMap(t *testing.T) {
 	set := secrets.NewSet()
 	r := secrets.NewResolver(secrets.Options{
 		Env:    envMap(map[string]string{"TOKEN": "env-token-value", "REGION": "eu"}),
-		AWS:    awsOpt,
+		Helper: awsOpt,
 		Redact: set,
 	})
 	defer r.Close()
@@ -354,7 +381,7 @@ func TestExpandMap(t *testing.T) {
 
 func TestExpandMapErrors(t *testing.T) {
 	_, awsOpt := newAWS(t, map[string]string{"ok": "fine-value"})
-	r := secrets.NewResolver(secrets.Options{Env: envMap(nil), AWS: awsOpt})
+	r := secrets.NewResolver(secrets.Options{Env: envMap(nil), Helper: awsOpt})
 	defer r.Close()
 	got, err := r.ExpandMap(context.Background(), map[string]string{
 		"GOOD":    "secret://aws/ok",

@@ -60,9 +60,10 @@ type Options struct {
 	// GCP configures GCP Secret Manager. If nil, the application-default
 	// credential chain and GOOGLE_CLOUD_PROJECT are used.
 	GCP *GCPOptions
-	// AWS configures AWS Secrets Manager. If nil, the standard AWS config
-	// chain (environment, shared config, web identity) is used.
-	AWS *AWSOptions
+	// Helper configures the secrets helper, which reads secret://aws
+	// references with the AWS SDK's standard config chain (environment,
+	// shared config, web identity). If nil, the zero HelperOptions.
+	Helper *HelperOptions
 	// Logger receives Vault token renewal events. If nil, nothing is logged.
 	Logger hclog.Logger
 	// Concurrency bounds the references ExpandMap resolves at once. If zero,
@@ -85,7 +86,7 @@ type Resolver struct {
 	closed bool
 	vault  *vaultProvider
 	gcp    *gcpProvider
-	aws    *awsProvider
+	helper *helperProc
 }
 
 // NewResolver returns a Resolver. It does not contact any backend.
@@ -113,7 +114,7 @@ func (r *Resolver) Close() error {
 		return nil
 	}
 	r.closed = true
-	v, g, a := r.vault, r.gcp, r.aws
+	v, g, h := r.vault, r.gcp, r.helper
 	r.mu.Unlock()
 	if v != nil {
 		v.close()
@@ -121,8 +122,8 @@ func (r *Resolver) Close() error {
 	if g != nil {
 		g.close()
 	}
-	if a != nil {
-		a.close()
+	if h != nil {
+		h.close()
 	}
 	return nil
 }
@@ -334,11 +335,11 @@ func (r *Resolver) fetch(ctx context.Context, ref Ref) (string, error) {
 		}
 		return p.fetch(ctx, ref)
 	case ProviderAWS:
-		p, err := r.awsProvider()
+		p, err := r.helperProc()
 		if err != nil {
 			return "", err
 		}
-		return p.fetch(ctx, ref)
+		return p.fetch(ctx, ProviderAWS, ref)
 	}
 	return "", fmt.Errorf("unknown provider %q", ref.Provider)
 }
@@ -378,20 +379,20 @@ func (r *Resolver) gcpProvider() (*gcpProvider, error) {
 	return r.gcp, nil
 }
 
-func (r *Resolver) awsProvider() (*awsProvider, error) {
+func (r *Resolver) helperProc() (*helperProc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if r.aws == nil {
-		var opt AWSOptions
-		if r.opt.AWS != nil {
-			opt = *r.opt.AWS
+	if r.helper == nil {
+		var opt HelperOptions
+		if r.opt.Helper != nil {
+			opt = *r.opt.Helper
 		}
-		r.aws = newAWSProvider(opt)
+		r.helper = newHelperProc(opt, r.env, r.log.Named("helper"))
 	}
-	return r.aws, nil
+	return r.helper, nil
 }
 
 func (r *Resolver) isClosed() bool {

@@ -81,7 +81,7 @@ func TestDockerfiles(t *testing.T) {
 		for _, in := range build {
 			joined += in.Cmd + " " + in.Args + "\n"
 		}
-		for _, want := range []string{"CGO_ENABLED=0", "go build", "-trimpath", "-tags grpcnotrace", "./cmd/switchboard", "COPY go.mod go.sum", "go mod download"} {
+		for _, want := range []string{"CGO_ENABLED=0", "go build", "-trimpath", "-tags grpcnotrace", "./cmd/switchboard ./cmd/switchboard-secrets", "COPY go.mod go.sum", "go mod download"} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("%s: build stage lacks %q", name, want)
 			}
@@ -89,8 +89,12 @@ func TestDockerfiles(t *testing.T) {
 		final := stages[len(stages)-1]
 		var user string
 		var entrypoint, cmd []string
+		helper := false
 		for _, in := range final {
 			switch in.Cmd {
+			case "COPY":
+				// switchboard looks for its secrets helper beside itself.
+				helper = helper || strings.Contains(in.Args, "/out/switchboard /out/switchboard-secrets /usr/local/bin/")
 			case "FROM":
 				if strings.Contains(strings.ToLower(in.Args), " as ") {
 					t.Errorf("%s: the final stage is named (%s)", name, in.Args)
@@ -113,6 +117,9 @@ func TestDockerfiles(t *testing.T) {
 		}
 		if len(entrypoint) == 0 || !strings.HasSuffix(entrypoint[len(entrypoint)-1], "/switchboard") {
 			t.Errorf("%s: ENTRYPOINT %q does not end in switchboard", name, entrypoint)
+		}
+		if !helper || len(entrypoint) == 0 || entrypoint[len(entrypoint)-1] != "/usr/local/bin/switchboard" {
+			t.Errorf("%s: switchboard-secrets is not copied beside the entrypoint %q", name, entrypoint)
 		}
 		if strings.Join(cmd, " ") != "serve --config /etc/switchboard/config.yaml" {
 			t.Errorf("%s: CMD %q", name, cmd)

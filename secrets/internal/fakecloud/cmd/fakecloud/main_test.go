@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/mcp-switchboard/switchboard/secrets"
+	"github.com/mcp-switchboard/switchboard/secrets/awssm"
 )
 
 func TestRun(t *testing.T) {
@@ -48,15 +49,15 @@ func TestRun(t *testing.T) {
 		Env: func(k string) (string, bool) {
 			return map[string]string{"GOOGLE_CLOUD_PROJECT": "p"}[k], k == "GOOGLE_CLOUD_PROJECT"
 		},
-		AWS: &secrets.AWSOptions{Endpoint: urls["aws"], Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDSEED", "sk", "")},
 		GCP: &secrets.GCPOptions{Endpoint: urls["gcp"]},
 	})
 	defer r.Close()
-	got, err := r.ExpandMap(context.Background(), map[string]string{"A": "secret://aws/db#password", "G": "secret://gcp/s"})
-	if err != nil {
-		t.Fatal(err)
+	got, err := r.Expand(context.Background(), "secret://gcp/s")
+	if err != nil || got != "gcp-seeded" {
+		t.Fatalf("gcp: %q, %v", got, err)
 	}
-	if got["A"] != "aws-seeded" || got["G"] != "gcp-seeded" {
-		t.Fatalf("got %v", got)
+	sm := awssm.New(awssm.Options{Endpoint: urls["aws"], Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKIDSEED", "sk", "")})
+	if got, err := sm.Fetch(context.Background(), "db", "password"); err != nil || got != "aws-seeded" {
+		t.Fatalf("aws: %q, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package secrets
+package awssm
 
 import (
 	"bytes"
@@ -16,10 +16,14 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// AWSOptions configures AWS Secrets Manager access. The zero value uses the
+// ErrNotFound matches (with errors.Is) the errors that say a secret or a
+// key of its JSON does not exist.
+var ErrNotFound = errors.New("secret not found")
+
+// Options configures AWS Secrets Manager access. The zero value uses the
 // standard config chain (AWS_* environment, shared config and credentials
 // files, web identity / IRSA, container and instance roles).
-type AWSOptions struct {
+type Options struct {
 	// Endpoint overrides the service endpoint (the client's BaseEndpoint).
 	// Tests point it at a fake. If empty, the SDK resolves it (and honours
 	// AWS_ENDPOINT_URL_SECRETS_MANAGER).
@@ -31,52 +35,56 @@ type AWSOptions struct {
 	Credentials aws.CredentialsProvider
 }
 
-type awsProvider struct {
-	opt AWSOptions
+// Client reads secrets. Its SDK client is made on the first Fetch.
+type Client struct {
+	opt Options
 
 	mu     sync.Mutex
 	client *secretsmanager.Client
 }
 
-func newAWSProvider(opt AWSOptions) *awsProvider { return &awsProvider{opt: opt} }
-
-func (p *awsProvider) close() {}
+// New returns a Client. It reads no configuration and contacts nothing.
+func New(opt Options) *Client { return &Client{opt: opt} }
 
 // clientFor loads the AWS config on first use. A failed load is not kept, so
-// a later start retries it.
-func (p *awsProvider) clientFor(ctx context.Context) (*secretsmanager.Client, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.client != nil {
-		return p.client, nil
+// a later fetch retries it.
+func (c *Client) clientFor(ctx context.Context) (*secretsmanager.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client != nil {
+		return c.client, nil
 	}
 	var lo []func(*config.LoadOptions) error
-	if p.opt.Region != "" {
-		lo = append(lo, config.WithRegion(p.opt.Region))
+	if c.opt.Region != "" {
+		lo = append(lo, config.WithRegion(c.opt.Region))
 	}
-	if p.opt.Credentials != nil {
-		lo = append(lo, config.WithCredentialsProvider(p.opt.Credentials))
+	if c.opt.Credentials != nil {
+		lo = append(lo, config.WithCredentialsProvider(c.opt.Credentials))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
 	if err != nil {
 		return nil, fmt.Errorf("aws: config: %w", err)
 	}
-	p.client = secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
-		if p.opt.Endpoint != "" {
-			o.BaseEndpoint = aws.String(p.opt.Endpoint)
+	c.client = secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		if c.opt.Endpoint != "" {
+			o.BaseEndpoint = aws.String(c.opt.Endpoint)
 		}
 	})
-	return p.client, nil
+	return c.client, nil
 }
 
-func (p *awsProvider) fetch(ctx context.Context, ref Ref) (string, error) {
-	c, err := p.clientFor(ctx)
+// Fetch returns the secret named by path (a name or an ARN): its string
+// value, or its binary value as bytes. With key, the secret must be a JSON
+// object and Fetch returns the key's value: a string as is, anything else
+// JSON-encoded. Errors start with "aws: " and never quote the secret.
+func (c *Client) Fetch(ctx context.Context, path, key string) (string, error) {
+	sm, err := c.clientFor(ctx)
 	if err != nil {
 		return "", err
 	}
-	out, err := c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(ref.Path)})
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(path)})
 	if err != nil {
-		return "", awsReason(ref.Path, err)
+		return "", reason(path, err)
 	}
 	var raw string
 	switch {
@@ -85,12 +93,12 @@ func (p *awsProvider) fetch(ctx context.Context, ref Ref) (string, error) {
 	case out.SecretBinary != nil:
 		raw = string(out.SecretBinary)
 	default:
-		return "", notFound("aws: %s has no value", ref.Path)
+		return "", &awsError{msg: fmt.Sprintf("aws: %s has no value", path), notFound: true}
 	}
-	if ref.Field == "" {
+	if key == "" {
 		return raw, nil
 	}
-	return jsonKey(raw, ref.Field, "aws: "+ref.Path)
+	return jsonKey(raw, key, "aws: "+path)
 }
 
 // jsonKey picks key from a JSON object secret: a string value as is, any
@@ -103,7 +111,7 @@ func jsonKey(raw, key, what string) (string, error) {
 	}
 	v, ok := obj[key]
 	if !ok {
-		return "", notFound("%s: key %q not found in the secret's JSON", what, key)
+		return "", &awsError{msg: fmt.Sprintf("%s: key %q not found in the secret's JSON", what, key), notFound: true}
 	}
 	var s string
 	if err := json.Unmarshal(v, &s); err == nil {
@@ -116,15 +124,19 @@ func jsonKey(raw, key, what string) (string, error) {
 	return b.String(), nil
 }
 
-// awsReason reduces an SDK error to the service's error code and message.
-func awsReason(name string, err error) error {
+// reason reduces an SDK error to the service's error code and message.
+func reason(name string, err error) error {
 	var nf *types.ResourceNotFoundException
 	if errors.As(err, &nf) {
 		return &awsError{msg: fmt.Sprintf("aws: %s not found: %s", name, nf.ErrorMessage()), err: err, notFound: true}
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return &awsError{msg: fmt.Sprintf("aws: get %s: %s: %s", name, ae.ErrorCode(), truncate(strings.TrimSpace(ae.ErrorMessage()), 300)), err: err}
+		msg := strings.TrimSpace(ae.ErrorMessage())
+		if len(msg) > 300 {
+			msg = msg[:300] + "…"
+		}
+		return &awsError{msg: fmt.Sprintf("aws: get %s: %s: %s", name, ae.ErrorCode(), msg), err: err}
 	}
 	return fmt.Errorf("aws: get %s: %w", name, err)
 }
