@@ -76,6 +76,21 @@ func newHelperProc(opt HelperOptions, env func(string) (string, bool), log hclog
 	return &helperProc{opt: opt, log: log, live: map[*helperRun]struct{}{}, path: func() (string, error) { return helperPath(opt.Path, env) }}
 }
 
+// FindHelper returns the path of the helper switchboard would start for a
+// secret://aws reference, found as HelperOptions.Path says (with Path
+// empty, in the process's environment), or an error that says where it was
+// looked for.
+func FindHelper() (string, error) {
+	p, err := helperPath("", os.LookupEnv)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s names the secrets helper, which reads secret://aws: %w", HelperEnv, err)
+	}
+	return p, nil
+}
+
 // helperPath finds the helper's executable.
 func helperPath(path string, env func(string) (string, bool)) (string, error) {
 	if path != "" {

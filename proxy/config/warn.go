@@ -17,8 +17,10 @@ const plaintextReason = "a credential written in plain text; keep it out of the 
 // logs, so the two never disagree. Warnings never hold a value.
 func (c *Config) Warnings() []*FieldError {
 	out := append([]*FieldError(nil), c.Notes.Warnings...)
+	var helper awsHelper
 	c.eachServer(func(path string, s *Server) {
 		out = append(out, plaintext(path, s, c.Notes.expanded)...)
+		out = append(out, helper.check(path, s)...)
 	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
@@ -40,6 +42,45 @@ func plaintext(path string, s *Server, expanded map[string]bool) []*FieldError {
 	}
 	check("env", s.Env)
 	check("headers", s.Headers)
+	return out
+}
+
+// awsHelper warns of the secret://aws references that the secrets helper
+// would read when it cannot be found: their server would fail to start.
+// It looks for the helper once, at the first such reference.
+type awsHelper struct {
+	looked bool
+	err    error
+}
+
+func (h *awsHelper) check(path string, s *Server) []*FieldError {
+	var out []*FieldError
+	check := func(p, val string) {
+		refs, _ := secrets.Refs(val)
+		for _, r := range refs {
+			if r.Provider != secrets.ProviderAWS {
+				continue
+			}
+			if !h.looked {
+				h.looked = true
+				_, h.err = secrets.FindHelper()
+			}
+			if h.err != nil {
+				out = append(out, &FieldError{Path: p, Reason: h.err.Error() + "; the server will not start"})
+			}
+			return
+		}
+	}
+	for _, k := range sortedKeys(s.Env) {
+		check(joinKey(path+".env", k), s.Env[k])
+	}
+	for i, a := range s.Args {
+		check(joinIndex(path+".args", i), a)
+	}
+	check(path+".url", s.URL)
+	for _, k := range sortedKeys(s.Headers) {
+		check(joinKey(path+".headers", k), s.Headers[k])
+	}
 	return out
 }
 
