@@ -104,6 +104,7 @@ func TestHelperLifecycle(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc")
 	}
+	before := runtime.NumGoroutine()
 	opt, pids := testHelperOptions(t, 200*time.Millisecond)
 	r := secrets.NewResolver(secrets.Options{Helper: opt})
 	defer r.Close()
@@ -141,6 +142,8 @@ func TestHelperLifecycle(t *testing.T) {
 	if alive(p[1]) {
 		t.Fatalf("helper %d still running after Close", p[1])
 	}
+	// Close waited for the process and the goroutines that read it.
+	waitFor(t, "the helper's goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 	if _, err := r.Expand(ctx, "secret://aws/echo:x"); !errors.Is(err, secrets.ErrClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
