@@ -53,6 +53,7 @@ func helperOptions(t *testing.T, endpoint, region string, c aws.Credentials) *se
 }
 
 func TestAWS(t *testing.T) {
+	t.Parallel() // each starts a helper process
 	fake, opt := newAWS(t, map[string]string{
 		"prod/db":  `{"user":"admin","password":"pa55-AWS-JSON","port":5432,"tls":{"mode":"verify"}}`,
 		"plain":    "aws-plain-secret",
@@ -117,6 +118,7 @@ func TestAWS(t *testing.T) {
 }
 
 func TestAWSBadSignature(t *testing.T) {
+	t.Parallel() // each starts a helper process
 	srv := httptest.NewServer(fakecloud.NewAWS(map[string]string{"x": "value-x"}, testCreds))
 	defer srv.Close()
 	tests := []struct {
@@ -141,6 +143,7 @@ func TestAWSBadSignature(t *testing.T) {
 
 // TestAWSSessionToken covers temporary (IRSA-style) credentials.
 func TestAWSSessionToken(t *testing.T) {
+	t.Parallel() // each starts a helper process
 	creds := aws.Credentials{AccessKeyID: "ASIAFAKE", SecretAccessKey: "tmp-secret", SessionToken: "session-token-xyz"}
 	srv := httptest.NewServer(fakecloud.NewAWS(map[string]string{"x": "value-x"}, creds))
 	defer srv.Close()
@@ -338,6 +341,7 @@ func TestGCPApplicationDefaultCredentials(t *testing.T) {
 }
 
 func TestExpandMap(t *testing.T) {
+	t.Parallel() // each starts a helper process
 	awsFake, awsOpt := newAWS(t, map[string]string{"shared": "shared-aws-value", "db": `{"u":"dbuser","p":"dbpass-1234"}`})
 	set := secrets.NewSet()
 	r := secrets.NewResolver(secrets.Options{
@@ -380,6 +384,7 @@ func TestExpandMap(t *testing.T) {
 }
 
 func TestExpandMapErrors(t *testing.T) {
+	t.Parallel() // each starts a helper process
 	_, awsOpt := newAWS(t, map[string]string{"ok": "fine-value"})
 	r := secrets.NewResolver(secrets.Options{Env: envMap(nil), Helper: awsOpt})
 	defer r.Close()

@@ -154,7 +154,15 @@ func (p *helperProc) fetch(ctx context.Context, backend string, ref Ref) (string
 	var resp helper.Response
 	var err error
 	if werr != nil {
-		err = fmt.Errorf("%s: send: %w", HelperName, werr)
+		// Its stdin is closed only when it has gone or is going: end it and
+		// say why it went.
+		run.cmd.Process.Kill()
+		select {
+		case <-run.done:
+			err = run.err
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	} else {
 		select {
 		case resp = <-ch:

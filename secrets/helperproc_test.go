@@ -153,6 +153,7 @@ func TestHelperLifecycle(t *testing.T) {
 // reason and is started again; a request that times out frees the helper
 // for the others.
 func TestHelperFailures(t *testing.T) {
+	t.Parallel()
 	opt, pids := testHelperOptions(t, time.Minute)
 	r := secrets.NewResolver(secrets.Options{Helper: opt})
 	defer r.Close()
