@@ -33,8 +33,6 @@ type HelperOptions struct {
 	// the HelperName beside the running executable is used, else the one on
 	// PATH.
 	Path string
-	// Args are passed to the helper (tests run their own binary as it).
-	Args []string
 	// Env is the helper's environment. If nil, it inherits the process's
 	// (the AWS_* configuration chain reads it there).
 	Env []string
@@ -42,6 +40,10 @@ type HelperOptions struct {
 	// If zero, 30 s.
 	Idle time.Duration
 }
+
+// helperDeadlineMargin is how much longer than its caller the helper may
+// work on a request.
+const helperDeadlineMargin = 250 * time.Millisecond
 
 // helperProc starts the helper on the first request, sends it requests,
 // and ends it when it has been idle or at close. A helper that exits fails
@@ -126,7 +128,10 @@ func helperPath(path string, env func(string) (string, bool)) (string, error) {
 func (p *helperProc) fetch(ctx context.Context, backend string, ref Ref) (string, error) {
 	req := helper.Request{Backend: backend, Path: ref.Path, Key: ref.Field}
 	if d, ok := ctx.Deadline(); ok {
-		req.Timeout = max(time.Until(d).Milliseconds(), 1)
+		// The helper's deadline is a backstop that ends its work; the
+		// caller's context ends the wait a little before it, so a request
+		// past its deadline fails with the caller's own context error.
+		req.Timeout = time.Until(d).Milliseconds() + helperDeadlineMargin.Milliseconds()
 	}
 	ch := make(chan helper.Response, 1)
 	p.mu.Lock()
@@ -185,10 +190,6 @@ func (p *helperProc) fetch(ctx context.Context, backend string, ref Ref) (string
 	switch {
 	case err != nil:
 		return "", err
-	case resp.Error != "" && ctx.Err() != nil:
-		// The helper's deadline is the caller's: say so as the caller's
-		// context does.
-		return "", ctx.Err()
 	case resp.NotFound:
 		return "", &notFoundError{msg: resp.Error}
 	case resp.Error != "":
@@ -203,7 +204,7 @@ func (p *helperProc) start() (*helperRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, p.opt.Args...)
+	cmd := exec.Command(path)
 	cmd.Env = p.opt.Env
 	run := &helperRun{
 		cmd:     cmd,
