@@ -142,7 +142,7 @@ func (p *helperProc) fetch(ctx context.Context, backend string, ref Ref) (string
 	run := p.run
 	if run == nil {
 		var err error
-		if run, err = p.start(); err != nil {
+		if run, err = p.startLocked(); err != nil {
 			p.mu.Unlock()
 			return "", err
 		}
@@ -198,8 +198,8 @@ func (p *helperProc) fetch(ctx context.Context, backend string, ref Ref) (string
 	return resp.Value, nil
 }
 
-// start starts a helper process. p.mu is held.
-func (p *helperProc) start() (*helperRun, error) {
+// startLocked starts a helper process. It requires p.mu.
+func (p *helperProc) startLocked() (*helperRun, error) {
 	path, err := p.path()
 	if err != nil {
 		return nil, err
