@@ -29,6 +29,7 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 export GOWORK=off
 start=$SECONDS
-CGO_ENABLED=0 GOBIN="$dir" go install -trimpath "helm.sh/helm/v3/cmd/helm@v$version" >&2
+# Without the symbol table and DWARF (-s -w) the link takes half as long.
+CGO_ENABLED=0 GOBIN="$dir" go install -trimpath -ldflags "-s -w" "helm.sh/helm/v3/cmd/helm@v$version" >&2
 echo "built helm $version in $((SECONDS - start))s" >&2
 echo "$bin"

@@ -81,7 +81,8 @@ GO
 	# without it the server reports v0.0.0 and Helm's kubeVersion checks fail.
 	local minor="${kube_version#1.}"
 	minor="${minor%%.*}"
-	local ldflags="" pkg
+	# Without the symbol table and DWARF (-s -w) the link takes half as long.
+	local ldflags="-s -w" pkg
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $pkg.gitVersion=v$kube_version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
 		ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
@@ -106,7 +107,7 @@ import _ "go.etcd.io/etcd/server/v3"
 GO
 	go get "go.etcd.io/etcd/server/v3@v$etcd_version" >&2
 	local start=$SECONDS
-	go build -trimpath -o "$etcd.tmp" go.etcd.io/etcd/server/v3 >&2
+	go build -trimpath -ldflags "-s -w" -o "$etcd.tmp" go.etcd.io/etcd/server/v3 >&2
 	mv "$etcd.tmp" "$etcd"
 	echo "built etcd $etcd_version in $((SECONDS - start))s" >&2
 }

@@ -52,7 +52,8 @@ go mod download github.com/hashicorp/vault >&2
 go get "github.com/hashicorp/vault@v$version" >&2
 
 start=$SECONDS
-go build -trimpath -o "$bin.tmp" github.com/hashicorp/vault >&2
+# Without the symbol table and DWARF (-s -w) the link takes half as long.
+go build -trimpath -ldflags "-s -w" -o "$bin.tmp" github.com/hashicorp/vault >&2
 mv "$bin.tmp" "$bin"
 echo "built vault $version in $((SECONDS - start))s" >&2
 echo "$bin"
