@@ -142,7 +142,10 @@ func (a *AuditLog) write(r *auditRecord, rawArgs []byte) bool {
 			r.Arguments = a.redact(string(rawArgs))
 		}
 	}
-	b, err := json.Marshal(r)
+	// A copy goes to the encoder: r stays on its caller's stack when
+	// there is no audit log (json.Marshal's argument escapes).
+	cp := *r
+	b, err := json.Marshal(&cp)
 	if err != nil {
 		return true
 	}

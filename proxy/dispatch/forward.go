@@ -38,7 +38,7 @@ const auditRefusal = "switchboard refused this tool call: the audit trail cannot
 func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snapshot, r *view.Route, req *session.Request, in *mcp.CallToolParamsRaw) (res *mcp.CallToolResult, err error) {
 	start := time.Now()
 	pr := PrincipalOf(req.Session)
-	rec := &auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
+	rec := auditRecord{Time: start.UTC(), View: viewID, Tool: r.Public, Server: r.Entry.Key, Original: r.Original, Outcome: "ok",
 		Token: pr.TokenID, Session: req.Session.ID()}
 	if in.Name != r.Public {
 		rec.CalledAs = in.Name
@@ -57,7 +57,7 @@ func (d *Dispatcher) forward(ctx context.Context, viewID string, snap *view.Snap
 		}
 		d.serving.genOr(ctx).Tel.RecordCall(ctx, r.Metrics, rec.Outcome, took)
 		d.activity.Record(viewID, rec.Outcome)
-		if !audit.write(rec, raw) {
+		if !audit.write(&rec, raw) {
 			d.serving.genOr(ctx).Tel.AuditWriteFailure(ctx)
 		}
 		if d.log.IsDebug() {
