@@ -28,7 +28,7 @@ func startDevVault(t *testing.T) *devVault {
 	t.Helper()
 	bin := os.Getenv("SWITCHBOARD_VAULT")
 	if bin == "" {
-		bin = cachedTool(t, "vault", filepath.Join("vault-1.21.0", "vault"))
+		bin = cachedTool(t, "vault", filepath.Join("vault-1.21.0-minimal", "vault"))
 	} else if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("SWITCHBOARD_VAULT=%s: %v", bin, err)
 	}

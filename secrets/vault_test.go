@@ -32,8 +32,13 @@ import (
 	"github.com/mcp-switchboard/switchboard/secrets"
 )
 
-// The Vault tests run a real Vault dev server, built by .ci/tools/vault.sh.
+// The Vault tests run a real Vault dev server, built by .ci/tools/vault.sh:
+// Vault's minimal build, with Kubernetes auth beside it as an external plugin.
 const vaultVersion = "1.21.0"
+
+// kubeAuthPlugin is the Kubernetes auth plugin's command, in the plugins
+// directory beside the vault binary (.ci/tools/vault.sh).
+const kubeAuthPlugin = "vault-plugin-auth-kubernetes"
 
 // vaultBinary finds the Vault binary: $SWITCHBOARD_VAULT, else the cache
 // path .ci/tools/vault.sh builds. Without it the tests skip, unless
@@ -48,7 +53,7 @@ func vaultBinary(t *testing.T) string {
 		home, _ := os.UserHomeDir()
 		cache = filepath.Join(home, ".cache", "switchboard")
 	}
-	p := filepath.Join(cache, "vault-"+vaultVersion, "vault")
+	p := filepath.Join(cache, "vault-"+vaultVersion+"-minimal", "vault")
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("SWITCHBOARD_FULL") == "1" {
 			t.Fatalf("vault binary not found at %s (run .ci/tools/vault.sh or set SWITCHBOARD_VAULT)", p)
@@ -85,9 +90,42 @@ func vaultLogLevel() string {
 }
 
 type devVault struct {
-	addr   string
-	token  string
-	client *api.Client
+	addr    string
+	token   string
+	client  *api.Client
+	plugins string // the plugin directory it runs with, or ""
+}
+
+// pluginDir is the plugins directory beside a vault binary, or "" when it
+// has none (a full build from SWITCHBOARD_VAULT has its plugins built in).
+func pluginDir(bin string) string {
+	dir := filepath.Join(filepath.Dir(bin), "plugins")
+	if _, err := os.Stat(filepath.Join(dir, kubeAuthPlugin)); err != nil {
+		return ""
+	}
+	return dir
+}
+
+// enableKubernetesAuth enables Kubernetes auth at auth/kubernetes: the
+// external plugin beside the binary, registered in Vault's catalog first,
+// or else the built-in one of a full build.
+func (v *devVault) enableKubernetesAuth(t *testing.T) {
+	t.Helper()
+	if v.plugins != "" {
+		b, err := os.ReadFile(filepath.Join(v.plugins, kubeAuthPlugin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if err := v.client.Sys().RegisterPlugin(&api.RegisterPluginInput{
+			Name: "kubernetes", Type: api.PluginTypeCredential, Command: kubeAuthPlugin, SHA256: hex.EncodeToString(sum[:]),
+		}); err != nil {
+			t.Fatalf("registering %s: %v", kubeAuthPlugin, err)
+		}
+	}
+	if err := v.client.Sys().EnableAuthWithOptions("kubernetes", &api.EnableAuthOptions{Type: "kubernetes"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func freePort(t *testing.T) int {
@@ -120,7 +158,11 @@ func startVault(t *testing.T) *devVault {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		var out lockedBuffer
 		home := t.TempDir()
-		cmd := exec.Command(bin, "server", "-dev", "-dev-root-token-id="+token, "-dev-listen-address="+addr)
+		args := []string{"server", "-dev", "-dev-root-token-id=" + token, "-dev-listen-address=" + addr}
+		if plugins := pluginDir(bin); plugins != "" {
+			args = append(args, "-dev-plugin-dir="+plugins)
+		}
+		cmd := exec.Command(bin, args...)
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "VAULT_LOG_LEVEL=" + vaultLogLevel()}
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -165,7 +207,7 @@ func startVault(t *testing.T) *devVault {
 					t.Logf("vault server output:\n%s", out.String())
 				}
 			})
-			return &devVault{addr: "http://" + addr, token: token, client: client}
+			return &devVault{addr: "http://" + addr, token: token, client: client, plugins: pluginDir(bin)}
 		}
 		stop()
 		if attempt < 5 && strings.Contains(out.String(), "address already in use") {
@@ -455,9 +497,7 @@ func TestVaultKubernetes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.client.Sys().EnableAuthWithOptions("kubernetes", &api.EnableAuthOptions{Type: "kubernetes"}); err != nil {
-		t.Fatal(err)
-	}
+	v.enableKubernetesAuth(t)
 	v.write(t, "auth/kubernetes/config", map[string]any{
 		"kubernetes_host":        k8s.URL,
 		"disable_local_ca_jwt":   true,

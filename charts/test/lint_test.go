@@ -6,15 +6,27 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// helmCLI returns the helm binary .ci/tools/helm.sh builds.
+// helmCLI returns the helm binary .ci/tools/helm.sh builds: the command of
+// the helm module this module requires, at its version.
 func helmCLI(t testing.TB) string {
 	t.Helper()
-	return tool(t, "helm-3.22.0/helm", "helm.sh")
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		t.Fatal("no build information in the test binary")
+	}
+	for _, m := range info.Deps {
+		if m.Path == "helm.sh/helm/v3" {
+			return tool(t, filepath.Join("helm-"+strings.TrimPrefix(m.Version, "v"), "helm"), "helm.sh")
+		}
+	}
+	t.Fatal("helm.sh/helm/v3 is not in the test binary's modules")
+	return ""
 }
 
 // helm runs the helm CLI with its config, cache and data in a temporary

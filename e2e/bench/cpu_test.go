@@ -25,30 +25,38 @@ func TestReadCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	ru0 := rusage()
-	done := make(chan struct{})
+	// Each goroutine spins until the process has used busyCPU, however
+	// long that takes on a loaded machine: a stretch of wall time would
+	// buy less CPU the busier the machine is.
+	const busyCPU = 300 * time.Millisecond
+	deadline := time.Now().Add(30 * time.Second)
+	done := make(chan bool)
 	spin := func() {
 		x := 0
-		for end := time.Now().Add(150 * time.Millisecond); time.Now().Before(end); {
-			x++
+		for rusage()-ru0 < busyCPU && time.Now().Before(deadline) {
+			for range 100_000 {
+				x++
+			}
 		}
 		_ = x
-		done <- struct{}{}
+		done <- time.Now().Before(deadline)
 	}
 	go spin()
 	go spin()
-	<-done
-	<-done
+	if !<-done || !<-done {
+		t.Fatalf("the process did not get %v of CPU in 30 s", busyCPU)
+	}
 	ru1 := rusage()
 	after, err := readCPU(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got, want := after-before, ru1-ru0
-	if want < 100*time.Millisecond {
+	if want < busyCPU {
 		t.Fatalf("rusage counted only %v of busy work", want)
 	}
 	// rusage is tick-sampled and scaled to the same run time; the two
-	// agree to a few milliseconds over a 150 ms stretch.
+	// agree to a few milliseconds over this stretch.
 	if diff := got - want; diff < -15*time.Millisecond || diff > 15*time.Millisecond {
 		t.Errorf("schedstat sum %v, rusage %v", got, want)
 	}
