@@ -6,27 +6,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime/debug"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
+// helmRequire finds the helm module's version in go.mod's require block.
+var helmRequire = regexp.MustCompile(`(?m)^\s*helm\.sh/helm/v3 v(\S+)`)
+
 // helmCLI returns the helm binary .ci/tools/helm.sh builds: the command of
-// the helm module this module requires, at its version.
+// the helm module this module's go.mod requires, at that version.
 func helmCLI(t testing.TB) string {
 	t.Helper()
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		t.Fatal("no build information in the test binary")
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, m := range info.Deps {
-		if m.Path == "helm.sh/helm/v3" {
-			return tool(t, filepath.Join("helm-"+strings.TrimPrefix(m.Version, "v"), "helm"), "helm.sh")
-		}
+	m := helmRequire.FindSubmatch(gomod)
+	if m == nil {
+		t.Fatal("go.mod requires no helm.sh/helm/v3")
 	}
-	t.Fatal("helm.sh/helm/v3 is not in the test binary's modules")
-	return ""
+	return tool(t, filepath.Join("helm-"+string(m[1]), "helm"), "helm.sh")
 }
 
 // helm runs the helm CLI with its config, cache and data in a temporary
