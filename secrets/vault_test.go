@@ -152,6 +152,7 @@ func randomHex(t *testing.T, n int) string {
 func startVault(t *testing.T) *devVault {
 	t.Helper()
 	bin := vaultBinary(t)
+	plugins := pluginDir(bin)
 	token := "root-" + randomHex(t, 12)
 	for attempt := 1; ; attempt++ {
 		port := freePort(t)
@@ -159,7 +160,7 @@ func startVault(t *testing.T) *devVault {
 		var out lockedBuffer
 		home := t.TempDir()
 		args := []string{"server", "-dev", "-dev-root-token-id=" + token, "-dev-listen-address=" + addr}
-		if plugins := pluginDir(bin); plugins != "" {
+		if plugins != "" {
 			args = append(args, "-dev-plugin-dir="+plugins)
 		}
 		cmd := exec.Command(bin, args...)
@@ -207,7 +208,7 @@ func startVault(t *testing.T) *devVault {
 					t.Logf("vault server output:\n%s", out.String())
 				}
 			})
-			return &devVault{addr: "http://" + addr, token: token, client: client, plugins: pluginDir(bin)}
+			return &devVault{addr: "http://" + addr, token: token, client: client, plugins: plugins}
 		}
 		stop()
 		if attempt < 5 && strings.Contains(out.String(), "address already in use") {
