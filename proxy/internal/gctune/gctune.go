@@ -118,7 +118,7 @@ func Settings() (gogc, memlimit string) {
 // linked package's init touches its code and tables, most of them never
 // again, and what start-up runs next maps back only what it uses. With ten
 // servers it took the start-up peak from 39 to 35 MiB.
-func ReleaseInitMemory() { releaseBinaryPages() }
+func ReleaseInitMemory() { releaseBinary() }
 
 // ReleaseStartupMemory ends start-up once started returns (every upstream
 // has had its first start attempt): the collector's target leaves
@@ -143,7 +143,24 @@ func ReleaseStartupMemory(ctx context.Context, started func(context.Context)) {
 // resident pages.
 func release() {
 	debug.FreeOSMemory()
+	releaseBinary()
+}
+
+// releaseBinary drops the binary's resident pages and notes how much of it
+// is resident right after (what reading smaps and returning mapped back).
+func releaseBinary() {
 	releaseBinaryPages()
+	binaryAfterRelease.Store(binaryResident())
+}
+
+// binaryAfterRelease is binaryResident just after the last release of the
+// binary's pages, by start-up's or by the idle releaser.
+var binaryAfterRelease atomic.Uint64
+
+// binaryGrown reports whether the binary's resident pages grew by
+// idleBinaryGrowth or more since the last release.
+func binaryGrown() bool {
+	return binaryResident() >= binaryAfterRelease.Load()+idleBinaryGrowth
 }
 
 // An idle process keeps what its last burst of work left (sessions opened,
@@ -152,20 +169,30 @@ func release() {
 // runtime hands freed pages back to the OS slowly. ReleaseWhenIdle
 // collects and returns them once allocation has all but stopped after a
 // burst.
+//
+// Work that allocates little can still map much of the binary back: what
+// follows start-up (a server's first notifications and requests, the
+// first catalogs' schemas) ran code from 8 MiB of it that stayed resident
+// while idle, with server-everything, and the first calls after it added
+// their own pages to those. Once quiet, the binary's pages are released
+// again when they grew by idleBinaryGrowth since the last release.
 const (
-	idleTick       = 500 * time.Millisecond
-	idleQuietTicks = 2        // ticks in a row with at most idleAllocs allocated
-	idleAllocs     = 64 << 10 // per tick: the sweeps and timers of an idle process
-	idleBurst      = 8 << 20  // allocated since the last release, for another
+	idleTick         = 500 * time.Millisecond
+	idleQuietTicks   = 2        // ticks in a row with at most idleAllocs allocated
+	idleAllocs       = 64 << 10 // per tick: the sweeps and timers of an idle process
+	idleBurst        = 8 << 20  // allocated since the last release, for another
+	idleBinaryGrowth = 2 << 20  // the binary's resident pages grown since the last release, for another
 )
 
 // idleReleaser decides, one tick at a time, when to release.
 type idleReleaser struct {
-	allocs  func() uint64 // bytes allocated so far
-	release func()
-	last    uint64 // allocs at the last release
-	prev    uint64 // allocs at the previous tick
-	quiet   int    // ticks in a row with little allocated
+	allocs        func() uint64 // bytes allocated so far
+	release       func()        // the heap's free pages and the binary's
+	binaryGrown   func() bool   // the binary's resident pages grew (binaryGrown)
+	releaseBinary func()        // the binary's pages only
+	last          uint64        // allocs at the last release
+	prev          uint64        // allocs at the previous tick
+	quiet         int           // ticks in a row with little allocated
 }
 
 func (r *idleReleaser) tick() {
@@ -176,9 +203,14 @@ func (r *idleReleaser) tick() {
 		r.quiet = 0
 	}
 	r.prev = now
-	if r.quiet >= idleQuietTicks && now-r.last >= idleBurst {
+	switch {
+	case r.quiet < idleQuietTicks:
+	case now-r.last >= idleBurst:
 		r.release()
 		r.last, r.quiet = now, 0
+	case r.quiet == idleQuietTicks && r.binaryGrown():
+		// Once per quiet spell: only work maps the binary back.
+		r.releaseBinary()
 	}
 }
 
@@ -189,7 +221,7 @@ func ReleaseWhenIdle(ctx context.Context) {
 		metrics.Read(sample)
 		return sample[0].Value.Uint64()
 	}
-	r := &idleReleaser{allocs: allocs, release: release}
+	r := &idleReleaser{allocs: allocs, release: release, binaryGrown: binaryGrown, releaseBinary: releaseBinary}
 	now := allocs()
 	r.last, r.prev = now, now
 	t := time.NewTicker(idleTick)

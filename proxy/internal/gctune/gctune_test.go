@@ -100,7 +100,8 @@ func gcPercent() int {
 func TestIdleReleaser(t *testing.T) {
 	var allocs uint64
 	releases := 0
-	r := &idleReleaser{allocs: func() uint64 { return allocs }, release: func() { releases++ }}
+	r := &idleReleaser{allocs: func() uint64 { return allocs }, release: func() { releases++ },
+		binaryGrown: func() bool { return false }, releaseBinary: func() { t.Fatal("binary released, not grown") }}
 	step := func(n uint64, ticks int) {
 		for range ticks {
 			allocs += n
@@ -133,4 +134,52 @@ func TestIdleReleaser(t *testing.T) {
 	if releases != 2 {
 		t.Fatalf("%d releases after the second burst, want 2", releases)
 	}
+}
+
+// TestIdleReleaserBinary: once quiet, the binary's pages alone are
+// released when they grew since the last release, once per quiet spell,
+// and never while work goes on; a burst releases both as before.
+func TestIdleReleaserBinary(t *testing.T) {
+	var allocs uint64
+	grown, checks, releases, binReleases := false, 0, 0, 0
+	r := &idleReleaser{
+		allocs:        func() uint64 { return allocs },
+		release:       func() { releases++; grown = false },
+		binaryGrown:   func() bool { checks++; return grown },
+		releaseBinary: func() { binReleases++; grown = false },
+	}
+	step := func(n uint64, ticks int) {
+		for range ticks {
+			allocs += n
+			r.tick()
+		}
+	}
+	want := func(when string, c, rel, bin int) {
+		t.Helper()
+		if checks != c || releases != rel || binReleases != bin {
+			t.Fatalf("%s: %d checks, %d releases, %d of the binary alone; want %d, %d, %d",
+				when, checks, releases, binReleases, c, rel, bin)
+		}
+	}
+	grown = true
+	step(1<<18, 10)
+	want("busy, grown", 0, 0, 0)
+	step(0, idleQuietTicks)
+	want("quiet after work, grown", 1, 0, 1)
+	step(0, 20)
+	want("still quiet: not read again", 1, 0, 1)
+	step(1<<18, 1)
+	step(0, idleQuietTicks+5)
+	want("quiet again after a little work, not grown", 2, 0, 1)
+	grown = true
+	step(0, 5)
+	want("grown in a quiet spell already read", 2, 0, 1)
+	step(1<<18, 1)
+	step(0, idleQuietTicks)
+	want("quiet after the next work", 3, 0, 2)
+	grown = true
+	step(1<<20, idleBurst>>20)
+	want("a burst", 3, 0, 2)
+	step(0, idleQuietTicks)
+	want("quiet after the burst: heap and binary", 3, 1, 2)
 }
