@@ -201,10 +201,21 @@ func TestSecretLeakSuite(t *testing.T) {
 	// Rotation: a new value in Vault, a crash, and the restarted child has it.
 	vault.put(t, "app", map[string]string{"token": values["vault2"]})
 	_, _ = callTool(t, cs, "mcp_leaky_crash", map[string]any{"code": 3})
-	testutil.Eventually(t, 30*time.Second, "leaky restarted with the rotated value", func() bool {
-		res, err := callTool(t, cs, "mcp_leaky_env_sha256", map[string]any{"name": "S_VAULT"})
-		return err == nil && !res.IsError && strings.TrimSpace(unwrap(textOf(res))) == sha256hex(values["vault2"])
-	})
+	var last string // the last answer, and the server's state, if it never restarts
+	func() {
+		defer func() {
+			if t.Failed() {
+				t.Logf("leaky's last answer: %s; its status: %v", last, s.serverStatus(t, "leaky"))
+			}
+		}()
+		testutil.Eventually(t, 30*time.Second, "leaky restarted with the rotated value", func() bool {
+			res, err := callTool(t, cs, "mcp_leaky_env_sha256", map[string]any{"name": "S_VAULT"})
+			if last = fmt.Sprint(err); err == nil {
+				last = textOf(res)
+			}
+			return err == nil && !res.IsError && strings.TrimSpace(unwrap(textOf(res))) == sha256hex(values["vault2"])
+		})
+	}()
 	res = mustCall(t, cs, "mcp_leaky_env", map[string]any{"name": "S_VAULT"})
 	record(res)
 	status, _ := json.Marshal(s.status(t))
