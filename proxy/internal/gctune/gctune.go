@@ -147,7 +147,8 @@ func release() {
 }
 
 // releaseBinary drops the binary's resident pages and notes how much of it
-// is resident right after (what reading smaps and returning mapped back).
+// is resident right after: the little that reading smaps and returning
+// from the release mapped back.
 func releaseBinary() {
 	releaseBinaryPages()
 	binaryAfterRelease.Store(binaryResident())
