@@ -1324,8 +1324,11 @@ func checkGoroutines(tb testing.TB) {
 // open standalone stream, or that keeps sending requests, stays.
 func TestIdleSessionsExpire(t *testing.T) {
 	f := serve(t)
-	const idle = 300 * time.Millisecond
+	// The active session pings ten times per timeout: it expires only if
+	// the machine stalls it for nine tenths of a second.
+	const idle = time.Second
 	f.h.SetIdleTimeout(idle)
+	before := time.Now()
 	abandoned := initialize(t, f, nil)
 	listening := initialize(t, f, nil)
 	stream := get(t, f, listening, v25)
@@ -1335,12 +1338,17 @@ func TestIdleSessionsExpire(t *testing.T) {
 	defer stream.Body.Close()
 	active := initialize(t, f, nil)
 	start := time.Now()
-	for time.Since(start) < 4*idle {
+	pings := time.NewTicker(idle / 10)
+	defer pings.Stop()
+	for !closed(f.session(t, abandoned)) {
+		if time.Since(start) > 20*idle {
+			t.Fatalf("a session idle for %s is still open (timeout %s)", time.Since(start), idle)
+		}
 		status(t, post(t, f, active, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), http.StatusOK)
-		time.Sleep(idle / 4)
+		<-pings.C
 	}
-	if !closed(f.session(t, abandoned)) {
-		t.Errorf("a session idle for %s is still open (timeout %s)", time.Since(start), idle)
+	if d := time.Since(before); d < idle {
+		t.Errorf("a session expired after %s, before its idle timeout %s", d, idle)
 	}
 	status(t, post(t, f, abandoned, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, v25), http.StatusNotFound)
 	if closed(f.session(t, listening)) {
@@ -1352,10 +1360,11 @@ func TestIdleSessionsExpire(t *testing.T) {
 	if n := f.h.Sessions(); n != 2 {
 		t.Errorf("%d sessions open, want the two in use", n)
 	}
-	// 0 turns expiry off again.
+	// 0 turns expiry off again: the listening session, its stream closed,
+	// stays open for twice the timeout (the sweeps go on every 100 ms).
 	f.h.SetIdleTimeout(0)
 	stream.Body.Close()
-	time.Sleep(3 * idle)
+	<-time.After(2 * idle)
 	if closed(f.session(t, listening)) {
 		t.Error("a session expired with the idle timeout off")
 	}
