@@ -233,11 +233,11 @@ func TestAbuseAbandonedPerClientSessions(t *testing.T) {
 	})
 	s.waitServer(t, "pc", 30*time.Second, "ready", func(st serverState) bool { return st.State == "ready" })
 	waitRouted(t, s, "mcp_pc_echo")
-	shared := len(marked(mark))
 	sharedPIDs := map[int]bool{}
 	for _, p := range marked(mark) {
 		sharedPIDs[p.pid] = true
 	}
+	shared := len(sharedPIDs)
 	// The per-client children, sampled while the calls run: on a loaded
 	// machine the first sessions can idle out, and their children be
 	// reaped, before the last calls are answered, so a count after the
