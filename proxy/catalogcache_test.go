@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/mcp-switchboard/switchboard/proxy/internal/pin"
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 	"github.com/mcp-switchboard/switchboard/sanitize"
 	"github.com/mcp-switchboard/switchboard/secrets"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,6 +35,26 @@ func awaitStartGate(path string) {
 			return
 		}
 	}
+}
+
+// waitCallInProxy waits until a tools/call has reached the dispatcher's
+// tools/call handler. With the server held at its start gate the call
+// cannot be answered, so it waits there for the start (for its tool to be
+// listed, or for its server's session): the gate may open. Nothing the
+// proxy reports counts such a call (Status.InFlight counts a call once it
+// has a session), so the test looks for it on the goroutines' stacks.
+func waitCallInProxy(t *testing.T) {
+	t.Helper()
+	testutil.Eventually(t, 20*time.Second, "the call to reach the proxy's tools/call handler", func() bool {
+		buf := make([]byte, 1<<20)
+		for {
+			n := runtime.Stack(buf, true)
+			if n < len(buf) {
+				return bytes.Contains(buf[:n], []byte("/proxy/dispatch.(*Dispatcher).callTool("))
+			}
+			buf = make([]byte, 2*len(buf))
+		}
+	})
 }
 
 func openGate(t *testing.T, path string) {
@@ -91,7 +114,7 @@ func TestCatalogCacheFirstList(t *testing.T) {
 		r, err := call(cs, "mcp_echo_echo", map[string]any{"text": "after the start"})
 		got <- answer{r, err}
 	}()
-	time.Sleep(100 * time.Millisecond) // let the call reach the starting server
+	waitCallInProxy(t)
 	openGate(t, gate)
 	a := <-got
 	if a.err != nil || a.res.IsError {
@@ -136,7 +159,7 @@ func TestCallBeforeFirstList(t *testing.T) {
 				}
 				got <- err
 			}()
-			time.Sleep(100 * time.Millisecond)
+			waitCallInProxy(t)
 			openGate(t, gate)
 			if err := <-got; err != nil {
 				t.Fatalf("call before the first list: %v", err)

@@ -88,12 +88,12 @@ func waitLog(t *testing.T, logs *lineLog, want string) {
 	testutil.Eventually(t, 10*time.Second, strconv.Quote(want)+" in the log", func() bool { return strings.Contains(logs.String(), want) })
 }
 
-// TestReloadHalfWrittenYAMLNotApplied: a writer that pauses 1 s (far
-// longer than the debounce) after "mcpServers:" leaves a valid config with
-// no server. That prefix is refused with a warning naming the servers
-// instead of retiring them all (#reliability-3, item 2), and the full file
-// written next is applied in one reload: no server removed or restarted,
-// and calls keep working throughout.
+// TestReloadHalfWrittenYAMLNotApplied: a writer that pauses after
+// "mcpServers:" (longer than the debounce: until the proxy has read it)
+// leaves a valid config with no server. That prefix is refused with a
+// warning naming the servers instead of retiring them all (#reliability-3,
+// item 2), and the full file written next is applied in one reload: no
+// server removed or restarted, and calls keep working throughout.
 func TestReloadHalfWrittenYAMLNotApplied(t *testing.T) {
 	var logs lineLog
 	tp := startProxyWith(t, yamlConfig("", "echo", "two"), "http", func(o *Options) {
@@ -116,12 +116,18 @@ func TestReloadHalfWrittenYAMLNotApplied(t *testing.T) {
 	if _, err := f.WriteString(prefix); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // the writer's pause: the test is about it
+	// The writer's pause: it lasts until the proxy has read the prefix
+	// (after the debounce and settle) and refused it.
+	waitLog(t, &logs, "removes every server (2 of 2: echo, two)")
 	if _, err := f.WriteString(full[len(prefix):]); err != nil {
 		t.Fatal(err)
 	}
 	after := waitStatus(t, tp.admin, "the whole file applied", func(st StatusReport) bool { return len(st.Servers) == 3 })
-	time.Sleep(4 * reloadDebounce) // a later reload would have run by now
+	// A wait for a non-event: no second reload. One that a leftover file
+	// event asked for would have run by now (debounce, then settle's two
+	// reads reloadDebounce apart); there is no event to poll for when it
+	// does not come, so this is a fixed wait.
+	time.Sleep(4 * reloadDebounce)
 	c.finish(t)
 	final := status(t, tp.admin)
 	if final.Gen != before.Gen+1 || after.Gen != before.Gen+1 {

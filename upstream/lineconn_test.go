@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -30,74 +31,78 @@ var lineSamples = []string{
 }
 
 func TestLineConn(t *testing.T) {
-	childOut, toConn := io.Pipe()
-	fromConn, childIn := io.Pipe()
-	var (
-		mu     sync.Mutex
-		noise  []string
-		closes int
-	)
-	c := newLineConn(childOut, childIn,
-		func() error { closes++; return nil },
-		func(line []byte, _ error) { mu.Lock(); noise = append(noise, string(line)); mu.Unlock() })
+	// In a bubble (pipes only, no real I/O), so that synctest.Wait can tell
+	// when the last Read is blocked on the pipe: Close must unblock it.
+	synctest.Test(t, func(t *testing.T) {
+		childOut, toConn := io.Pipe()
+		fromConn, childIn := io.Pipe()
+		var (
+			mu     sync.Mutex
+			noise  []string
+			closes int
+		)
+		c := newLineConn(childOut, childIn,
+			func() error { closes++; return nil },
+			func(line []byte, _ error) { mu.Lock(); noise = append(noise, string(line)); mu.Unlock() })
 
-	go func() {
-		io.WriteString(toConn, "banner line\n\n"+lineSamples[0]+"\n["+lineSamples[1]+","+lineSamples[2]+"]\n")
-	}()
-	ctx := context.Background()
-	var got []jsonrpc.Message
-	for range 3 {
-		m, err := c.Read(ctx)
-		if err != nil {
+		go func() {
+			io.WriteString(toConn, "banner line\n\n"+lineSamples[0]+"\n["+lineSamples[1]+","+lineSamples[2]+"]\n")
+		}()
+		ctx := context.Background()
+		var got []jsonrpc.Message
+		for range 3 {
+			m, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, m)
+		}
+		if r, ok := got[0].(*jsonrpc.Request); !ok || r.Method != "tools/call" {
+			t.Errorf("first message: %#v", got[0])
+		}
+		if r, ok := got[2].(*jsonrpc.Response); !ok || r.Error == nil {
+			t.Errorf("third message: %#v", got[2])
+		}
+		mu.Lock()
+		if len(noise) != 1 || noise[0] != "banner line" {
+			t.Errorf("noise: %q", noise)
+		}
+		mu.Unlock()
+
+		id, _ := jsonrpc.MakeID(float64(9))
+		done := make(chan []byte)
+		go func() {
+			line, _ := bufio.NewReader(fromConn).ReadBytes('\n')
+			done <- line
+		}()
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "ping"}); err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, m)
-	}
-	if r, ok := got[0].(*jsonrpc.Request); !ok || r.Method != "tools/call" {
-		t.Errorf("first message: %#v", got[0])
-	}
-	if r, ok := got[2].(*jsonrpc.Response); !ok || r.Error == nil {
-		t.Errorf("third message: %#v", got[2])
-	}
-	mu.Lock()
-	if len(noise) != 1 || noise[0] != "banner line" {
-		t.Errorf("noise: %q", noise)
-	}
-	mu.Unlock()
-
-	id, _ := jsonrpc.MakeID(float64(9))
-	done := make(chan []byte)
-	go func() {
-		line, _ := bufio.NewReader(fromConn).ReadBytes('\n')
-		done <- line
-	}()
-	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "ping"}); err != nil {
-		t.Fatal(err)
-	}
-	line := <-done
-	var w map[string]any
-	if err := json.Unmarshal(line, &w); err != nil || w["method"] != "ping" || line[len(line)-1] != '\n' {
-		t.Errorf("written line %q: %v", line, err)
-	}
-
-	readErr := make(chan error)
-	go func() { _, err := c.Read(ctx); readErr <- err }()
-	time.Sleep(10 * time.Millisecond)
-	c.Close()
-	c.Close()
-	select {
-	case err := <-readErr:
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("read after close: %v", err)
+		line := <-done
+		var w map[string]any
+		if err := json.Unmarshal(line, &w); err != nil || w["method"] != "ping" || line[len(line)-1] != '\n' {
+			t.Errorf("written line %q: %v", line, err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Read")
-	}
-	if closes != 1 {
-		t.Errorf("close function ran %d times", closes)
-	}
-	if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "ping"}); err == nil {
-		t.Error("write after close succeeded")
-	}
-	toConn.Close()
+
+		readErr := make(chan error)
+		go func() { _, err := c.Read(ctx); readErr <- err }()
+		synctest.Wait() // the Read is blocked on the pipe
+		c.Close()
+		c.Close()
+		select {
+		case err := <-readErr:
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("read after close: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close did not unblock Read")
+		}
+		if closes != 1 {
+			t.Errorf("close function ran %d times", closes)
+		}
+		if err := c.Write(ctx, &jsonrpc.Request{ID: id, Method: "ping"}); err == nil {
+			t.Error("write after close succeeded")
+		}
+		toConn.Close()
+	})
 }

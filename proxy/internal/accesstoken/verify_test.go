@@ -16,6 +16,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 // idp is an issuer in a test: a key set that can rotate and an
@@ -246,6 +248,8 @@ func TestKnownKeyNeverWaitsForFetch(t *testing.T) {
 	now = now.Add(keyRefetch)
 	mu.Unlock()
 	block := make(chan struct{})
+	unblock := sync.OnceFunc(func() { close(block) })
+	defer unblock() // a failure before the end must not leave the issuer blocked
 	p.mu.Lock()
 	p.block = block
 	p.mu.Unlock()
@@ -255,9 +259,7 @@ func TestKnownKeyNeverWaitsForFetch(t *testing.T) {
 		_, err := v.Verify(ctx, sign(t, unknown, p.claims(nil)), res)
 		slow <- err
 	}()
-	for p.keyFetches.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, "the fetch for the unknown key", func() bool { return p.keyFetches.Load() >= 2 })
 	done := make(chan error, 1)
 	go func() {
 		_, err := v.Verify(ctx, sign(t, s1, p.claims(nil)), res)
@@ -271,7 +273,7 @@ func TestKnownKeyNeverWaitsForFetch(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("a token of a known key waited for the key fetch in flight")
 	}
-	close(block)
+	unblock()
 	if err := <-slow; err != nil {
 		t.Errorf("the key the fetch brought: %v", err)
 	}

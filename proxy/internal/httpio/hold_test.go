@@ -1,8 +1,10 @@
 package httpio
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,11 @@ import (
 // TestReleaseEndsABlockedWrite: a stream writing to a client that does not
 // read blocks once the connection's buffers are full; Release ends that
 // write at once, not at its one-minute deadline.
+//
+// The connection's buffers are made small (64 KiB a side), far smaller
+// than one chunk: the first write can never complete, so once it is under
+// way it is the blocked write, with no pause to guess how long filling the
+// buffers takes.
 func TestReleaseEndsABlockedWrite(t *testing.T) {
 	var (
 		mu   sync.Mutex
@@ -22,13 +29,14 @@ func TestReleaseEndsABlockedWrite(t *testing.T) {
 	)
 	writing := make(chan struct{})
 	ended := make(chan error, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+	const bufSize, chunkSize = 64 << 10, 1 << 20
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 		mu.Lock()
 		hold.Use(rw)
 		w = rw
 		mu.Unlock()
 		close(writing)
-		chunk := make([]byte, 1<<20)
+		chunk := make([]byte, chunkSize)
 		for {
 			mu.Lock()
 			if w == nil {
@@ -44,14 +52,36 @@ func TestReleaseEndsABlockedWrite(t *testing.T) {
 			}
 		}
 	}))
+	srv.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		if tc, ok := c.(*net.TCPConn); ok && st == http.StateNew {
+			_ = tc.SetWriteBuffer(bufSize)
+		}
+	}
+	srv.Start()
 	defer srv.Close()
-	resp, err := http.Get(srv.URL) // its body is never read
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(bufSize)
+		}
+		return c, err
+	}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(srv.URL) // its body is never read
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	<-writing
-	time.Sleep(200 * time.Millisecond) // the buffers fill; the write blocks
+	// The first chunk is bigger than the buffers hold: once its write is
+	// under way, it blocks.
+	deadline := time.Now().Add(20 * time.Second)
+	for !hold.writing.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("no write under way after 20 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	released := time.Now()
 	go hold.Release(&mu, func() { w = nil })
 	select {
