@@ -101,7 +101,7 @@ func TestSamplingReachesTheCallingClient(t *testing.T) {
 		defer close(hold)
 		_, _ = callTool(t, other, "mcp_llm_sleep", map[string]any{"ms": 3000})
 	}()
-	time.Sleep(300 * time.Millisecond)
+	s.waitServer(t, "llm", 10*time.Second, "the sleep call in flight", func(st serverState) bool { return st.InFlight > 0 })
 	start := time.Now()
 	res = mustCall(t, cs, "mcp_llm_sample", map[string]any{"prompt": "again"})
 	if !res.IsError || !strings.Contains(textOf(res), "calls in flight") {

@@ -238,7 +238,7 @@ func TestReloadKeepsUnchangedUpstreamPID(t *testing.T) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp_change_sleep", Arguments: map[string]any{"ms": 2500}})
 		inflight <- out{res, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the call is in flight upstream
+	s.waitServer(t, "change", 10*time.Second, "the sleep call in flight", func(st serverState) bool { return st.InFlight > 0 })
 	cfg["mcpServers"].(map[string]any)["change"] = fixtureServer("change", "--page-size", "3")
 	rewrite(t, s.config, cfg)
 	s.waitGen(t, 2)

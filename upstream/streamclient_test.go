@@ -766,7 +766,7 @@ func leakCheck(t *testing.T) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(15 * time.Second)
 		for {
 			n := runtime.NumGoroutine()
 			if n <= before {
