@@ -2,10 +2,12 @@ package pin
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -307,4 +309,45 @@ func TestPinFileCorruptOrEmpty(t *testing.T) {
 // check is s.Check with t's definition hashed, as the view builder does.
 func check(s *Store, server string, t *mcp.Tool, mode string) bool {
 	return s.Check(server, t, sanitize.DefinitionHash(t), mode)
+}
+
+// FuzzParse: any bytes as a pin file either parse into a file with both
+// maps made, which writes back and reads again the same, or are refused
+// with the path in the error; blank ones (what a crash leaves) are the
+// empty set with errEmpty.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"version":1,"pins":{"srv":{"echo":"sha256:ab"}},"pending":{"srv":{"echo":"sha256:cd"}}}`))
+	f.Add([]byte(`{"version":1,"pins":null}`))
+	f.Add([]byte("\x00\x00 \n"))
+	f.Add([]byte(`{"version":1,"pins":{"srv":`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		const path = "/pins.json"
+		pf, err := parse(path, data)
+		switch {
+		case errors.Is(err, errEmpty):
+			if len(bytes.Trim(data, " \t\r\n\x00")) != 0 || pf == nil || len(pf.Pins) != 0 || pf.Pins == nil || pf.Pending == nil {
+				t.Fatalf("errEmpty for %q with %+v", data, pf)
+			}
+			return
+		case err != nil:
+			if pf != nil || !strings.Contains(err.Error(), path) {
+				t.Fatalf("refused %q with %+v, %v", data, pf, err)
+			}
+			return
+		}
+		if pf.Pins == nil || pf.Pending == nil {
+			t.Fatalf("parsed %q without both maps: %+v", data, pf)
+		}
+		out, err := json.Marshal(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parse(path, out)
+		if err != nil {
+			t.Fatalf("%s, written back from %q, does not parse: %v", out, data, err)
+		}
+		if !reflect.DeepEqual(again, pf) {
+			t.Fatalf("written back and read again: %+v, want %+v", again, pf)
+		}
+	})
 }
