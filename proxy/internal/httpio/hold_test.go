@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-switchboard/switchboard/proxy/internal/testutil"
 )
 
 // TestReleaseEndsABlockedWrite: a stream writing to a client that does not
@@ -75,13 +77,7 @@ func TestReleaseEndsABlockedWrite(t *testing.T) {
 	<-writing
 	// The first chunk is bigger than the buffers hold: once its write is
 	// under way, it blocks.
-	deadline := time.Now().Add(20 * time.Second)
-	for !hold.writing.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("no write under way after 20 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, "a write under way", hold.writing.Load)
 	released := time.Now()
 	go hold.Release(&mu, func() { w = nil })
 	select {
