@@ -169,6 +169,8 @@ func TestSubscriptionFanOut(t *testing.T) {
 	}
 	mustCall(t, sessions[0], "mcp_r_touch_resource", map[string]any{"uri": uri})
 	testutil.Eventually(t, 5*time.Second, "first updated again", func() bool { return updates[0].Load() == 2 })
+	// The update went to both at once before; nothing signals that the
+	// unsubscribed session was spared, so this gives it 200 ms more.
 	time.Sleep(200 * time.Millisecond)
 	if updates[1].Load() != 1 {
 		t.Errorf("unsubscribed session got %d updates", updates[1].Load())
@@ -227,7 +229,7 @@ func TestPerClientIsolation(t *testing.T) {
 		defer close(hold)
 		_, _ = callTool(t, a, "mcp_iso_sleep", map[string]any{"ms": 1500})
 	}()
-	time.Sleep(200 * time.Millisecond)
+	s.waitServer(t, "iso", 5*time.Second, "with a's call in flight", func(st serverState) bool { return st.InFlight > 0 })
 	res := mustCall(t, b, "mcp_iso_sample", map[string]any{"prompt": "hi"})
 	if res.IsError || !strings.Contains(textOf(res), "from b's model") {
 		t.Errorf("sampling on a per-client instance: %s", js(res))

@@ -143,10 +143,17 @@ func TestReloadEveryFileChangeKind(t *testing.T) {
 	if err := os.WriteFile(plain, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	renamed := time.Now()
 	if err := os.Rename(plain, cmPath); err != nil { // replaces the symlink itself
 		t.Fatal(err)
 	}
-	time.Sleep(600 * time.Millisecond) // let the no-op reload (same digest) pass
+	// The watcher sees the symlink replaced and reloads; the content is the
+	// same, so the reload is skipped (/status lastReload: unchanged).
+	testutil.Eventually(t, 10*time.Second, "the reload of the unchanged config skipped", func() bool {
+		lr, _ := s.status(t)["lastReload"].(map[string]any)
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(lr["at"]))
+		return err == nil && lr["unchanged"] == true && !at.Before(renamed)
+	})
 	if g := s.gen(t); g != 2 {
 		t.Errorf("an unchanged config bumped the generation to %d", g)
 	}
@@ -159,6 +166,10 @@ func TestReloadEveryFileChangeKind(t *testing.T) {
 	replaceByRename(t, cmPath, cfg("a", "c"))
 	s.waitGen(t, 4)
 	testutil.Eventually(t, 10*time.Second, "b gone after rename-replace", func() bool { return listTools(t, cs)["mcp_b_echo"] == nil })
+	// Nothing more is applied: a reload of a state in between (a file half
+	// written, or none for a moment) would come within the watcher's
+	// debounce (200 ms) of the last event. Nothing signals its absence, so
+	// this waits three times that.
 	time.Sleep(600 * time.Millisecond)
 	if g := s.gen(t); g != 4 {
 		t.Errorf("three changes gave generation %d, want 4 (each change reloads once)", g)

@@ -143,6 +143,8 @@ func TestFaultCrashAfterCalls(t *testing.T) {
 	if pidAlive(first.PID) {
 		t.Errorf("crashed child %d still alive", first.PID)
 	}
+	// A list_changed would follow the new catalog at once; nothing signals
+	// its absence, so this waits half a second for it.
 	time.Sleep(500 * time.Millisecond)
 	if n := changed.Load(); n != 0 {
 		t.Errorf("%d list_changed notifications for a restart that changed nothing", n)
@@ -161,7 +163,7 @@ func TestFaultFailedServerLeavesList(t *testing.T) {
 	opts, changed := listChangedCounter()
 	cs := s.client(t, opts)
 	waitListed(t, cs, "mcp_victim_crash", "mcp_healthy_echo")
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // let notifications of the initial listing settle
 	changed.Store(0)
 	wantToolError(t, cs, "mcp_victim_crash", map[string]any{}, "server 'victim'")
 	s.waitServer(t, "victim", 5*time.Second, "failed", func(st serverState) bool { return st.State == "failed" && st.Tools == 0 })
@@ -314,18 +316,28 @@ func TestFaultHungCall(t *testing.T) {
 	}})
 	cs := s.client(t, nil)
 	waitListed(t, cs, "mcp_victim_hang", "mcp_healthy_echo")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { // the neighbour answers while the victim hangs
-		defer wg.Done()
-		time.Sleep(100 * time.Millisecond)
-		res, err, took := callCtx(cs, 10*time.Second, "mcp_healthy_echo", map[string]any{"text": "meanwhile"})
-		if err != nil || res.IsError || took > 400*time.Millisecond {
-			t.Errorf("healthy call during the hang: %v %v after %s", err, res, took)
-		}
+	type result struct {
+		res  *mcp.CallToolResult
+		err  error
+		took time.Duration
+	}
+	hung := make(chan result, 1)
+	go func() {
+		res, err, took := callCtx(cs, 30*time.Second, "mcp_victim_hang", map[string]any{})
+		hung <- result{res, err, took}
 	}()
-	_, took := wantToolError(t, cs, "mcp_victim_hang", map[string]any{}, "Tool call timed out after 500ms")
-	wg.Wait()
+	// The neighbour answers while the victim hangs: it is called once
+	// /status counts the hung call in flight.
+	s.waitServer(t, "victim", 5*time.Second, "with the hung call in flight", func(st serverState) bool { return st.InFlight > 0 })
+	res, err, took := callCtx(cs, 10*time.Second, "mcp_healthy_echo", map[string]any{"text": "meanwhile"})
+	if err != nil || res.IsError || took > 400*time.Millisecond {
+		t.Errorf("healthy call during the hang: %v %v after %s", err, res, took)
+	}
+	h := <-hung
+	if h.err != nil || !h.res.IsError || !strings.Contains(textOf(h.res), "Tool call timed out after 500ms") {
+		t.Fatalf("hung call: want the tool error of its timeout, got %v %s", h.err, js(h.res))
+	}
+	took = h.took
 	if took < 500*time.Millisecond || took > 2500*time.Millisecond {
 		t.Errorf("hung call took %s, want about the 500ms tool timeout", took)
 	}

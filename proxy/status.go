@@ -203,8 +203,20 @@ func (p *Proxy) statusReport() StatusReport {
 		c.Error = p.redact(c.Error)
 		rep.LastReload = &c
 	}
+	perClient := map[*upstream.Handle]bool{}
+	for _, vs := range snap.Views {
+		for _, e := range vs.Servers {
+			perClient[e.Handle] = perClient[e.Handle] || e.PerClient
+		}
+	}
 	for _, k := range view.SortedKeys(snap.Handles) {
-		st := snap.Handles[k].Status()
+		h := snap.Handles[k]
+		st := h.Status()
+		if perClient[h] {
+			in := rep.Tables.PerClient[h]
+			st.Instances = &in.Running
+			st.InFlight += in.InFlight
+		}
 		st.LastError = p.redact(st.LastError)
 		for i, l := range st.StderrTail {
 			st.StderrTail[i] = p.redact(l) // a copy: Status clones the lines

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -32,13 +33,19 @@ func TestClosedSessionsLeaveNothing(t *testing.T) {
 		}
 	}
 	want := dispatch.Tables{Sessions: n, Principals: 1, Clients: n}
-	if got := status(t, tp.admin).Tables; got != want {
+	st := status(t, tp.admin)
+	if got := st.Tables; !reflect.DeepEqual(got, want) { // PerClient is not encoded
 		t.Fatalf("with %d sessions open: tables %+v, want %+v", n, got, want)
+	}
+	if len(st.Servers) != 1 || st.Servers[0].Instances == nil || *st.Servers[0].Instances != n {
+		t.Fatalf("with %d sessions open: servers %+v, want the one server with %d instances", n, st.Servers, n)
 	}
 	for _, cs := range open {
 		if err := cs.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitStatus(t, tp.admin, "every table empty once every session closed", func(st StatusReport) bool { return st.Tables == dispatch.Tables{} })
+	waitStatus(t, tp.admin, "every table empty once every session closed", func(st StatusReport) bool {
+		return reflect.DeepEqual(st.Tables, dispatch.Tables{}) && len(st.Servers) == 1 && st.Servers[0].Instances != nil && *st.Servers[0].Instances == 0
+	})
 }

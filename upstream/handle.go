@@ -106,6 +106,11 @@ type Status struct {
 	Prompts      int       `json:"prompts"`
 	Resources    int       `json:"resources"`
 	InFlight     int64     `json:"inFlight"`
+	// Instances counts the instances a server with isolation: per-client
+	// runs for its sessions now (each its own process or upstream
+	// session), and InFlight then counts their calls too; nil for other
+	// servers. The proxy, which starts them, fills it in.
+	Instances *int `json:"instances,omitempty"`
 	// Catalog is CatalogComplete or CatalogPartial while a catalog is
 	// listed, else "". CatalogErrors is the catalog's Errors (unredacted:
 	// the caller redacts), and CatalogRetry when the failing lists are
@@ -357,6 +362,9 @@ func (h *Handle) Status() Status {
 	st.StrayAnswers = h.strays.count()
 	return st
 }
+
+// InFlight is how many calls the server has in flight now.
+func (h *Handle) InFlight() int64 { return h.calls.gate.inFlight() }
 
 // Close stops accepting calls, waits for in-flight ones until ctx is done,
 // then stops the server (for stdio: close stdin, SIGTERM and SIGKILL to the

@@ -136,3 +136,37 @@ func TestPageWithoutToken(t *testing.T) {
 		t.Errorf("login without a token configured: %d %s", res.StatusCode, b)
 	}
 }
+
+// perClientBackend has a server with isolation: per-client beside one
+// without.
+type perClientBackend struct{ fakeBackend }
+
+func (*perClientBackend) Status() any {
+	return map[string]any{"version": "test", "servers": []map[string]any{
+		{"name": "alpha", "state": "ready", "pid": 10},
+		{"name": "beta", "state": "ready", "pid": 11, "instances": 2},
+		{"name": "gamma", "state": "ready", "pid": 12, "instances": 0},
+	}}
+}
+
+// TestPageShowsPerClientInstances: a per-client server's row counts its
+// instances, none included; other servers' rows show none.
+func TestPageShowsPerClientInstances(t *testing.T) {
+	_, body := get(t, Handler(&perClientBackend{}), "/", nil)
+	row := func(name string) string {
+		_, after, ok := strings.Cut(body, `data-server="`+name+`"`)
+		if !ok {
+			t.Fatalf("no row for %s:\n%s", name, body)
+		}
+		before, _, _ := strings.Cut(after, "</tbody>")
+		return before
+	}
+	for name, want := range map[string]string{"beta": `<small class="instances">2 per-client</small>`, "gamma": `<small class="instances">0 per-client</small>`} {
+		if r := row(name); !strings.Contains(r, want) {
+			t.Errorf("%s: want %q in\n%s", name, want, r)
+		}
+	}
+	if r := row("alpha"); strings.Contains(r, "per-client") {
+		t.Errorf("alpha is shared, but its row counts instances:\n%s", r)
+	}
+}

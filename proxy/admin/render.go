@@ -36,6 +36,7 @@ type pageServer struct {
 	CatalogCached          bool
 	LastError              string
 	StderrTail             []string
+	Instances              *int64 // isolation: per-client
 }
 
 type pageView struct {
@@ -170,6 +171,11 @@ func servers(w *writer, list []pageServer, restart bool) {
 		w.s("</td><td>")
 		if s.PID != 0 {
 			w.e(s.PID)
+		}
+		if s.Instances != nil {
+			w.s(` <small class="instances">`)
+			w.e(*s.Instances)
+			w.s(" per-client</small>")
 		}
 		w.s("</td><td>")
 		w.e(s.Restarts)

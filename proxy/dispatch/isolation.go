@@ -139,6 +139,45 @@ func (c *clientHandles) of(rec *record) []*upstream.Handle {
 	return hs
 }
 
+// Instances is what a server with isolation: per-client runs for its
+// sessions now: its instances, and the calls they have in flight.
+type Instances struct {
+	Running  int
+	InFlight int64
+}
+
+// instances counts, by shared handle, the instances running and their
+// calls in flight; nil when there are none. The calls are counted after
+// the lock is let go: an instance takes locks of its own.
+func (c *clientHandles) instances() map[*upstream.Handle]Instances {
+	if c.n.Load() == 0 {
+		return nil
+	}
+	type pair struct{ shared, inst *upstream.Handle }
+	var ps []pair
+	c.mu.Lock()
+	for inst, ss := range c.owner {
+		rec := recordOf(ss)
+		if rec == nil {
+			continue
+		}
+		for shared, x := range rec.clients {
+			if x == inst {
+				ps = append(ps, pair{shared, inst})
+			}
+		}
+	}
+	c.mu.Unlock()
+	m := make(map[*upstream.Handle]Instances, len(ps))
+	for _, p := range ps {
+		in := m[p.shared]
+		in.Running++
+		in.InFlight += p.inst.InFlight()
+		m[p.shared] = in
+	}
+	return m
+}
+
 // closeOf stops the per-client instances of rec's session, then gives
 // back the place a 2026-07-28 request took for them.
 func (c *clientHandles) closeOf(rec *record) {

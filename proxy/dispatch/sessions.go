@@ -296,6 +296,9 @@ type Tables struct {
 	Principals    int `json:"principals"`
 	Clients       int `json:"clients"`
 	Subscriptions int `json:"subscriptions"`
+	// PerClient is Clients by server (its shared handle), with their calls
+	// in flight; /status shows it in each server's entry.
+	PerClient map[*upstream.Handle]Instances `json:"-"`
 }
 
 // Tables counts what the dispatcher keeps for its sessions now.
@@ -308,6 +311,7 @@ func (d *Dispatcher) Tables() Tables {
 	d.clients.mu.Lock()
 	t.Clients = len(d.clients.owner)
 	d.clients.mu.Unlock()
+	t.PerClient = d.clients.instances()
 	d.peer.subMu.Lock()
 	t.Subscriptions = len(d.peer.subs)
 	d.peer.subMu.Unlock()
