@@ -280,6 +280,9 @@ func printStatus(w io.Writer, rep proxy.StatusReport) {
 		if s.PID != 0 {
 			pid = fmt.Sprint(s.PID)
 		}
+		if s.Instances != nil {
+			pid += fmt.Sprintf(" (+%d per-client)", *s.Instances)
+		}
 		lastErr := oneLine(s.LastError, 60)
 		if lastErr == "" {
 			lastErr = "-"

@@ -40,6 +40,8 @@ func TestPrintStatusTable(t *testing.T) {
 	}
 	rep.Servers = append(rep.Servers, upstream.Status{Name: "npm", Transport: "stdio", State: upstream.StateFailed, Breaker: "closed",
 		LastError: "connect: process exited before initialize finished", StderrTail: []string{"node:internal/modules/cjs/loader:1228", "Error: Cannot find module 'foo'"}})
+	two := 2
+	rep.Servers = append(rep.Servers, upstream.Status{Name: "iso", Transport: "stdio", State: upstream.StateReady, PID: 789, Breaker: "closed", Instances: &two})
 	var b bytes.Buffer
 	printStatus(&b, rep)
 	out := b.String()
@@ -57,6 +59,7 @@ func TestPrintStatusTable(t *testing.T) {
 		"session ended: exit status 3",
 		"idle (lazy)",
 		"ready (catalog partial)",
+		"789 (+2 per-client)",
 		"pg: resources/list failed: connect ECONNREFUSED 127.0.0.1:5432 (retry in 10s)",
 		"pg: 12 answers to no call in flight dropped",
 		"downstream connections at the cap: 192 of 192 open",
