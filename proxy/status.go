@@ -203,20 +203,9 @@ func (p *Proxy) statusReport() StatusReport {
 		c.Error = p.redact(c.Error)
 		rep.LastReload = &c
 	}
-	perClient := map[*upstream.Handle]bool{}
-	for _, vs := range snap.Views {
-		for _, e := range vs.Servers {
-			perClient[e.Handle] = perClient[e.Handle] || e.PerClient
-		}
-	}
+	perClient := perClientHandles(snap)
 	for _, k := range view.SortedKeys(snap.Handles) {
-		h := snap.Handles[k]
-		st := h.Status()
-		if perClient[h] {
-			in := rep.Tables.PerClient[h]
-			st.Instances = &in.Running
-			st.InFlight += in.InFlight
-		}
+		st := statusOf(snap.Handles[k], perClient, rep.Tables.PerClient)
 		st.LastError = p.redact(st.LastError)
 		for i, l := range st.StderrTail {
 			st.StderrTail[i] = p.redact(l) // a copy: Status clones the lines
@@ -240,4 +229,31 @@ func (p *Proxy) statusReport() StatusReport {
 	}
 	p.activity.Keep(func(id string) bool { return cur.Views[id] != nil })
 	return rep
+}
+
+// perClientHandles are the shared handles of snap's servers with
+// isolation: per-client.
+func perClientHandles(snap *view.Snapshot) map[*upstream.Handle]bool {
+	perClient := map[*upstream.Handle]bool{}
+	for _, vs := range snap.Views {
+		for _, e := range vs.Servers {
+			if e.PerClient {
+				perClient[e.Handle] = true
+			}
+		}
+	}
+	return perClient
+}
+
+// statusOf is h's status as /status and the gauges show it: for a
+// server with isolation: per-client (perClient), with its instances and
+// their calls in flight (dispatch.Tables.PerClient).
+func statusOf(h *upstream.Handle, perClient map[*upstream.Handle]bool, instances map[*upstream.Handle]dispatch.Instances) upstream.Status {
+	st := h.Status()
+	if perClient[h] {
+		in := instances[h]
+		st.Instances = &in.Running
+		st.InFlight += in.InFlight
+	}
+	return st
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -40,6 +41,12 @@ func TestClosedSessionsLeaveNothing(t *testing.T) {
 	if len(st.Servers) != 1 || st.Servers[0].Instances == nil || *st.Servers[0].Instances != n {
 		t.Fatalf("with %d sessions open: servers %+v, want the one server with %d instances", n, st.Servers, n)
 	}
+	m := metricsText(t, tp.admin)
+	for _, want := range []string{fmt.Sprintf(`switchboard_upstream_instances{server="echo"} %d`, n), `switchboard_upstream_in_flight{server="echo"} 0`} {
+		if !strings.Contains(m, want+"\n") {
+			t.Errorf("with %d sessions open, /metrics lacks %s", n, want)
+		}
+	}
 	for _, cs := range open {
 		if err := cs.Close(); err != nil {
 			t.Fatal(err)
@@ -48,4 +55,7 @@ func TestClosedSessionsLeaveNothing(t *testing.T) {
 	waitStatus(t, tp.admin, "every table empty once every session closed", func(st StatusReport) bool {
 		return reflect.DeepEqual(st.Tables, dispatch.Tables{}) && len(st.Servers) == 1 && st.Servers[0].Instances != nil && *st.Servers[0].Instances == 0
 	})
+	if m := metricsText(t, tp.admin); !strings.Contains(m, `switchboard_upstream_instances{server="echo"} 0`+"\n") {
+		t.Errorf("every session closed, but /metrics counts instances:\n%s", m)
+	}
 }

@@ -27,8 +27,9 @@ func (p *Proxy) observe() telemetry.Observation {
 	obs := telemetry.Observation{LastReloadOK: true, Servers: map[string]upstream.Status{}, Sessions: map[string]int{}}
 	cur := p.serving.Load()
 	if snap := cur.Snap; snap != nil {
+		perClient, instances := perClientHandles(snap), p.d.Tables().PerClient
 		for key, h := range snap.Handles {
-			obs.Servers[key] = h.Status()
+			obs.Servers[key] = statusOf(h, perClient, instances)
 		}
 	}
 	if lr := p.lastReload.Load(); lr != nil && !lr.OK {

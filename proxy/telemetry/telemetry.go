@@ -192,6 +192,10 @@ func observeGauges(m metric.Meter, observe func() Observation) error {
 	must(err)
 	partial, err := m.Int64ObservableGauge("switchboard_upstream_catalog_partial", metric.WithDescription("1 while a server's catalog lacks a list that failed."))
 	must(err)
+	inFlight, err := m.Int64ObservableGauge("switchboard_upstream_in_flight", metric.WithDescription("Calls each server has in flight, its per-client instances' included."))
+	must(err)
+	instances, err := m.Int64ObservableGauge("switchboard_upstream_instances", metric.WithDescription("Instances a server with isolation: per-client runs for sessions."))
+	must(err)
 	lastReload, err := m.Int64ObservableGauge("switchboard_config_last_reload_success", metric.WithDescription("1 if the last reload succeeded."))
 	must(err)
 	if len(errs) > 0 {
@@ -218,6 +222,10 @@ func observeGauges(m metric.Meter, observe func() Observation) error {
 			}
 			obs.ObserveInt64(breaker, open, metric.WithAttributes(server))
 			obs.ObserveInt64(tools, int64(st.Tools), metric.WithAttributes(server))
+			obs.ObserveInt64(inFlight, st.InFlight, metric.WithAttributes(server))
+			if st.Instances != nil {
+				obs.ObserveInt64(instances, int64(*st.Instances), metric.WithAttributes(server))
+			}
 			for list, n := range st.ListFailures {
 				obs.ObserveInt64(listFailures, int64(n), metric.WithAttributes(server, attribute.String("list", list)))
 			}
@@ -238,7 +246,7 @@ func observeGauges(m metric.Meter, observe func() Observation) error {
 			obs.ObserveInt64(sessions, int64(n), metric.WithAttributes(attribute.String("view", view)))
 		}
 		return nil
-	}, stateGauge, restarts, breaker, tools, listFailures, partial, lastReload, sessions)
+	}, stateGauge, restarts, breaker, tools, listFailures, partial, inFlight, instances, lastReload, sessions)
 	return err
 }
 
