@@ -93,7 +93,14 @@ func summary(out []slowOutcome) (closed int, desc string, longest time.Duration)
 func TestAbuseSlowloris(t *testing.T) {
 	const n = 300
 	const readTimeout = 2 * time.Second
-	const margin = 3 * time.Second // generous: the machine is shared
+	// Generous: the machine is shared. A fresh-clone CI run, both e2e
+	// shards under the race detector on two cores, saw every silent
+	// connection of one case closed 6.3–9.9 s after its head while the
+	// dripping ones of the case before closed at 1.9–2.0 s: a stall, not
+	// the timeout. Without the defence a connection outlives the client's
+	// limit below and counts as not closed by the server; serve's default
+	// (30 s) would too.
+	const margin = 8 * time.Second
 	s := startSwitchboard(t, map[string]any{
 		"logLevel":    "info",
 		"readTimeout": readTimeout.Milliseconds(),
