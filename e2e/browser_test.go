@@ -31,6 +31,7 @@ type browser struct {
 	requests []string
 	errors   []string
 	loads    chan struct{}
+	gone     chan struct{} // closed when Chromium's pipe closes
 }
 
 type cdpMessage struct {
@@ -61,9 +62,33 @@ func chromium(t *testing.T) string {
 }
 
 // startBrowser starts headless Chromium with one blank page attached.
+// Headless Chromium now and then comes up without ever answering on its
+// pipe (browser-automation tools retry its launch for this), so a
+// browser that has not answered its first command within launchWait, or
+// that exited, is ended and started afresh, up to launchAttempts times;
+// each failed attempt's stderr is logged.
 func startBrowser(t *testing.T) *browser {
 	t.Helper()
 	bin := chromium(t)
+	for attempt := 1; attempt <= launchAttempts; attempt++ {
+		b, err := launchBrowser(t, bin)
+		if err == nil {
+			return b
+		}
+		t.Logf("chromium launch %d of %d: %v", attempt, launchAttempts, err)
+	}
+	t.Fatalf("chromium did not come up in %d launches (each one's error and stderr are logged above)", launchAttempts)
+	return nil
+}
+
+const (
+	launchAttempts = 3
+	launchWait     = 20 * time.Second
+)
+
+// launchBrowser starts Chromium once and attaches a blank page. On an
+// error the process is ended and its user-data directory removed.
+func launchBrowser(t *testing.T, bin string) (*browser, error) {
 	cmdR, cmdW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -72,43 +97,64 @@ func startBrowser(t *testing.T) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir, err := os.MkdirTemp("", "switchboard-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "--headless=new", "--disable-gpu", "--no-sandbox", "--remote-debugging-pipe",
-		"--user-data-dir="+t.TempDir(), "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+		"--user-data-dir="+dir, "--no-first-run", "--no-default-browser-check", "--disable-extensions",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+		// No crash reporter to set up, and shared memory in /tmp where
+		// /dev/shm is small (a container's is 64 MiB).
+		"--disable-breakpad", "--disable-crash-reporter", "--disable-dev-shm-usage",
 		// The page's refresh timer runs at its pace in a tab nobody looks at.
 		"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows",
 		"--window-size=1280,1000", "about:blank")
 	cmd.ExtraFiles = []*os.File{cmdR, evW}
-	var stderr strings.Builder // read once Wait returned
+	var stderr strings.Builder // read once stop's Wait returned
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
 	cmdR.Close()
 	evW.Close()
-	b := &browser{t: t, cmd: cmd, in: cmdW, waiting: map[int]chan cdpMessage{}, loads: make(chan struct{}, 16)}
-	t.Cleanup(func() {
+	b := &browser{t: t, cmd: cmd, in: cmdW, waiting: map[int]chan cdpMessage{}, loads: make(chan struct{}, 16), gone: make(chan struct{})}
+	stop := func() {
 		cmdW.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("chromium stderr:\n%s", tail(stderr.String(), 30))
-		}
-	})
+		os.RemoveAll(dir)
+	}
 	go b.read(evR)
 	var target struct{ TargetID string }
-	b.callInto("Target.createTarget", map[string]any{"url": "about:blank"}, &target)
+	raw, err := b.send("Target.createTarget", map[string]any{"url": "about:blank"}, launchWait)
+	if err == nil {
+		err = json.Unmarshal(raw, &target)
+	}
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("%w; stderr:\n%s", err, tail(stderr.String(), 3000))
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("chromium stderr:\n%s", tail(stderr.String(), 3000))
+		}
+	})
 	var att struct{ SessionID string }
 	b.callInto("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att)
 	b.session = att.SessionID
 	for _, domain := range []string{"Page", "Network", "Runtime", "Log"} {
 		b.call(domain+".enable", nil)
 	}
-	return b
+	return b, nil
 }
 
 // read hands answers to their callers and keeps what the events say.
+// When the pipe closes (Chromium exited) it closes b.gone, so a caller
+// waiting for an answer learns it at once.
 func (b *browser) read(r io.Reader) {
+	defer close(b.gone)
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadBytes(0)
@@ -164,6 +210,15 @@ func (b *browser) event(m cdpMessage) {
 // and returns its result.
 func (b *browser) call(method string, params any) json.RawMessage {
 	b.t.Helper()
+	res, err := b.send(method, params, 20*time.Second)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	return res
+}
+
+// send sends one command and waits up to wait for its answer.
+func (b *browser) send(method string, params any, wait time.Duration) (json.RawMessage, error) {
 	ch := make(chan cdpMessage, 1)
 	b.mu.Lock()
 	b.next++
@@ -179,18 +234,19 @@ func (b *browser) call(method string, params any) json.RawMessage {
 	}
 	raw, _ := json.Marshal(msg)
 	if _, err := b.in.Write(append(raw, 0)); err != nil {
-		b.t.Fatalf("%s: %v", method, err)
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	select {
 	case m := <-ch:
 		if m.Error != nil {
-			b.t.Fatalf("%s: %s", method, m.Error.Message)
+			return nil, fmt.Errorf("%s: %s", method, m.Error.Message)
 		}
-		return m.Result
-	case <-time.After(20 * time.Second):
-		b.t.Fatalf("%s: no answer from chromium in 20s", method)
+		return m.Result, nil
+	case <-b.gone:
+		return nil, fmt.Errorf("%s: chromium closed its pipe (exited) before answering", method)
+	case <-time.After(wait):
+		return nil, fmt.Errorf("%s: no answer from chromium in %v", method, wait)
 	}
-	return nil
 }
 
 func (b *browser) callInto(method string, params, out any) {

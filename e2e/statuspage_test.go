@@ -212,7 +212,9 @@ func httpGetCookie(url string, b *browser) (string, error) {
 // a few calls: every server ready, and the default view's calls per
 // minute counted and drawn.
 func TestStatusPageHealthy(t *testing.T) {
-	chromium(t)
+	// The browser first: the calls below must fall in the minute the
+	// page counts, however long its launch takes.
+	b := startBrowser(t)
 	cfg := map[string]any{
 		"mcpServers": map[string]any{
 			"files":  map[string]any{"command": fixture},
@@ -230,7 +232,6 @@ func TestStatusPageHealthy(t *testing.T) {
 		mustCall(t, cs, "mcp_files_echo", map[string]any{"text": fmt.Sprint(i)})
 	}
 	base := "http://" + s.admin + "/"
-	b := startBrowser(t)
 	b.navigate(base)
 	signIn(b, pageToken)
 	for name, r := range pageServers(b) {
